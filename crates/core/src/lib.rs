@@ -1,0 +1,14 @@
+//! Domain vocabulary shared by every driftwatch crate: opaque ids, the status enums that are
+//! stored as text, event types, and the [`Clock`] through which time is read.
+//!
+//! This crate does no IO. Everything here is small, copyable and serialisable.
+
+mod clock;
+mod id;
+mod secret;
+mod status;
+
+pub use clock::{Clock, SystemClock};
+pub use id::{IdKind, new_id};
+pub use secret::{API_TOKEN_PREFIX, WEBHOOK_SECRET_PREFIX, hash_token, hex, new_api_token, new_webhook_secret};
+pub use status::{AttemptTrigger, DeliveryStatus, EndpointKind, EventType, ParseEnumError, RunOutcome, WatchState};

@@ -1,0 +1,130 @@
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// A stored enum value that is not one of the known variants.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown {kind} `{value}`")]
+pub struct ParseEnumError {
+    kind: &'static str,
+    value: String,
+}
+
+/// Declares a text-backed enum: stored and serialised as its snake_case name.
+macro_rules! text_enum {
+    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum $name {
+            $($(#[$vmeta])* #[serde(rename = $text)] $variant),+
+        }
+
+        impl $name {
+            /// Every variant, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The stored and serialised name.
+            pub const fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = ParseEnumError;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                match s {
+                    $($text => Ok($name::$variant),)+
+                    _ => Err(ParseEnumError { kind: stringify!($name), value: s.to_owned() }),
+                }
+            }
+        }
+    };
+}
+
+text_enum! {
+    /// Whether the runner schedules a watch.
+    WatchState {
+        /// Checked on its schedule.
+        Active => "active",
+        /// Not checked until resumed.
+        Paused => "paused",
+    }
+}
+
+text_enum! {
+    /// What one check of a watch found.
+    RunOutcome {
+        /// The first successful check: content recorded, nothing to compare against.
+        Baseline => "baseline",
+        /// The content is the same as the last snapshot.
+        Unchanged => "unchanged",
+        /// The content changed: a snapshot and an event were written.
+        Changed => "changed",
+        /// The check failed (fetch, HTTP status, extraction); the error is recorded.
+        Failed => "failed",
+    }
+}
+
+text_enum! {
+    /// Where a delivery stands in the outbox.
+    DeliveryStatus {
+        /// Waiting for its first attempt.
+        Queued => "queued",
+        /// Its last attempt failed; another is scheduled at `next_attempt_at`.
+        Failed => "failed",
+        /// A receiver answered 2xx.
+        Sent => "sent",
+        /// Given up (attempts exhausted or a permanent failure): in the dead-letter queue.
+        Dead => "dead",
+    }
+}
+
+text_enum! {
+    /// How an endpoint receives events.
+    EndpointKind {
+        /// A Standard Webhooks signed POST.
+        Webhook => "webhook",
+    }
+}
+
+text_enum! {
+    /// Why an attempt was made.
+    AttemptTrigger {
+        /// By the worker, when due.
+        Scheduled => "scheduled",
+        /// By a person or agent asking for a redelivery.
+        Manual => "manual",
+    }
+}
+
+text_enum! {
+    /// The type of an event, as it appears in payloads and filters.
+    EventType {
+        /// A watched page's content changed.
+        ChangeDetected => "change.detected",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_variant_round_trips_through_text() {
+        for s in DeliveryStatus::ALL {
+            assert_eq!(s.as_str().parse::<DeliveryStatus>().ok(), Some(*s));
+        }
+        for s in RunOutcome::ALL {
+            assert_eq!(s.as_str().parse::<RunOutcome>().ok(), Some(*s));
+        }
+        assert!("bogus".parse::<DeliveryStatus>().is_err());
+        assert_eq!(serde_json::to_string(&EventType::ChangeDetected).ok().as_deref(), Some("\"change.detected\""));
+    }
+}

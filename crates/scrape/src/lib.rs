@@ -1,0 +1,11 @@
+//! Fetching pages and turning them into the text that is compared between checks.
+//!
+//! [`Fetcher`] downloads a page with a timeout, a body-size cap and the private-address guard;
+//! [`extract`] turns the body into normalised text: HTML through an optional CSS selector and a
+//! block-aware text conversion, JSON canonicalised, plain text as is.
+
+mod extract;
+mod fetch;
+
+pub use extract::{ExtractError, extract, html_to_text, validate_selector};
+pub use fetch::{FetchError, FetchOptions, Fetcher, Page};

@@ -1,0 +1,66 @@
+//! Accounts and API tokens.
+
+use chrono::{NaiveDateTime, TimeDelta};
+use diesel::prelude::*;
+use driftwatch_core::{IdKind, hash_token, new_api_token, new_id};
+
+use crate::schema::{accounts, api_tokens};
+use crate::{Account, ApiToken, DbConn, StoreResult, conflict_on_unique};
+
+/// Creates an account; a taken name is a [`crate::StoreError::Conflict`].
+pub fn create_account(conn: &mut DbConn, name: &str, now: NaiveDateTime) -> StoreResult<Account> {
+    let account = Account { id: new_id(IdKind::Account), name: name.to_owned(), created_at: now };
+    diesel::insert_into(accounts::table)
+        .values(&account)
+        .execute(conn)
+        .map_err(conflict_on_unique("an account with this name exists"))?;
+    Ok(account)
+}
+
+/// The account called `name`.
+pub fn find_account_by_name(conn: &mut DbConn, name: &str) -> StoreResult<Option<Account>> {
+    Ok(accounts::table.filter(accounts::name.eq(name)).select(Account::as_select()).first(conn).optional()?)
+}
+
+/// Creates a token for `account_id`; returns the row and the plaintext token (shown once).
+pub fn create_token(
+    conn: &mut DbConn,
+    account_id: &str,
+    name: &str,
+    scopes: &str,
+    now: NaiveDateTime,
+) -> StoreResult<(ApiToken, String)> {
+    let plaintext = new_api_token();
+    let token = ApiToken {
+        id: new_id(IdKind::Token),
+        account_id: account_id.to_owned(),
+        name: name.to_owned(),
+        token_hash: hash_token(&plaintext),
+        prefix: plaintext.chars().take(10).collect(),
+        scopes: scopes.to_owned(),
+        created_at: now,
+        last_used_at: None,
+        revoked_at: None,
+    };
+    diesel::insert_into(api_tokens::table).values(&token).execute(conn)?;
+    Ok((token, plaintext))
+}
+
+/// The live token whose plaintext is `token`, with `last_used_at` refreshed (at most once a
+/// minute, so reads do not turn into writes on every request).
+///
+/// The lookup is by hash: the plaintext is never compared or stored.
+pub fn authenticate(conn: &mut DbConn, token: &str, now: NaiveDateTime) -> StoreResult<Option<ApiToken>> {
+    let found = api_tokens::table
+        .filter(api_tokens::token_hash.eq(hash_token(token)))
+        .filter(api_tokens::revoked_at.is_null())
+        .select(ApiToken::as_select())
+        .first(conn)
+        .optional()?;
+    if let Some(t) = &found {
+        if t.last_used_at.is_none_or(|used| now - used > TimeDelta::minutes(1)) {
+            diesel::update(api_tokens::table.find(&t.id)).set(api_tokens::last_used_at.eq(now)).execute(conn)?;
+        }
+    }
+    Ok(found)
+}

@@ -1,0 +1,172 @@
+//! Connections, the pool and migrations for both backends.
+
+use std::time::Duration;
+
+use diesel::connection::SimpleConnection as _;
+use diesel::prelude::*;
+use diesel::r2d2::R2D2Connection as _;
+use diesel_migrations::{EmbeddedMigrations, MigrationHarness as _, embed_migrations};
+
+use crate::StoreError;
+
+const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/sqlite");
+const POSTGRES_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/postgres");
+
+/// A connection to either backend. Queries are written once against this type; the few places
+/// where SQL must differ `match` on the variant.
+#[derive(diesel::MultiConnection)]
+pub enum DbConn {
+    /// PostgreSQL (many nodes, one database).
+    Pg(diesel::PgConnection),
+    /// The embedded SQLite file (one node).
+    Sqlite(diesel::SqliteConnection),
+}
+
+/// Which database a URL names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DatabaseUrl {
+    /// `sqlite://PATH`: a file, created when missing.
+    Sqlite(String),
+    /// `postgres://...` or `postgresql://...`.
+    Postgres(String),
+}
+
+impl DatabaseUrl {
+    /// Parses `sqlite://PATH` or `postgres://...`; anything else is an error naming the forms.
+    pub fn parse(url: &str) -> Result<Self, StoreError> {
+        if let Some(path) = url.strip_prefix("sqlite://") {
+            if path.is_empty() || path == ":memory:" {
+                return Err(StoreError::Config(format!("`{url}`: give a file path, e.g. sqlite://driftwatch.db")));
+            }
+            Ok(DatabaseUrl::Sqlite(path.to_owned()))
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Ok(DatabaseUrl::Postgres(url.to_owned()))
+        } else {
+            Err(StoreError::Config(format!(
+                "unsupported database URL `{}`: use sqlite://PATH or postgres://USER@HOST/DB",
+                redact(url)
+            )))
+        }
+    }
+
+    /// The backend's name, for logs.
+    pub fn backend(&self) -> &'static str {
+        match self {
+            DatabaseUrl::Sqlite(_) => "sqlite",
+            DatabaseUrl::Postgres(_) => "postgres",
+        }
+    }
+}
+
+/// The URL with any password replaced, safe to log.
+pub fn redact(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) if parsed.password().is_some() => {
+            let _ = parsed.set_password(Some("***"));
+            parsed.to_string()
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// Opens connections of the configured backend and prepares SQLite ones.
+#[derive(Debug)]
+pub struct Manager {
+    url: DatabaseUrl,
+    busy_timeout: Duration,
+}
+
+impl r2d2::ManageConnection for Manager {
+    type Connection = DbConn;
+    type Error = diesel::r2d2::Error;
+
+    fn connect(&self) -> Result<DbConn, Self::Error> {
+        match &self.url {
+            DatabaseUrl::Postgres(url) => {
+                diesel::PgConnection::establish(url).map(DbConn::Pg).map_err(diesel::r2d2::Error::ConnectionError)
+            }
+            DatabaseUrl::Sqlite(path) => {
+                let mut conn =
+                    diesel::SqliteConnection::establish(path).map_err(diesel::r2d2::Error::ConnectionError)?;
+                // WAL lets readers run beside the one writer; the busy timeout makes writers queue
+                // instead of failing; foreign keys are off by default in SQLite.
+                conn.batch_execute(&format!(
+                    "PRAGMA busy_timeout = {}; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+                     PRAGMA foreign_keys = ON;",
+                    self.busy_timeout.as_millis()
+                ))
+                .map_err(diesel::r2d2::Error::QueryError)?;
+                Ok(DbConn::Sqlite(conn))
+            }
+        }
+    }
+
+    fn is_valid(&self, conn: &mut DbConn) -> Result<(), Self::Error> {
+        conn.ping().map_err(diesel::r2d2::Error::QueryError)
+    }
+
+    fn has_broken(&self, conn: &mut DbConn) -> bool {
+        conn.is_broken()
+    }
+}
+
+/// The connection pool.
+pub type Pool = r2d2::Pool<Manager>;
+
+/// Pool settings.
+#[derive(Debug, Clone)]
+pub struct PoolOptions {
+    /// Most connections open at once.
+    pub max_size: u32,
+    /// How long a caller waits for a free connection.
+    pub connection_timeout: Duration,
+    /// How long SQLite waits on a locked database before failing.
+    pub busy_timeout: Duration,
+}
+
+impl Default for PoolOptions {
+    fn default() -> Self {
+        PoolOptions { max_size: 16, connection_timeout: Duration::from_secs(30), busy_timeout: Duration::from_secs(10) }
+    }
+}
+
+pub(crate) fn build_pool(url: &DatabaseUrl, options: &PoolOptions) -> Result<Pool, StoreError> {
+    let manager = Manager { url: url.clone(), busy_timeout: options.busy_timeout };
+    r2d2::Pool::builder()
+        .max_size(options.max_size)
+        .connection_timeout(options.connection_timeout)
+        .build(manager)
+        .map_err(StoreError::from)
+}
+
+/// Applies pending migrations; returns how many ran.
+///
+/// On PostgreSQL an advisory lock serialises nodes that start together.
+pub(crate) fn migrate(conn: &mut DbConn) -> Result<usize, StoreError> {
+    let applied = match conn {
+        DbConn::Sqlite(c) => c.run_pending_migrations(SQLITE_MIGRATIONS).map(|v| v.len()),
+        DbConn::Pg(c) => {
+            const LOCK_KEY: i64 = 0x6472_6966_7477_6174; // "driftwat"
+            c.batch_execute(&format!("SELECT pg_advisory_lock({LOCK_KEY})"))?;
+            let result = c.run_pending_migrations(POSTGRES_MIGRATIONS).map(|v| v.len());
+            c.batch_execute(&format!("SELECT pg_advisory_unlock({LOCK_KEY})"))?;
+            result
+        }
+    };
+    applied.map_err(|e| StoreError::Migration(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_database_urls() {
+        assert_eq!(DatabaseUrl::parse("sqlite://driftwatch.db").ok(), Some(DatabaseUrl::Sqlite("driftwatch.db".into())));
+        assert_eq!(DatabaseUrl::parse("sqlite:///var/lib/dw.db").ok(), Some(DatabaseUrl::Sqlite("/var/lib/dw.db".into())));
+        assert!(matches!(DatabaseUrl::parse("postgres://u@h/db"), Ok(DatabaseUrl::Postgres(_))));
+        let err = DatabaseUrl::parse("mysql://root:hunter2@h/db").expect_err("unsupported");
+        assert!(!err.to_string().contains("hunter2"), "{err}");
+        assert!(DatabaseUrl::parse("sqlite://").is_err());
+    }
+}

@@ -1,0 +1,167 @@
+//! The database layer, and the only crate that names diesel.
+//!
+//! One code path serves SQLite and PostgreSQL through [`DbConn`], a diesel `MultiConnection`;
+//! the few statements that must differ (row locks for claims) `match` on the variant. Queries are
+//! plain functions over `&mut DbConn` returning [`StoreResult`]; async callers go through
+//! [`Store::run`], which borrows a pooled connection on tokio's blocking pool.
+//!
+//! Every query that serves an API request takes the account id and filters by it: rows of other
+//! accounts are simply not found.
+
+mod db;
+mod models;
+pub mod schema;
+
+pub mod accounts;
+pub mod checks;
+pub mod deliveries;
+pub mod endpoints;
+pub mod watches;
+
+use std::sync::Arc;
+
+pub use db::{DatabaseUrl, DbConn, Pool, PoolOptions, redact};
+pub use models::*;
+
+/// Everything a store call can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database URL or settings are unusable.
+    #[error("database configuration: {0}")]
+    Config(String),
+    /// No connection could be had.
+    #[error("database pool: {0}")]
+    Pool(#[from] r2d2::Error),
+    /// A query failed.
+    #[error("database: {0}")]
+    Query(#[from] diesel::result::Error),
+    /// A migration failed.
+    #[error("migration: {0}")]
+    Migration(String),
+    /// A unique constraint refused the write (e.g. an account name taken).
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// A lease was lost before the result was written (another worker took over).
+    #[error("lease lost")]
+    LeaseLost,
+    /// The blocking task was cancelled or panicked.
+    #[error("blocking task failed: {0}")]
+    Task(String),
+}
+
+/// Result of a store call.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// Keyset pagination: rows after `after` (an id), at most `limit`.
+#[derive(Debug, Clone, Default)]
+pub struct Page {
+    /// The last id of the previous page.
+    pub after: Option<String>,
+    /// Most rows to return.
+    pub limit: i64,
+}
+
+/// A handle on the database: a pool plus the backend it talks to. Cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    pool: Arc<Pool>,
+    url: Arc<DatabaseUrl>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("backend", &self.url.backend()).finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Opens a pool on `url` (`sqlite://PATH` or `postgres://...`). Does not migrate.
+    pub fn open(url: &str, options: &PoolOptions) -> StoreResult<Store> {
+        let url = DatabaseUrl::parse(url)?;
+        if let DatabaseUrl::Sqlite(path) = &url {
+            if let Some(dir) = std::path::Path::new(path).parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| StoreError::Config(format!("cannot create {}: {e}", dir.display())))?;
+            }
+        }
+        let pool = db::build_pool(&url, options)?;
+        Ok(Store { pool: Arc::new(pool), url: Arc::new(url) })
+    }
+
+    /// `sqlite` or `postgres`.
+    pub fn backend(&self) -> &'static str {
+        self.url.backend()
+    }
+
+    /// Applies pending migrations; returns how many ran.
+    pub async fn migrate(&self) -> StoreResult<usize> {
+        self.run(db::migrate).await
+    }
+
+    /// Runs `f` with a pooled connection on the blocking pool.
+    pub async fn run<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut DbConn) -> StoreResult<T> + Send + 'static,
+    {
+        let pool = Arc::clone(&self.pool);
+        tokio::task::spawn_blocking(move || {
+            let mut conn = pool.get()?;
+            f(&mut conn)
+        })
+        .await
+        .map_err(|e| StoreError::Task(e.to_string()))?
+    }
+}
+
+/// Maps a unique violation to [`StoreError::Conflict`] with `what`.
+pub(crate) fn conflict_on_unique(what: &str) -> impl FnOnce(diesel::result::Error) -> StoreError + '_ {
+    move |e| match e {
+        diesel::result::Error::DatabaseError(diesel::result::DatabaseErrorKind::UniqueViolation, _) => {
+            StoreError::Conflict(what.to_owned())
+        }
+        other => StoreError::Query(other),
+    }
+}
+
+/// Leases up to `limit` due rows of `table` to `owner` in one statement and returns how many.
+///
+/// A row is due when it satisfies `condition`, its `due_column` is at or before `now`, and it
+/// carries no live lease. On PostgreSQL the candidates are locked with `FOR UPDATE SKIP LOCKED`,
+/// so claimers on several nodes take disjoint batches without waiting on each other; SQLite has
+/// one writer at a time, so the single statement is already exclusive. (Raw SQL because diesel's
+/// DSL will not take an ordered, limited subselect as an update target.)
+pub(crate) fn lease_due(
+    conn: &mut DbConn,
+    table: &str,
+    condition: &str,
+    due_column: &str,
+    owner: &str,
+    now: chrono::NaiveDateTime,
+    lease_until: chrono::NaiveDateTime,
+    limit: i64,
+) -> StoreResult<usize> {
+    use diesel::RunQueryDsl as _;
+    use diesel::sql_types::{BigInt, Text, Timestamp};
+    let lock = match conn {
+        DbConn::Pg(_) => " FOR UPDATE SKIP LOCKED",
+        DbConn::Sqlite(_) => "",
+    };
+    let sql = format!(
+        "UPDATE {table} SET lease_owner = $1, lease_until = $2 WHERE id IN (\
+           SELECT id FROM {table} WHERE {condition} AND {due_column} <= $3 \
+           AND (lease_until IS NULL OR lease_until < $3) ORDER BY {due_column} LIMIT $4{lock})"
+    );
+    let query = |sql: String| {
+        diesel::sql_query(sql)
+            .bind::<Text, _>(owner.to_owned())
+            .bind::<Timestamp, _>(lease_until)
+            .bind::<Timestamp, _>(now)
+            .bind::<BigInt, _>(limit)
+    };
+    Ok(match conn {
+        DbConn::Pg(pg) => query(sql).execute(pg)?,
+        // SQLite's numbered parameters are `?N`.
+        DbConn::Sqlite(sqlite) => query(sql.replace('$', "?")).execute(sqlite)?,
+    })
+}

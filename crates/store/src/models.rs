@@ -1,0 +1,268 @@
+//! Rows as Rust structs. Times are naive UTC (`TIMESTAMP` on both backends).
+
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+
+use crate::schema::*;
+
+/// An owner of watches, endpoints and everything that follows from them.
+#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
+#[diesel(table_name = accounts)]
+pub struct Account {
+    /// `acc_...`
+    pub id: String,
+    /// Unique, chosen by the operator.
+    pub name: String,
+    /// When it was created.
+    pub created_at: NaiveDateTime,
+}
+
+/// An API token; only the SHA-256 of the secret is kept.
+#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
+#[diesel(table_name = api_tokens)]
+pub struct ApiToken {
+    /// `tok_...`
+    pub id: String,
+    /// The account the token acts for.
+    pub account_id: String,
+    /// A label.
+    pub name: String,
+    /// Hex SHA-256 of the token.
+    pub token_hash: String,
+    /// The first characters of the token, to recognise it in lists.
+    pub prefix: String,
+    /// Space-separated scopes (`read write`).
+    pub scopes: String,
+    /// When it was created.
+    pub created_at: NaiveDateTime,
+    /// Last authenticated use (updated at most once a minute).
+    pub last_used_at: Option<NaiveDateTime>,
+    /// Set when revoked; a revoked token authenticates nothing.
+    pub revoked_at: Option<NaiveDateTime>,
+}
+
+/// A page to watch and how.
+#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
+#[diesel(table_name = watches)]
+pub struct Watch {
+    /// `wat_...`
+    pub id: String,
+    /// Owner.
+    pub account_id: String,
+    /// A label (defaults to the URL).
+    pub name: String,
+    /// The page.
+    pub url: String,
+    /// CSS selector of the part that matters; the whole page when absent.
+    pub selector: Option<String>,
+    /// Seconds between checks.
+    pub interval_seconds: i64,
+    /// `active` or `paused` ([`driftwatch_core::WatchState`]).
+    pub state: String,
+    /// When the runner should check next.
+    pub next_run_at: NaiveDateTime,
+    /// When it was last checked.
+    pub last_run_at: Option<NaiveDateTime>,
+    /// Failed checks in a row.
+    pub consecutive_failures: i32,
+    /// Lease holder while a check is under way.
+    pub lease_owner: Option<String>,
+    /// Lease expiry; after it another runner may claim the watch.
+    pub lease_until: Option<NaiveDateTime>,
+    /// When it was created.
+    pub created_at: NaiveDateTime,
+    /// Last change to its settings or schedule.
+    pub updated_at: NaiveDateTime,
+}
+
+/// Extracted content of a watch at one moment; written only when it differs from the last.
+#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
+#[diesel(table_name = snapshots)]
+pub struct Snapshot {
+    /// `snp_...`
+    pub id: String,
+    /// The watch.
+    pub watch_id: String,
+    /// Hex SHA-256 of `content`.
+    pub content_hash: String,
+    /// The normalised text.
+    pub content: String,
+    /// When it was fetched.
+    pub created_at: NaiveDateTime,
+}
+
+/// One check of a watch, whatever its outcome.
+#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
+#[diesel(table_name = runs)]
+pub struct Run {
+    /// `run_...`
+    pub id: String,
+    /// The watch.
+    pub watch_id: String,
+    /// When the fetch started.
+    pub started_at: NaiveDateTime,
+    /// When the result was known.
+    pub finished_at: NaiveDateTime,
+    /// [`driftwatch_core::RunOutcome`].
+    pub outcome: String,
+    /// The page's HTTP status, when one was received.
+    pub http_status: Option<i32>,
+    /// Fetch and extraction time.
+    pub duration_ms: i64,
+    /// Body bytes read.
+    pub bytes: i64,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// The snapshot written (baseline or change).
+    pub snapshot_id: Option<String>,
+    /// The event raised.
+    pub event_id: Option<String>,
+}
+
+/// Something that happened to a watch, delivered to endpoints.
+#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
+#[diesel(table_name = events)]
+pub struct Event {
+    /// `evt_...`
+    pub id: String,
+    /// Owner.
+    pub account_id: String,
+    /// The watch.
+    pub watch_id: String,
+    /// [`driftwatch_core::EventType`].
+    pub event_type: String,
+    /// The snapshot before the change.
+    pub previous_snapshot_id: Option<String>,
+    /// The snapshot after the change.
+    pub snapshot_id: Option<String>,
+    /// Lines added.
+    pub added: i32,
+    /// Lines removed.
+    pub removed: i32,
+    /// The JSON payload, exactly as delivered.
+    pub payload: String,
+    /// When it was raised.
+    pub created_at: NaiveDateTime,
+}
+
+/// Where an account's events go.
+#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
+#[diesel(table_name = endpoints)]
+pub struct Endpoint {
+    /// `end_...`
+    pub id: String,
+    /// Owner.
+    pub account_id: String,
+    /// [`driftwatch_core::EndpointKind`].
+    pub kind: String,
+    /// Receiver URL.
+    pub url: String,
+    /// A label.
+    pub description: String,
+    /// Signing secret (`whsec_...`). Never logged, shown once at creation.
+    pub secret: String,
+    /// Disabled endpoints get no new deliveries.
+    pub enabled: bool,
+    /// When it was created.
+    pub created_at: NaiveDateTime,
+    /// Last change.
+    pub updated_at: NaiveDateTime,
+}
+
+/// An outbox row without its body (lists and state changes never need the bytes).
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = deliveries)]
+pub struct Delivery {
+    /// `dlv_...`; also the `webhook-id`, stable across attempts.
+    pub id: String,
+    /// Owner.
+    pub account_id: String,
+    /// The event delivered.
+    pub event_id: String,
+    /// The receiver.
+    pub endpoint_id: String,
+    /// The watch the event is about.
+    pub watch_id: Option<String>,
+    /// The event's type.
+    pub event_type: String,
+    /// [`driftwatch_core::DeliveryStatus`].
+    pub status: String,
+    /// Attempts made so far.
+    pub attempts: i32,
+    /// Attempts allowed before the delivery is dead.
+    pub max_attempts: i32,
+    /// When the next attempt is due.
+    pub next_attempt_at: NaiveDateTime,
+    /// Lease holder while an attempt is in flight.
+    pub lease_owner: Option<String>,
+    /// Lease expiry.
+    pub lease_until: Option<NaiveDateTime>,
+    /// Status code of the last attempt.
+    pub last_status_code: Option<i32>,
+    /// Error of the last attempt.
+    pub last_error: Option<String>,
+    /// When it was queued.
+    pub created_at: NaiveDateTime,
+    /// Last change.
+    pub updated_at: NaiveDateTime,
+    /// When it became `sent` or `dead`.
+    pub finished_at: Option<NaiveDateTime>,
+}
+
+/// A new outbox row, body included.
+#[derive(Debug, Clone, Insertable)]
+#[diesel(table_name = deliveries)]
+pub struct NewDelivery {
+    /// `dlv_...`
+    pub id: String,
+    /// Owner.
+    pub account_id: String,
+    /// The event.
+    pub event_id: String,
+    /// The receiver.
+    pub endpoint_id: String,
+    /// The watch.
+    pub watch_id: Option<String>,
+    /// The event's type.
+    pub event_type: String,
+    /// The exact bytes to POST, on every attempt.
+    pub body: Vec<u8>,
+    /// Initially `queued`.
+    pub status: String,
+    /// Initially 0.
+    pub attempts: i32,
+    /// Attempt budget.
+    pub max_attempts: i32,
+    /// Initially now.
+    pub next_attempt_at: NaiveDateTime,
+    /// Creation time.
+    pub created_at: NaiveDateTime,
+    /// Creation time.
+    pub updated_at: NaiveDateTime,
+}
+
+/// One HTTP attempt of a delivery.
+#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
+#[diesel(table_name = delivery_attempts)]
+pub struct DeliveryAttempt {
+    /// `att_...`
+    pub id: String,
+    /// The delivery.
+    pub delivery_id: String,
+    /// 1 for the first attempt.
+    pub attempt_number: i32,
+    /// When the request started.
+    pub started_at: NaiveDateTime,
+    /// Until the response (or failure).
+    pub duration_ms: i64,
+    /// The receiver's status code.
+    pub status_code: Option<i32>,
+    /// `timeout`, `connect`, `http`, ... when it failed.
+    pub error_kind: Option<String>,
+    /// A human-readable reason.
+    pub error: Option<String>,
+    /// The start of the response body (bounded).
+    pub response_snippet: Option<String>,
+    /// [`driftwatch_core::AttemptTrigger`].
+    pub trigger: String,
+}

@@ -1,0 +1,148 @@
+//! Diesel table definitions; they mirror `migrations/*/` and use only portable SQL types.
+#![allow(missing_docs)]
+
+diesel::table! {
+    accounts (id) {
+        id -> Text,
+        name -> Text,
+        created_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    api_tokens (id) {
+        id -> Text,
+        account_id -> Text,
+        name -> Text,
+        token_hash -> Text,
+        prefix -> Text,
+        scopes -> Text,
+        created_at -> Timestamp,
+        last_used_at -> Nullable<Timestamp>,
+        revoked_at -> Nullable<Timestamp>,
+    }
+}
+
+diesel::table! {
+    watches (id) {
+        id -> Text,
+        account_id -> Text,
+        name -> Text,
+        url -> Text,
+        selector -> Nullable<Text>,
+        interval_seconds -> BigInt,
+        state -> Text,
+        next_run_at -> Timestamp,
+        last_run_at -> Nullable<Timestamp>,
+        consecutive_failures -> Integer,
+        lease_owner -> Nullable<Text>,
+        lease_until -> Nullable<Timestamp>,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    snapshots (id) {
+        id -> Text,
+        watch_id -> Text,
+        content_hash -> Text,
+        content -> Text,
+        created_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    events (id) {
+        id -> Text,
+        account_id -> Text,
+        watch_id -> Text,
+        event_type -> Text,
+        previous_snapshot_id -> Nullable<Text>,
+        snapshot_id -> Nullable<Text>,
+        added -> Integer,
+        removed -> Integer,
+        payload -> Text,
+        created_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    runs (id) {
+        id -> Text,
+        watch_id -> Text,
+        started_at -> Timestamp,
+        finished_at -> Timestamp,
+        outcome -> Text,
+        http_status -> Nullable<Integer>,
+        duration_ms -> BigInt,
+        bytes -> BigInt,
+        error -> Nullable<Text>,
+        snapshot_id -> Nullable<Text>,
+        event_id -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    endpoints (id) {
+        id -> Text,
+        account_id -> Text,
+        kind -> Text,
+        url -> Text,
+        description -> Text,
+        secret -> Text,
+        enabled -> Bool,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    deliveries (id) {
+        id -> Text,
+        account_id -> Text,
+        event_id -> Text,
+        endpoint_id -> Text,
+        watch_id -> Nullable<Text>,
+        event_type -> Text,
+        body -> Binary,
+        status -> Text,
+        attempts -> Integer,
+        max_attempts -> Integer,
+        next_attempt_at -> Timestamp,
+        lease_owner -> Nullable<Text>,
+        lease_until -> Nullable<Timestamp>,
+        last_status_code -> Nullable<Integer>,
+        last_error -> Nullable<Text>,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+        finished_at -> Nullable<Timestamp>,
+    }
+}
+
+diesel::table! {
+    delivery_attempts (id) {
+        id -> Text,
+        delivery_id -> Text,
+        attempt_number -> Integer,
+        started_at -> Timestamp,
+        duration_ms -> BigInt,
+        status_code -> Nullable<Integer>,
+        error_kind -> Nullable<Text>,
+        error -> Nullable<Text>,
+        response_snippet -> Nullable<Text>,
+        trigger -> Text,
+    }
+}
+
+diesel::joinable!(api_tokens -> accounts (account_id));
+diesel::joinable!(watches -> accounts (account_id));
+diesel::joinable!(snapshots -> watches (watch_id));
+diesel::joinable!(runs -> watches (watch_id));
+diesel::joinable!(endpoints -> accounts (account_id));
+diesel::joinable!(deliveries -> endpoints (endpoint_id));
+diesel::joinable!(delivery_attempts -> deliveries (delivery_id));
+
+diesel::allow_tables_to_appear_in_same_query!(
+    accounts, api_tokens, watches, snapshots, events, runs, endpoints, deliveries, delivery_attempts,
+);

@@ -1,0 +1,9 @@
+DROP TABLE delivery_attempts;
+DROP TABLE deliveries;
+DROP TABLE endpoints;
+DROP TABLE runs;
+DROP TABLE events;
+DROP TABLE snapshots;
+DROP TABLE watches;
+DROP TABLE api_tokens;
+DROP TABLE accounts;

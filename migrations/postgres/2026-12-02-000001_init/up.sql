@@ -1,0 +1,132 @@
+-- The foundation schema. Ids are application-made text (`<prefix>_<ulid>`); times are UTC.
+
+CREATE TABLE accounts (
+    id          TEXT PRIMARY KEY,
+    name        TEXT NOT NULL UNIQUE,
+    created_at  TIMESTAMP NOT NULL
+);
+
+CREATE TABLE api_tokens (
+    id            TEXT PRIMARY KEY,
+    account_id    TEXT NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+    name          TEXT NOT NULL,
+    token_hash    TEXT NOT NULL UNIQUE,
+    prefix        TEXT NOT NULL,
+    scopes        TEXT NOT NULL,
+    created_at    TIMESTAMP NOT NULL,
+    last_used_at  TIMESTAMP,
+    revoked_at    TIMESTAMP
+);
+CREATE INDEX api_tokens_account ON api_tokens (account_id);
+
+CREATE TABLE watches (
+    id                    TEXT PRIMARY KEY,
+    account_id            TEXT NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+    name                  TEXT NOT NULL,
+    url                   TEXT NOT NULL,
+    selector              TEXT,
+    interval_seconds      BIGINT NOT NULL,
+    state                 TEXT NOT NULL,
+    next_run_at           TIMESTAMP NOT NULL,
+    last_run_at           TIMESTAMP,
+    consecutive_failures  INTEGER NOT NULL DEFAULT 0,
+    lease_owner           TEXT,
+    lease_until           TIMESTAMP,
+    created_at            TIMESTAMP NOT NULL,
+    updated_at            TIMESTAMP NOT NULL
+);
+CREATE INDEX watches_account ON watches (account_id, id);
+CREATE INDEX watches_due ON watches (next_run_at) WHERE state = 'active';
+CREATE INDEX watches_lease ON watches (lease_owner);
+
+CREATE TABLE snapshots (
+    id            TEXT PRIMARY KEY,
+    watch_id      TEXT NOT NULL REFERENCES watches (id) ON DELETE CASCADE,
+    content_hash  TEXT NOT NULL,
+    content       TEXT NOT NULL,
+    created_at    TIMESTAMP NOT NULL
+);
+CREATE INDEX snapshots_watch ON snapshots (watch_id, id);
+
+CREATE TABLE events (
+    id                    TEXT PRIMARY KEY,
+    account_id            TEXT NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+    watch_id              TEXT NOT NULL REFERENCES watches (id) ON DELETE CASCADE,
+    event_type            TEXT NOT NULL,
+    previous_snapshot_id  TEXT REFERENCES snapshots (id) ON DELETE SET NULL,
+    snapshot_id           TEXT REFERENCES snapshots (id) ON DELETE SET NULL,
+    added                 INTEGER NOT NULL,
+    removed               INTEGER NOT NULL,
+    payload               TEXT NOT NULL,
+    created_at            TIMESTAMP NOT NULL
+);
+CREATE INDEX events_account ON events (account_id, id);
+CREATE INDEX events_watch ON events (watch_id, id);
+
+CREATE TABLE runs (
+    id           TEXT PRIMARY KEY,
+    watch_id     TEXT NOT NULL REFERENCES watches (id) ON DELETE CASCADE,
+    started_at   TIMESTAMP NOT NULL,
+    finished_at  TIMESTAMP NOT NULL,
+    outcome      TEXT NOT NULL,
+    http_status  INTEGER,
+    duration_ms  BIGINT NOT NULL,
+    bytes        BIGINT NOT NULL,
+    error        TEXT,
+    snapshot_id  TEXT REFERENCES snapshots (id) ON DELETE SET NULL,
+    event_id     TEXT REFERENCES events (id) ON DELETE SET NULL
+);
+CREATE INDEX runs_watch ON runs (watch_id, id);
+
+CREATE TABLE endpoints (
+    id           TEXT PRIMARY KEY,
+    account_id   TEXT NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+    kind         TEXT NOT NULL,
+    url          TEXT NOT NULL,
+    description  TEXT NOT NULL,
+    secret       TEXT NOT NULL,
+    enabled      BOOLEAN NOT NULL,
+    created_at   TIMESTAMP NOT NULL,
+    updated_at   TIMESTAMP NOT NULL
+);
+CREATE INDEX endpoints_account ON endpoints (account_id, id);
+
+CREATE TABLE deliveries (
+    id                TEXT PRIMARY KEY,
+    account_id        TEXT NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+    event_id          TEXT NOT NULL REFERENCES events (id) ON DELETE CASCADE,
+    endpoint_id       TEXT NOT NULL REFERENCES endpoints (id) ON DELETE CASCADE,
+    watch_id          TEXT REFERENCES watches (id) ON DELETE SET NULL,
+    event_type        TEXT NOT NULL,
+    body              BYTEA NOT NULL,
+    status            TEXT NOT NULL,
+    attempts          INTEGER NOT NULL DEFAULT 0,
+    max_attempts      INTEGER NOT NULL,
+    next_attempt_at   TIMESTAMP NOT NULL,
+    lease_owner       TEXT,
+    lease_until       TIMESTAMP,
+    last_status_code  INTEGER,
+    last_error        TEXT,
+    created_at        TIMESTAMP NOT NULL,
+    updated_at        TIMESTAMP NOT NULL,
+    finished_at       TIMESTAMP
+);
+CREATE INDEX deliveries_account ON deliveries (account_id, id);
+CREATE INDEX deliveries_due ON deliveries (next_attempt_at) WHERE status IN ('queued', 'failed');
+CREATE INDEX deliveries_lease ON deliveries (lease_owner);
+CREATE INDEX deliveries_endpoint ON deliveries (endpoint_id, id);
+CREATE INDEX deliveries_event ON deliveries (event_id);
+
+CREATE TABLE delivery_attempts (
+    id                TEXT PRIMARY KEY,
+    delivery_id       TEXT NOT NULL REFERENCES deliveries (id) ON DELETE CASCADE,
+    attempt_number    INTEGER NOT NULL,
+    started_at        TIMESTAMP NOT NULL,
+    duration_ms       BIGINT NOT NULL,
+    status_code       INTEGER,
+    error_kind        TEXT,
+    error             TEXT,
+    response_snippet  TEXT,
+    trigger           TEXT NOT NULL
+);
+CREATE INDEX delivery_attempts_delivery ON delivery_attempts (delivery_id, attempt_number);
