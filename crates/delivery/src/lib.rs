@@ -1,1 +1,17 @@
-//! stub
+//! Webhook delivery: Standard Webhooks signing, the HTTP sender, the retry policy and the
+//! worker loop that drains the outbox.
+//!
+//! The worker claims due deliveries under a lease, sends each without holding any database
+//! transaction, and records the attempt with a compare-and-set on the lease, so at most one
+//! attempt per delivery is in flight and a crash loses nothing (an expired lease makes the
+//! delivery claimable again).
+
+mod policy;
+mod sender;
+mod signing;
+mod worker;
+
+pub use policy::{Decision, Outcome, RetryPolicy, parse_duration, parse_schedule};
+pub use sender::{SendResult, Sender, SenderOptions};
+pub use signing::{VerifyError, sign, verify};
+pub use worker::{DeliveryConfig, DeliveryWorker};

@@ -1,0 +1,176 @@
+//! One signed POST of a stored body.
+
+use std::time::{Duration, Instant};
+
+use driftwatch_net::{ClientOptions, Redirects, TargetPolicy, blocked_reason, check_url};
+use driftwatch_store::Endpoint;
+
+use crate::policy::Outcome;
+use crate::signing::sign;
+
+/// Settings of the webhook HTTP client.
+#[derive(Debug, Clone)]
+pub struct SenderOptions {
+    /// Which targets may receive webhooks.
+    pub policy: TargetPolicy,
+    /// Connect timeout.
+    pub connect_timeout: Duration,
+    /// Whole-request timeout.
+    pub timeout: Duration,
+    /// Most response-body bytes read.
+    pub max_response_bytes: usize,
+    /// Most response-body characters kept in the attempt row.
+    pub snippet_chars: usize,
+    /// `User-Agent`.
+    pub user_agent: String,
+}
+
+impl Default for SenderOptions {
+    fn default() -> Self {
+        SenderOptions {
+            policy: TargetPolicy::default(),
+            connect_timeout: Duration::from_secs(5),
+            timeout: Duration::from_secs(30),
+            max_response_bytes: 64 * 1024,
+            snippet_chars: 1024,
+            user_agent: format!("driftwatch-webhooks/{}", env!("CARGO_PKG_VERSION")),
+        }
+    }
+}
+
+/// What one attempt produced.
+#[derive(Debug, Clone)]
+pub struct SendResult {
+    /// Status or network failure.
+    pub outcome: Outcome,
+    /// `timeout`, `connect`, `dns`, `blocked`, `http`, `redirect`, `request` or `secret`, when not 2xx.
+    pub error_kind: Option<&'static str>,
+    /// A readable reason, when not 2xx.
+    pub error: Option<String>,
+    /// The start of the response body.
+    pub snippet: Option<String>,
+    /// Time until the response head and body were read, or the failure.
+    pub duration: Duration,
+}
+
+/// Sends signed webhooks. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Sender {
+    client: reqwest::Client,
+    options: SenderOptions,
+}
+
+impl Sender {
+    /// Builds the client: redirects are never followed (a 3xx is the receiver's answer).
+    pub fn new(options: SenderOptions) -> Result<Sender, reqwest::Error> {
+        let client = driftwatch_net::client_builder(&ClientOptions {
+            policy: options.policy,
+            connect_timeout: options.connect_timeout,
+            timeout: options.timeout,
+            user_agent: options.user_agent.clone(),
+            redirects: Redirects::None,
+        })
+        .build()?;
+        Ok(Sender { client, options })
+    }
+
+    /// The settings in use.
+    pub fn options(&self) -> &SenderOptions {
+        &self.options
+    }
+
+    /// POSTs `body` to the endpoint, signed for `delivery_id` at `timestamp` (unix seconds).
+    pub async fn send(
+        &self,
+        endpoint: &Endpoint,
+        delivery_id: &str,
+        event_type: &str,
+        attempt: u32,
+        body: &[u8],
+        timestamp: i64,
+    ) -> SendResult {
+        let started = Instant::now();
+        let failure = |kind: &'static str, error: String| SendResult {
+            outcome: Outcome::NetworkError,
+            error_kind: Some(kind),
+            error: Some(error),
+            snippet: None,
+            duration: started.elapsed(),
+        };
+        let url = match url::Url::parse(&endpoint.url) {
+            Ok(url) => url,
+            Err(e) => return failure("request", format!("invalid endpoint URL: {e}")),
+        };
+        if let Err(e) = check_url(&url, self.options.policy) {
+            return failure("blocked", e.to_string());
+        }
+        let signature = match sign(&endpoint.secret, delivery_id, timestamp, body) {
+            Ok(signature) => signature,
+            Err(e) => return failure("secret", e.to_string()),
+        };
+        let request = self
+            .client
+            .post(url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header("webhook-id", delivery_id)
+            .header("webhook-timestamp", timestamp.to_string())
+            .header("webhook-signature", signature)
+            .header("driftwatch-event-type", event_type)
+            .header("driftwatch-attempt", attempt.to_string())
+            .body(body.to_vec());
+        let mut response = match request.send().await {
+            Ok(response) => response,
+            Err(e) => {
+                let (kind, message) = classify(&e);
+                return failure(kind, message);
+            }
+        };
+        let status = response.status().as_u16();
+        let mut read = Vec::new();
+        // The receiver's body is only for diagnosis: read a bounded prefix and stop.
+        while read.len() < self.options.max_response_bytes {
+            match response.chunk().await {
+                Ok(Some(chunk)) => read.extend_from_slice(&chunk),
+                Ok(None) | Err(_) => break,
+            }
+        }
+        let snippet: String = String::from_utf8_lossy(&read).chars().take(self.options.snippet_chars).collect();
+        let (error_kind, error) = match status {
+            200..=299 => (None, None),
+            300..=399 => (Some("redirect"), Some(format!("HTTP {status} (redirects are not followed)"))),
+            _ => (Some("http"), Some(format!("HTTP {status}"))),
+        };
+        SendResult {
+            outcome: Outcome::Status(status),
+            error_kind,
+            error,
+            snippet: (!snippet.is_empty()).then_some(snippet),
+            duration: started.elapsed(),
+        }
+    }
+}
+
+fn classify(err: &reqwest::Error) -> (&'static str, String) {
+    if let Some(reason) = blocked_reason(err) {
+        return ("blocked", reason);
+    }
+    let mut chain = err.to_string();
+    let mut source = std::error::Error::source(err);
+    while let Some(e) = source {
+        chain.push_str(": ");
+        chain.push_str(&e.to_string());
+        source = e.source();
+    }
+    let kind = if err.is_timeout() {
+        "timeout"
+    } else if chain.contains("dns error") || chain.contains("failed to lookup") {
+        "dns"
+    } else if chain.to_ascii_lowercase().contains("certificate") || chain.contains("tls") {
+        "tls"
+    } else if err.is_connect() {
+        "connect"
+    } else {
+        "request"
+    };
+    (kind, chain)
+}
