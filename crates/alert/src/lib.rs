@@ -69,12 +69,21 @@ mod tests {
     fn payload_has_the_documented_shape() {
         let change = driftwatch_diff::diff_texts("price 10\n", "price 12\n", "snp_a", "snp_b");
         assert!(is_alert(&change));
-        let at = DateTime::parse_from_rfc3339("2026-12-02T12:00:00Z").map(|t| t.with_timezone(&Utc)).expect("time");
+        let at = DateTime::parse_from_rfc3339("2026-12-02T12:00:00Z")
+            .map(|t| t.with_timezone(&Utc))
+            .expect("time");
         let body = change_payload(
             "evt_1",
-            WatchRef { id: "wat_1", name: "Prices", url: "https://example.com/" },
+            WatchRef {
+                id: "wat_1",
+                name: "Prices",
+                url: "https://example.com/",
+            },
             &change,
-            SnapshotPair { previous: "snp_a", current: "snp_b" },
+            SnapshotPair {
+                previous: "snp_a",
+                current: "snp_b",
+            },
             at,
         );
         let v: serde_json::Value = serde_json::from_str(&body).expect("json");
@@ -83,9 +92,15 @@ mod tests {
         assert_eq!(v["data"]["watch"]["id"], "wat_1");
         assert_eq!(v["data"]["diff"]["added"], 1);
         assert_eq!(v["data"]["diff"]["removed"], 1);
-        assert!(v["data"]["diff"]["unified"].as_str().is_some_and(|u| u.contains("+price 12")));
+        assert!(
+            v["data"]["diff"]["unified"]
+                .as_str()
+                .is_some_and(|u| u.contains("+price 12"))
+        );
         assert_eq!(v["data"]["diff"]["hunks"][0]["lines"][0]["op"], "removed");
         assert_eq!(v["data"]["snapshots"]["current"], "snp_b");
-        assert!(!is_alert(&driftwatch_diff::diff_texts("same\n", "same\n", "a", "b")));
+        assert!(!is_alert(&driftwatch_diff::diff_texts(
+            "same\n", "same\n", "a", "b"
+        )));
     }
 }

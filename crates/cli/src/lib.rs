@@ -1,1 +1,162 @@
-//! stub
+//! The driftwatch application: settings, and starting the web server, the schedule runner and
+//! the delivery worker over one store. `main.rs` is the command line on top of this; the
+//! end-to-end tests start the same [`App`] in-process.
+
+mod settings;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use driftwatch_core::{Clock, SystemClock};
+use driftwatch_delivery::{DeliveryConfig, DeliveryWorker, RetryPolicy, Sender, SenderOptions};
+use driftwatch_net::TargetPolicy;
+use driftwatch_schedule::{Runner, RunnerConfig};
+use driftwatch_scrape::{FetchOptions, Fetcher};
+use driftwatch_store::{PoolOptions, Store};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+pub use settings::Settings;
+
+/// Which parts of the application a process runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Roles {
+    /// The HTTP server.
+    pub web: bool,
+    /// The schedule runner and the delivery worker.
+    pub background: bool,
+}
+
+/// A running application.
+pub struct App {
+    /// Where the HTTP server listens (when it runs).
+    pub addr: Option<SocketAddr>,
+    /// The store it uses.
+    pub store: Store,
+    shutdown: CancellationToken,
+    tasks: TaskTracker,
+}
+
+impl App {
+    /// Opens and migrates the store, then starts the parts named by `roles`.
+    pub async fn start(settings: &Settings, roles: Roles) -> anyhow::Result<App> {
+        let store = open_store(settings).await?;
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let policy = TargetPolicy {
+            allow_private: settings.allow_private_targets,
+        };
+        let retry = RetryPolicy {
+            schedule: driftwatch_delivery::parse_schedule(&settings.retry_schedule)
+                .map_err(anyhow::Error::msg)
+                .context("DRIFTWATCH_RETRY_SCHEDULE")?,
+            max_attempts: settings.max_attempts.max(1),
+            jitter: settings.retry_jitter.clamp(0.0, 1.0),
+        };
+        let sender = Sender::new(SenderOptions {
+            policy,
+            timeout: settings.webhook_timeout.into(),
+            ..SenderOptions::default()
+        })
+        .context("building the webhook client")?;
+        let worker = DeliveryWorker::new(
+            store.clone(),
+            sender,
+            Arc::clone(&clock),
+            DeliveryConfig {
+                concurrency: settings.delivery_concurrency,
+                poll_interval: settings.poll_interval.into(),
+                retry,
+                node_id: settings.node_id(),
+                ..DeliveryConfig::default()
+            },
+        );
+        let fetcher = Fetcher::new(FetchOptions {
+            policy,
+            timeout: settings.fetch_timeout.into(),
+            max_body_bytes: settings.max_page_bytes,
+            ..FetchOptions::default()
+        })
+        .context("building the page fetcher")?;
+        let wake_worker = worker.clone();
+        let runner = Runner::new(
+            store.clone(),
+            fetcher,
+            Arc::clone(&clock),
+            RunnerConfig {
+                concurrency: settings.check_concurrency,
+                poll_interval: settings.poll_interval.into(),
+                max_attempts: settings.max_attempts.max(1) as i32,
+                node_id: settings.node_id(),
+                ..RunnerConfig::default()
+            },
+            move || wake_worker.wake(),
+        );
+
+        let shutdown = CancellationToken::new();
+        let tasks = TaskTracker::new();
+        if roles.background {
+            tasks.spawn(runner.clone().run(shutdown.clone()));
+            tasks.spawn(worker.clone().run(shutdown.clone()));
+        }
+        let mut addr = None;
+        if roles.web {
+            let state = driftwatch_web::AppState {
+                store: store.clone(),
+                runner,
+                worker,
+                clock,
+                policy,
+                limits: driftwatch_web::ApiLimits {
+                    min_interval_seconds: settings.min_interval_seconds,
+                    ..driftwatch_web::ApiLimits::default()
+                },
+            };
+            let listener = tokio::net::TcpListener::bind(&settings.listen)
+                .await
+                .with_context(|| format!("listening on {}", settings.listen))?;
+            let local = listener.local_addr()?;
+            addr = Some(local);
+            tasks.spawn(driftwatch_web::serve(listener, state, shutdown.clone()));
+            tracing::info!(addr = %local, backend = store.backend(), "listening");
+        }
+        tasks.close();
+        Ok(App {
+            addr,
+            store,
+            shutdown,
+            tasks,
+        })
+    }
+
+    /// Stops accepting work and waits for what is in flight to be recorded.
+    pub async fn shutdown(self) {
+        self.shutdown.cancel();
+        self.tasks.wait().await;
+    }
+
+    /// Resolves when the application has been asked to stop.
+    pub async fn stopped(&self) {
+        self.shutdown.cancelled().await;
+    }
+}
+
+/// Opens the configured store and applies pending migrations.
+pub async fn open_store(settings: &Settings) -> anyhow::Result<Store> {
+    let store = Store::open(
+        &settings.database_url,
+        &PoolOptions {
+            max_size: settings.pool_size,
+            ..PoolOptions::default()
+        },
+    )
+    .with_context(|| {
+        format!(
+            "opening {}",
+            driftwatch_store::redact(&settings.database_url)
+        )
+    })?;
+    let applied = store.migrate().await.context("applying migrations")?;
+    tracing::info!(backend = store.backend(), applied, "database ready");
+    Ok(store)
+}

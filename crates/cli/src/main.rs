@@ -1,1 +1,223 @@
-fn main(){}
+//! `driftwatch`: watch web pages, deliver signed webhooks when they change.
+
+use std::io::Read as _;
+
+use anyhow::{Context as _, bail};
+use clap::{Parser, Subcommand};
+use driftwatch::{App, Roles, Settings};
+use driftwatch_core::{Clock as _, SystemClock};
+use driftwatch_store::accounts;
+
+#[derive(Parser)]
+#[command(
+    name = "driftwatch",
+    version,
+    about = "Watch web pages; deliver signed webhooks when they change."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the web server, the schedule runner and the delivery worker.
+    Serve(#[command(flatten)] Settings),
+    /// Run the schedule runner and the delivery worker without the web server (extra nodes).
+    Worker(#[command(flatten)] Settings),
+    /// Apply pending database migrations and exit.
+    Migrate(#[command(flatten)] Settings),
+    /// Manage accounts.
+    #[command(subcommand)]
+    Account(AccountCommand),
+    /// Manage API tokens.
+    #[command(subcommand)]
+    Token(TokenCommand),
+    /// Verify a webhook as a receiver would: exit 0 when the signature is valid.
+    ///
+    /// The body is read from standard input; headers are given as `--header 'name: value'`.
+    Verify {
+        /// The endpoint's signing secret (`whsec_...`).
+        #[arg(long, env = "DRIFTWATCH_WEBHOOK_SECRET", hide_env_values = true)]
+        secret: String,
+        /// A request header, `name: value`; give webhook-id, webhook-timestamp and webhook-signature.
+        #[arg(long = "header", short = 'H')]
+        headers: Vec<String>,
+        /// Accepted clock skew, in seconds.
+        #[arg(long, default_value_t = 300)]
+        tolerance: i64,
+    },
+}
+
+#[derive(Subcommand)]
+enum AccountCommand {
+    /// Create an account.
+    Create {
+        /// Its unique name.
+        name: String,
+        #[command(flatten)]
+        settings: Settings,
+    },
+}
+
+#[derive(Subcommand)]
+enum TokenCommand {
+    /// Create an API token; the token is printed once, as the last line.
+    Create {
+        /// The account the token acts for.
+        #[arg(long)]
+        account: String,
+        /// A label for the token.
+        #[arg(long, default_value = "cli")]
+        name: String,
+        #[command(flatten)]
+        settings: Settings,
+    },
+}
+
+fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("DRIFTWATCH_LOG")
+        .or_else(|_| EnvFilter::try_from_default_env())
+        .unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if std::env::var("DRIFTWATCH_LOG_FORMAT").is_ok_and(|f| f == "json") {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    init_tracing();
+    match cli.command {
+        Command::Serve(settings) => {
+            run_until_signal(
+                &settings,
+                Roles {
+                    web: true,
+                    background: true,
+                },
+            )
+            .await
+        }
+        Command::Worker(settings) => {
+            run_until_signal(
+                &settings,
+                Roles {
+                    web: false,
+                    background: true,
+                },
+            )
+            .await
+        }
+        Command::Migrate(settings) => {
+            driftwatch::open_store(&settings).await?;
+            println!("migrations applied");
+            Ok(())
+        }
+        Command::Account(AccountCommand::Create { name, settings }) => {
+            let name = name.trim().to_owned();
+            if name.is_empty() {
+                bail!("the account name must not be empty");
+            }
+            let store = driftwatch::open_store(&settings).await?;
+            let now = SystemClock.now().naive_utc();
+            let account = store
+                .run(move |c| accounts::create_account(c, &name, now))
+                .await?;
+            println!("created account {} ({})", account.name, account.id);
+            Ok(())
+        }
+        Command::Token(TokenCommand::Create {
+            account,
+            name,
+            settings,
+        }) => {
+            let store = driftwatch::open_store(&settings).await?;
+            let now = SystemClock.now().naive_utc();
+            let lookup = account.clone();
+            let found = store
+                .run(move |c| accounts::find_account_by_name(c, &lookup))
+                .await?;
+            let Some(found) = found else {
+                bail!("no account named `{account}`; create it with `driftwatch account create`")
+            };
+            let (token, plaintext) = store
+                .run(move |c| accounts::create_token(c, &found.id, &name, "read write", now))
+                .await?;
+            println!(
+                "created token {} for account {account}; it is shown only now:",
+                token.id
+            );
+            println!("{plaintext}");
+            Ok(())
+        }
+        Command::Verify {
+            secret,
+            headers,
+            tolerance,
+        } => verify(&secret, &headers, tolerance),
+    }
+}
+
+async fn run_until_signal(settings: &Settings, roles: Roles) -> anyhow::Result<()> {
+    let app = App::start(settings, roles).await?;
+    if let Some(addr) = app.addr {
+        println!("driftwatch listening on http://{addr}");
+    }
+    shutdown_signal().await;
+    tracing::info!("shutting down; finishing work in flight");
+    app.shutdown().await;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = terminate => {}
+    }
+}
+
+fn verify(secret: &str, headers: &[String], tolerance: i64) -> anyhow::Result<()> {
+    let header = |name: &str| {
+        headers
+            .iter()
+            .filter_map(|h| h.split_once(':'))
+            .find(|(k, _)| k.trim().eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.trim().to_owned())
+            .with_context(|| format!("missing --header '{name}: ...'"))
+    };
+    let (id, timestamp, signature) = (
+        header("webhook-id")?,
+        header("webhook-timestamp")?,
+        header("webhook-signature")?,
+    );
+    let mut body = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut body)
+        .context("reading the body from standard input")?;
+    let now = SystemClock.now().timestamp();
+    driftwatch_delivery::verify(secret, &id, &timestamp, &signature, &body, now, tolerance)
+        .context("the webhook does not verify")?;
+    println!("valid");
+    Ok(())
+}

@@ -43,7 +43,11 @@ impl IdKind {
 /// ULIDs start with the creation time, so ids of one kind sort by creation; lists page on them
 /// with a stable order and no offset scans. Ids are opaque to clients all the same.
 pub fn new_id(kind: IdKind) -> String {
-    format!("{}_{}", kind.prefix(), ulid::Ulid::new().to_string().to_ascii_lowercase())
+    format!(
+        "{}_{}",
+        kind.prefix(),
+        ulid::Ulid::new().to_string().to_ascii_lowercase()
+    )
 }
 
 #[cfg(test)]

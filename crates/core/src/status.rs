@@ -125,6 +125,11 @@ mod tests {
             assert_eq!(s.as_str().parse::<RunOutcome>().ok(), Some(*s));
         }
         assert!("bogus".parse::<DeliveryStatus>().is_err());
-        assert_eq!(serde_json::to_string(&EventType::ChangeDetected).ok().as_deref(), Some("\"change.detected\""));
+        assert_eq!(
+            serde_json::to_string(&EventType::ChangeDetected)
+                .ok()
+                .as_deref(),
+            Some("\"change.detected\"")
+        );
     }
 }

@@ -55,21 +55,34 @@ impl RetryPolicy {
     pub fn decide(&self, outcome: Outcome, attempt: u32, max_attempts: u32) -> Decision {
         let retryable = match outcome {
             Outcome::Status(code) if (200..300).contains(&code) => {
-                return Decision { status: DeliveryStatus::Sent, retry_in: None };
+                return Decision {
+                    status: DeliveryStatus::Sent,
+                    retry_in: None,
+                };
             }
             Outcome::Status(code) => matches!(code, 408 | 425 | 429) || (500..600).contains(&code),
             Outcome::NetworkError => true,
         };
         if !retryable || attempt >= max_attempts {
-            return Decision { status: DeliveryStatus::Dead, retry_in: None };
+            return Decision {
+                status: DeliveryStatus::Dead,
+                retry_in: None,
+            };
         }
-        Decision { status: DeliveryStatus::Failed, retry_in: Some(self.delay_after(attempt)) }
+        Decision {
+            status: DeliveryStatus::Failed,
+            retry_in: Some(self.delay_after(attempt)),
+        }
     }
 
     /// The jittered delay after failed attempt `attempt` (1-based).
     pub fn delay_after(&self, attempt: u32) -> Duration {
         let index = (attempt.max(1) as usize - 1).min(self.schedule.len().saturating_sub(1));
-        let base = self.schedule.get(index).copied().unwrap_or(Duration::from_secs(60));
+        let base = self
+            .schedule
+            .get(index)
+            .copied()
+            .unwrap_or(Duration::from_secs(60));
         if self.jitter <= 0.0 {
             return base;
         }
@@ -81,24 +94,39 @@ impl RetryPolicy {
 /// Parses a duration such as `250ms`, `30s`, `5m`, `2h` or `1d`.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
-    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
-    let n: u64 = number.parse().map_err(|_| format!("`{text}` is not a duration like 500ms, 30s, 5m, 2h"))?;
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration like 500ms, 30s, 5m, 2h"))?;
     let ms = match unit.trim() {
         "ms" => n,
         "s" | "" => n * 1000,
         "m" => n * 60_000,
         "h" => n * 3_600_000,
         "d" => n * 86_400_000,
-        other => return Err(format!("unknown unit `{other}` in `{text}` (use ms, s, m, h or d)")),
+        other => {
+            return Err(format!(
+                "unknown unit `{other}` in `{text}` (use ms, s, m, h or d)"
+            ));
+        }
     };
     Ok(Duration::from_millis(ms))
 }
 
 /// Parses a comma-separated retry schedule such as `1m,5m,30m,2h,12h`.
 pub fn parse_schedule(text: &str) -> Result<Vec<Duration>, String> {
-    let schedule: Vec<Duration> = text.split(',').map(parse_duration).collect::<Result<_, _>>()?;
-    if schedule.is_empty() { Err("the retry schedule is empty".into()) } else { Ok(schedule) }
+    let schedule: Vec<Duration> = text
+        .split(',')
+        .map(parse_duration)
+        .collect::<Result<_, _>>()?;
+    if schedule.is_empty() {
+        Err("the retry schedule is empty".into())
+    } else {
+        Ok(schedule)
+    }
 }
 
 #[cfg(test)]
@@ -106,31 +134,58 @@ mod tests {
     use super::*;
 
     fn policy() -> RetryPolicy {
-        RetryPolicy { schedule: vec![Duration::from_secs(10), Duration::from_secs(20)], max_attempts: 3, jitter: 0.0 }
+        RetryPolicy {
+            schedule: vec![Duration::from_secs(10), Duration::from_secs(20)],
+            max_attempts: 3,
+            jitter: 0.0,
+        }
     }
 
     #[test]
     fn classifies_outcomes() {
         let p = policy();
-        let failed = |secs| Decision { status: DeliveryStatus::Failed, retry_in: Some(Duration::from_secs(secs)) };
-        let dead = Decision { status: DeliveryStatus::Dead, retry_in: None };
-        assert_eq!(p.decide(Outcome::Status(204), 1, 3).status, DeliveryStatus::Sent);
+        let failed = |secs| Decision {
+            status: DeliveryStatus::Failed,
+            retry_in: Some(Duration::from_secs(secs)),
+        };
+        let dead = Decision {
+            status: DeliveryStatus::Dead,
+            retry_in: None,
+        };
+        assert_eq!(
+            p.decide(Outcome::Status(204), 1, 3).status,
+            DeliveryStatus::Sent
+        );
         assert_eq!(p.decide(Outcome::Status(500), 1, 3), failed(10));
         assert_eq!(p.decide(Outcome::Status(429), 2, 3), failed(20));
         assert_eq!(p.decide(Outcome::NetworkError, 2, 3), failed(20));
         assert_eq!(p.decide(Outcome::Status(503), 3, 3), dead);
         for permanent in [301, 400, 404, 410, 422] {
-            assert_eq!(p.decide(Outcome::Status(permanent), 1, 3), dead, "{permanent}");
+            assert_eq!(
+                p.decide(Outcome::Status(permanent), 1, 3),
+                dead,
+                "{permanent}"
+            );
         }
-        assert_eq!(p.delay_after(9), Duration::from_secs(20), "the last delay repeats");
+        assert_eq!(
+            p.delay_after(9),
+            Duration::from_secs(20),
+            "the last delay repeats"
+        );
     }
 
     #[test]
     fn jitter_stays_within_bounds() {
-        let p = RetryPolicy { jitter: 0.2, ..policy() };
+        let p = RetryPolicy {
+            jitter: 0.2,
+            ..policy()
+        };
         for _ in 0..200 {
             let d = p.delay_after(1);
-            assert!(d >= Duration::from_secs(8) && d <= Duration::from_secs(12), "{d:?}");
+            assert!(
+                d >= Duration::from_secs(8) && d <= Duration::from_secs(12),
+                "{d:?}"
+            );
         }
     }
 

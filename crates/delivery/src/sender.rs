@@ -134,10 +134,16 @@ impl Sender {
                 Ok(None) | Err(_) => break,
             }
         }
-        let snippet: String = String::from_utf8_lossy(&read).chars().take(self.options.snippet_chars).collect();
+        let snippet: String = String::from_utf8_lossy(&read)
+            .chars()
+            .take(self.options.snippet_chars)
+            .collect();
         let (error_kind, error) = match status {
             200..=299 => (None, None),
-            300..=399 => (Some("redirect"), Some(format!("HTTP {status} (redirects are not followed)"))),
+            300..=399 => (
+                Some("redirect"),
+                Some(format!("HTTP {status} (redirects are not followed)")),
+            ),
             _ => (Some("http"), Some(format!("HTTP {status}"))),
         };
         SendResult {

@@ -8,9 +8,9 @@ use driftwatch_core::{AttemptTrigger, Clock, DeliveryStatus, IdKind, new_id};
 use driftwatch_store::deliveries::{self, Completion, Job};
 use driftwatch_store::{DeliveryAttempt, Store};
 use tokio::sync::{Notify, Semaphore};
-use tracing::Instrument as _;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use tracing::Instrument as _;
 
 use crate::policy::{Outcome, RetryPolicy};
 use crate::sender::Sender;
@@ -59,9 +59,23 @@ struct Inner {
 
 impl DeliveryWorker {
     /// A worker over `store`, sending with `sender`.
-    pub fn new(store: Store, sender: Sender, clock: Arc<dyn Clock>, config: DeliveryConfig) -> DeliveryWorker {
+    pub fn new(
+        store: Store,
+        sender: Sender,
+        clock: Arc<dyn Clock>,
+        config: DeliveryConfig,
+    ) -> DeliveryWorker {
         let slots = Arc::new(Semaphore::new(config.concurrency.max(1)));
-        DeliveryWorker { inner: Arc::new(Inner { store, sender, clock, config, wake: Notify::new(), slots }) }
+        DeliveryWorker {
+            inner: Arc::new(Inner {
+                store,
+                sender,
+                clock,
+                config,
+                wake: Notify::new(),
+                slots,
+            }),
+        }
     }
 
     /// Asks the loop to look at the outbox now (new deliveries were queued).
@@ -83,11 +97,17 @@ impl DeliveryWorker {
                 let owner = format!("{}:{}", inner.config.node_id, new_id(IdKind::Delivery));
                 let now = inner.clock.now().naive_utc();
                 let until = now + TimeDelta::from_std(lease).unwrap_or(TimeDelta::minutes(1));
-                match inner.store.run(move |c| deliveries::claim_due(c, &owner, now, until, wanted)).await {
+                match inner
+                    .store
+                    .run(move |c| deliveries::claim_due(c, &owner, now, until, wanted))
+                    .await
+                {
                     Ok(jobs) => {
                         claimed = jobs.len() as i64;
                         for job in jobs {
-                            let Ok(permit) = Arc::clone(&inner.slots).acquire_owned().await else { break };
+                            let Ok(permit) = Arc::clone(&inner.slots).acquire_owned().await else {
+                                break;
+                            };
                             let worker = self.clone();
                             tracker.spawn(async move {
                                 worker.attempt(job, AttemptTrigger::Scheduled).await;
@@ -120,9 +140,18 @@ impl DeliveryWorker {
     async fn idle_wait(&self) -> Duration {
         let inner = &self.inner;
         let now = inner.clock.now().naive_utc();
-        let next: Option<NaiveDateTime> = inner.store.run(move |c| deliveries::next_wake(c, now)).await.ok().flatten();
-        let until_next = next.map_or(inner.config.poll_interval, |at| (at - now).to_std().unwrap_or(Duration::ZERO));
-        until_next.min(inner.config.poll_interval).max(Duration::from_millis(5))
+        let next: Option<NaiveDateTime> = inner
+            .store
+            .run(move |c| deliveries::next_wake(c, now))
+            .await
+            .ok()
+            .flatten();
+        let until_next = next.map_or(inner.config.poll_interval, |at| {
+            (at - now).to_std().unwrap_or(Duration::ZERO)
+        });
+        until_next
+            .min(inner.config.poll_interval)
+            .max(Duration::from_millis(5))
     }
 
     /// Sends one claimed delivery and records the attempt under its lease.
@@ -138,14 +167,27 @@ impl DeliveryWorker {
 
     async fn attempt_in_span(&self, job: Job, trigger: AttemptTrigger) {
         let inner = &self.inner;
-        let Job { delivery, body, endpoint } = job;
-        let Some(owner) = delivery.lease_owner.clone() else { return };
+        let Job {
+            delivery,
+            body,
+            endpoint,
+        } = job;
+        let Some(owner) = delivery.lease_owner.clone() else {
+            return;
+        };
         let number = delivery.attempts + 1;
         let started_at = inner.clock.now();
         let result = if endpoint.enabled {
             inner
                 .sender
-                .send(&endpoint, &delivery.id, &delivery.event_type, number as u32, &body, started_at.timestamp())
+                .send(
+                    &endpoint,
+                    &delivery.id,
+                    &delivery.event_type,
+                    number as u32,
+                    &body,
+                    started_at.timestamp(),
+                )
                 .await
         } else {
             // Disabled after the delivery was queued: a permanent failure, recorded like any other.
@@ -157,9 +199,16 @@ impl DeliveryWorker {
                 duration: Duration::ZERO,
             }
         };
-        let decision = inner.config.retry.decide(result.outcome, number as u32, delivery.max_attempts as u32);
+        let decision =
+            inner
+                .config
+                .retry
+                .decide(result.outcome, number as u32, delivery.max_attempts as u32);
         let now = inner.clock.now().naive_utc();
-        let retry_in = decision.retry_in.and_then(|d| TimeDelta::from_std(d).ok()).unwrap_or_default();
+        let retry_in = decision
+            .retry_in
+            .and_then(|d| TimeDelta::from_std(d).ok())
+            .unwrap_or_default();
         let status_code = match result.outcome {
             Outcome::Status(code) if code > 0 => Some(i32::from(code)),
             _ => None,
@@ -185,14 +234,28 @@ impl DeliveryWorker {
             trigger: trigger.as_str().to_owned(),
         };
         let id = delivery.id.clone();
-        match inner.store.run(move |c| deliveries::complete(c, &id, &owner, &completion, &row)).await {
+        match inner
+            .store
+            .run(move |c| deliveries::complete(c, &id, &owner, &completion, &row))
+            .await
+        {
             Ok(true) => match decision.status {
-                DeliveryStatus::Sent => tracing::info!(status = ?status_code, ms = result.duration.as_millis() as u64, "delivered"),
-                DeliveryStatus::Dead => tracing::warn!(status = ?status_code, error = ?result.error, "delivery dead"),
-                _ => tracing::info!(status = ?status_code, error = ?result.error, retry_in = ?decision.retry_in, "delivery failed, will retry"),
+                DeliveryStatus::Sent => {
+                    tracing::info!(status = ?status_code, ms = result.duration.as_millis() as u64, "delivered")
+                }
+                DeliveryStatus::Dead => {
+                    tracing::warn!(status = ?status_code, error = ?result.error, "delivery dead")
+                }
+                _ => {
+                    tracing::info!(status = ?status_code, error = ?result.error, retry_in = ?decision.retry_in, "delivery failed, will retry")
+                }
             },
-            Ok(false) => tracing::warn!("lease lost before the attempt was recorded; another worker owns it"),
-            Err(e) => tracing::error!(error = %e, "recording the attempt failed; the lease will expire and it will be retried"),
+            Ok(false) => {
+                tracing::warn!("lease lost before the attempt was recorded; another worker owns it")
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "recording the attempt failed; the lease will expire and it will be retried")
+            }
         }
     }
 }

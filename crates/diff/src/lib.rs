@@ -76,7 +76,9 @@ pub fn diff_texts(old: &str, new: &str, old_label: &str, new_label: &str) -> Tex
     let mut removed = 0;
     let mut hunks = Vec::new();
     for group in diff.grouped_ops(CONTEXT_LINES) {
-        let (Some(first), Some(last)) = (group.first(), group.last()) else { continue };
+        let (Some(first), Some(last)) = (group.first(), group.last()) else {
+            continue;
+        };
         let old_range = first.old_range().start..last.old_range().end;
         let new_range = first.new_range().start..last.new_range().end;
         let mut lines = Vec::new();
@@ -114,7 +116,12 @@ pub fn diff_texts(old: &str, new: &str, old_label: &str, new_label: &str) -> Tex
             .header(old_label, new_label)
             .to_string()
     };
-    TextChange { added, removed, unified, hunks }
+    TextChange {
+        added,
+        removed,
+        unified,
+        hunks,
+    }
 }
 
 fn with_final_newline(text: &str) -> std::borrow::Cow<'_, str> {
@@ -132,9 +139,17 @@ mod tests {
     #[track_caller]
     fn check(old: &str, new: &str, added: usize, removed: usize, unified_contains: &[&str]) {
         let change = diff_texts(old, new, "a", "b");
-        assert_eq!((change.added, change.removed), (added, removed), "stats for {old:?} -> {new:?}");
+        assert_eq!(
+            (change.added, change.removed),
+            (added, removed),
+            "stats for {old:?} -> {new:?}"
+        );
         for needle in unified_contains {
-            assert!(change.unified.contains(needle), "unified diff lacks {needle:?}:\n{}", change.unified);
+            assert!(
+                change.unified.contains(needle),
+                "unified diff lacks {needle:?}:\n{}",
+                change.unified
+            );
         }
         assert_eq!(change.is_change(), added + removed > 0);
     }
@@ -142,7 +157,13 @@ mod tests {
     #[test]
     fn line_diffs() {
         check("a\nb\n", "a\nb\n", 0, 0, &[]);
-        check("price: 10\n", "price: 12\n", 1, 1, &["-price: 10", "+price: 12", "--- a", "+++ b"]);
+        check(
+            "price: 10\n",
+            "price: 12\n",
+            1,
+            1,
+            &["-price: 10", "+price: 12", "--- a", "+++ b"],
+        );
         check("one\n", "one\ntwo\n", 1, 0, &["+two"]);
         check("one\ntwo", "one", 0, 1, &["-two"]);
         check("", "first\n", 1, 0, &["+first"]);
@@ -155,8 +176,24 @@ mod tests {
         let change = diff_texts(&old, &new, "a", "b");
         assert_eq!(change.hunks.len(), 1);
         let hunk = &change.hunks[0];
-        assert_eq!((hunk.old_start, hunk.old_lines, hunk.new_start, hunk.new_lines), (7, 7, 7, 7));
-        let changed: Vec<_> = hunk.lines.iter().filter(|l| l.op != LineOp::Context).map(|l| (l.op, l.text.as_str())).collect();
-        assert_eq!(changed, vec![(LineOp::Removed, "line 10"), (LineOp::Added, "line ten")]);
+        assert_eq!(
+            (
+                hunk.old_start,
+                hunk.old_lines,
+                hunk.new_start,
+                hunk.new_lines
+            ),
+            (7, 7, 7, 7)
+        );
+        let changed: Vec<_> = hunk
+            .lines
+            .iter()
+            .filter(|l| l.op != LineOp::Context)
+            .map(|l| (l.op, l.text.as_str()))
+            .collect();
+        assert_eq!(
+            changed,
+            vec![(LineOp::Removed, "line 10"), (LineOp::Added, "line ten")]
+        );
     }
 }

@@ -1,1 +1,11 @@
-//! stub
+//! The schedule runner: finds due watches, checks them, and records what it found.
+//!
+//! A check is scrape -> extract -> diff -> alert. Its result (the run; on a change also the
+//! snapshot, the event and one delivery per enabled endpoint) is written in one transaction
+//! under the watch's lease, then the delivery worker is woken.
+
+mod check;
+mod runner;
+
+pub use check::CheckError;
+pub use runner::{Runner, RunnerConfig};

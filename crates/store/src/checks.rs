@@ -42,7 +42,9 @@ pub fn record(conn: &mut DbConn, result: &CheckResult) -> StoreResult<usize> {
         // Write first: on SQLite this takes the write lock before any read, so the transaction
         // waits for other writers instead of failing on a stale read snapshot.
         let updated = diesel::update(
-            watches::table.filter(watches::id.eq(&result.watch_id)).filter(watches::lease_owner.eq(&result.lease_owner)),
+            watches::table
+                .filter(watches::id.eq(&result.watch_id))
+                .filter(watches::lease_owner.eq(&result.lease_owner)),
         )
         .set((
             watches::next_run_at.eq(result.next_run_at),
@@ -56,11 +58,15 @@ pub fn record(conn: &mut DbConn, result: &CheckResult) -> StoreResult<usize> {
             return Err(StoreError::LeaseLost);
         }
         if let Some(snapshot) = &result.snapshot {
-            diesel::insert_into(snapshots::table).values(snapshot).execute(conn)?;
+            diesel::insert_into(snapshots::table)
+                .values(snapshot)
+                .execute(conn)?;
         }
         let mut queued = 0;
         if let Some(event) = &result.event {
-            diesel::insert_into(events::table).values(event).execute(conn)?;
+            diesel::insert_into(events::table)
+                .values(event)
+                .execute(conn)?;
             let targets: Vec<String> = endpoints::table
                 .filter(endpoints::account_id.eq(&result.account_id))
                 .filter(endpoints::enabled.eq(true))
@@ -83,11 +89,15 @@ pub fn record(conn: &mut DbConn, result: &CheckResult) -> StoreResult<usize> {
                     created_at: result.now,
                     updated_at: result.now,
                 };
-                diesel::insert_into(deliveries::table).values(&delivery).execute(conn)?;
+                diesel::insert_into(deliveries::table)
+                    .values(&delivery)
+                    .execute(conn)?;
                 queued += 1;
             }
         }
-        diesel::insert_into(runs::table).values(&result.run).execute(conn)?;
+        diesel::insert_into(runs::table)
+            .values(&result.run)
+            .execute(conn)?;
         Ok(queued)
     })
 }
@@ -99,12 +109,18 @@ pub fn list_events(
     watch_id: Option<&str>,
     page: &crate::Page,
 ) -> StoreResult<Vec<Event>> {
-    let mut query = events::table.filter(events::account_id.eq(account_id)).select(Event::as_select()).into_boxed();
+    let mut query = events::table
+        .filter(events::account_id.eq(account_id))
+        .select(Event::as_select())
+        .into_boxed();
     if let Some(watch_id) = watch_id {
         query = query.filter(events::watch_id.eq(watch_id));
     }
     if let Some(after) = &page.after {
         query = query.filter(events::id.lt(after));
     }
-    Ok(query.order(events::id.desc()).limit(page.limit).load(conn)?)
+    Ok(query
+        .order(events::id.desc())
+        .limit(page.limit)
+        .load(conn)?)
 }

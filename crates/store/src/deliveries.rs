@@ -28,8 +28,10 @@ pub fn list_deliveries(
     filter: &DeliveryFilter,
     page: &Page,
 ) -> StoreResult<Vec<Delivery>> {
-    let mut query =
-        deliveries::table.filter(deliveries::account_id.eq(account_id)).select(Delivery::as_select()).into_boxed();
+    let mut query = deliveries::table
+        .filter(deliveries::account_id.eq(account_id))
+        .select(Delivery::as_select())
+        .into_boxed();
     if let Some(status) = filter.status {
         query = query.filter(deliveries::status.eq(status.as_str()));
     }
@@ -42,11 +44,18 @@ pub fn list_deliveries(
     if let Some(after) = &page.after {
         query = query.filter(deliveries::id.lt(after));
     }
-    Ok(query.order(deliveries::id.desc()).limit(page.limit).load(conn)?)
+    Ok(query
+        .order(deliveries::id.desc())
+        .limit(page.limit)
+        .load(conn)?)
 }
 
 /// The account's delivery `id`.
-pub fn get_delivery(conn: &mut DbConn, account_id: &str, id: &str) -> StoreResult<Option<Delivery>> {
+pub fn get_delivery(
+    conn: &mut DbConn,
+    account_id: &str,
+    id: &str,
+) -> StoreResult<Option<Delivery>> {
     Ok(deliveries::table
         .filter(deliveries::account_id.eq(account_id))
         .filter(deliveries::id.eq(id))
@@ -76,7 +85,10 @@ pub struct Job {
 }
 
 fn pending() -> [&'static str; 2] {
-    [DeliveryStatus::Queued.as_str(), DeliveryStatus::Failed.as_str()]
+    [
+        DeliveryStatus::Queued.as_str(),
+        DeliveryStatus::Failed.as_str(),
+    ]
 }
 
 /// Leases up to `limit` due deliveries to `owner` until `lease_until` and returns them with
@@ -90,7 +102,16 @@ pub fn claim_due(
     limit: i64,
 ) -> StoreResult<Vec<Job>> {
     let condition = "status IN ('queued', 'failed')";
-    let claimed = crate::lease_due(conn, "deliveries", condition, "next_attempt_at", owner, now, lease_until, limit)?;
+    let claimed = crate::lease_due(
+        conn,
+        "deliveries",
+        condition,
+        "next_attempt_at",
+        owner,
+        now,
+        lease_until,
+        limit,
+    )?;
     if claimed == 0 {
         return Ok(Vec::new());
     }
@@ -100,13 +121,19 @@ pub fn claim_due(
         .select((Delivery::as_select(), deliveries::body))
         .load(conn)?;
     let endpoint_ids: Vec<String> = rows.iter().map(|(d, _)| d.endpoint_id.clone()).collect();
-    let endpoints: HashMap<String, Endpoint> =
-        endpoints_by_ids(conn, &endpoint_ids)?.into_iter().map(|e| (e.id.clone(), e)).collect();
+    let endpoints: HashMap<String, Endpoint> = endpoints_by_ids(conn, &endpoint_ids)?
+        .into_iter()
+        .map(|e| (e.id.clone(), e))
+        .collect();
     Ok(rows
         .into_iter()
         .filter_map(|(delivery, body)| {
             let endpoint = endpoints.get(&delivery.endpoint_id)?.clone();
-            Some(Job { delivery, body, endpoint })
+            Some(Job {
+                delivery,
+                body,
+                endpoint,
+            })
         })
         .collect())
 }
@@ -139,9 +166,14 @@ pub fn complete(
     attempt: &DeliveryAttempt,
 ) -> StoreResult<bool> {
     conn.transaction(|conn| {
-        let finished = matches!(completion.status, DeliveryStatus::Sent | DeliveryStatus::Dead);
+        let finished = matches!(
+            completion.status,
+            DeliveryStatus::Sent | DeliveryStatus::Dead
+        );
         let updated = diesel::update(
-            deliveries::table.filter(deliveries::id.eq(delivery_id)).filter(deliveries::lease_owner.eq(owner)),
+            deliveries::table
+                .filter(deliveries::id.eq(delivery_id))
+                .filter(deliveries::lease_owner.eq(owner)),
         )
         .set((
             deliveries::status.eq(completion.status.as_str()),
@@ -158,7 +190,9 @@ pub fn complete(
         if updated != 1 {
             return Ok(false);
         }
-        diesel::insert_into(delivery_attempts::table).values(attempt).execute(conn)?;
+        diesel::insert_into(delivery_attempts::table)
+            .values(attempt)
+            .execute(conn)?;
         Ok(true)
     })
 }
@@ -168,7 +202,11 @@ pub fn complete(
 pub fn next_wake(conn: &mut DbConn, now: NaiveDateTime) -> StoreResult<Option<NaiveDateTime>> {
     let unleased: Option<NaiveDateTime> = deliveries::table
         .filter(deliveries::status.eq_any(pending()))
-        .filter(deliveries::lease_until.is_null().or(deliveries::lease_until.lt(now)))
+        .filter(
+            deliveries::lease_until
+                .is_null()
+                .or(deliveries::lease_until.lt(now)),
+        )
         .select(diesel::dsl::min(deliveries::next_attempt_at))
         .first(conn)?;
     let lease_expiry: Option<NaiveDateTime> = deliveries::table
@@ -176,8 +214,5 @@ pub fn next_wake(conn: &mut DbConn, now: NaiveDateTime) -> StoreResult<Option<Na
         .filter(deliveries::lease_until.ge(now))
         .select(diesel::dsl::min(deliveries::lease_until))
         .first(conn)?;
-    Ok(match (unleased, lease_expiry) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    })
+    Ok(crate::earliest(unleased, lease_expiry))
 }

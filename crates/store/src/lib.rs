@@ -70,7 +70,9 @@ pub struct Store {
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("backend", &self.url.backend()).finish_non_exhaustive()
+        f.debug_struct("Store")
+            .field("backend", &self.url.backend())
+            .finish_non_exhaustive()
     }
 }
 
@@ -79,13 +81,20 @@ impl Store {
     pub fn open(url: &str, options: &PoolOptions) -> StoreResult<Store> {
         let url = DatabaseUrl::parse(url)?;
         if let DatabaseUrl::Sqlite(path) = &url {
-            if let Some(dir) = std::path::Path::new(path).parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir)
-                    .map_err(|e| StoreError::Config(format!("cannot create {}: {e}", dir.display())))?;
+            if let Some(dir) = std::path::Path::new(path)
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+            {
+                std::fs::create_dir_all(dir).map_err(|e| {
+                    StoreError::Config(format!("cannot create {}: {e}", dir.display()))
+                })?;
             }
         }
         let pool = db::build_pool(&url, options)?;
-        Ok(Store { pool: Arc::new(pool), url: Arc::new(url) })
+        Ok(Store {
+            pool: Arc::new(pool),
+            url: Arc::new(url),
+        })
     }
 
     /// `sqlite` or `postgres`.
@@ -115,11 +124,14 @@ impl Store {
 }
 
 /// Maps a unique violation to [`StoreError::Conflict`] with `what`.
-pub(crate) fn conflict_on_unique(what: &str) -> impl FnOnce(diesel::result::Error) -> StoreError + '_ {
+pub(crate) fn conflict_on_unique(
+    what: &str,
+) -> impl FnOnce(diesel::result::Error) -> StoreError + '_ {
     move |e| match e {
-        diesel::result::Error::DatabaseError(diesel::result::DatabaseErrorKind::UniqueViolation, _) => {
-            StoreError::Conflict(what.to_owned())
-        }
+        diesel::result::Error::DatabaseError(
+            diesel::result::DatabaseErrorKind::UniqueViolation,
+            _,
+        ) => StoreError::Conflict(what.to_owned()),
         other => StoreError::Query(other),
     }
 }
@@ -164,4 +176,15 @@ pub(crate) fn lease_due(
         // SQLite's numbered parameters are `?N`.
         DbConn::Sqlite(sqlite) => query(sql.replace('$', "?")).execute(sqlite)?,
     })
+}
+
+/// The earlier of two optional times.
+pub(crate) fn earliest(
+    a: Option<chrono::NaiveDateTime>,
+    b: Option<chrono::NaiveDateTime>,
+) -> Option<chrono::NaiveDateTime> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }

@@ -144,5 +144,13 @@ diesel::joinable!(deliveries -> endpoints (endpoint_id));
 diesel::joinable!(delivery_attempts -> deliveries (delivery_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
-    accounts, api_tokens, watches, snapshots, events, runs, endpoints, deliveries, delivery_attempts,
+    accounts,
+    api_tokens,
+    watches,
+    snapshots,
+    events,
+    runs,
+    endpoints,
+    deliveries,
+    delivery_attempts,
 );

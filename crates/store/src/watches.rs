@@ -9,7 +9,9 @@ use crate::{DbConn, Page, Run, Snapshot, StoreResult, Watch};
 
 /// Inserts a new watch.
 pub fn insert_watch(conn: &mut DbConn, watch: &Watch) -> StoreResult<()> {
-    diesel::insert_into(watches::table).values(watch).execute(conn)?;
+    diesel::insert_into(watches::table)
+        .values(watch)
+        .execute(conn)?;
     Ok(())
 }
 
@@ -25,12 +27,17 @@ pub fn get_watch(conn: &mut DbConn, account_id: &str, id: &str) -> StoreResult<O
 
 /// The account's watches in creation order.
 pub fn list_watches(conn: &mut DbConn, account_id: &str, page: &Page) -> StoreResult<Vec<Watch>> {
-    let mut query =
-        watches::table.filter(watches::account_id.eq(account_id)).select(Watch::as_select()).into_boxed();
+    let mut query = watches::table
+        .filter(watches::account_id.eq(account_id))
+        .select(Watch::as_select())
+        .into_boxed();
     if let Some(after) = &page.after {
         query = query.filter(watches::id.gt(after));
     }
-    Ok(query.order(watches::id.asc()).limit(page.limit).load(conn)?)
+    Ok(query
+        .order(watches::id.asc())
+        .limit(page.limit)
+        .load(conn)?)
 }
 
 /// Leases up to `limit` due, active, unleased watches to `owner` until `lease_until` and returns
@@ -43,8 +50,17 @@ pub fn claim_due(
     lease_until: NaiveDateTime,
     limit: i64,
 ) -> StoreResult<Vec<Watch>> {
-    let condition = "state = 'active'";
-    let claimed = crate::lease_due(conn, "watches", condition, "next_run_at", owner, now, lease_until, limit)?;
+    let condition = format!("state = '{}'", WatchState::Active.as_str());
+    let claimed = crate::lease_due(
+        conn,
+        "watches",
+        &condition,
+        "next_run_at",
+        owner,
+        now,
+        lease_until,
+        limit,
+    )?;
     if claimed == 0 {
         return Ok(Vec::new());
     }
@@ -69,9 +85,16 @@ pub fn claim_one(
         watches::table
             .filter(watches::account_id.eq(account_id))
             .filter(watches::id.eq(id))
-            .filter(watches::lease_until.is_null().or(watches::lease_until.lt(now))),
+            .filter(
+                watches::lease_until
+                    .is_null()
+                    .or(watches::lease_until.lt(now)),
+            ),
     )
-    .set((watches::lease_owner.eq(owner), watches::lease_until.eq(lease_until)))
+    .set((
+        watches::lease_owner.eq(owner),
+        watches::lease_until.eq(lease_until),
+    ))
     .execute(conn)?;
     let watch = get_watch(conn, account_id, id)?;
     Ok(watch.map(|w| (claimed == 1).then_some(w)))
@@ -79,18 +102,38 @@ pub fn claim_one(
 
 /// Gives up a lease without recording anything (the holder is shutting down).
 pub fn release(conn: &mut DbConn, id: &str, owner: &str) -> StoreResult<()> {
-    diesel::update(watches::table.filter(watches::id.eq(id)).filter(watches::lease_owner.eq(owner)))
-        .set((watches::lease_owner.eq(None::<String>), watches::lease_until.eq(None::<NaiveDateTime>)))
-        .execute(conn)?;
+    diesel::update(
+        watches::table
+            .filter(watches::id.eq(id))
+            .filter(watches::lease_owner.eq(owner)),
+    )
+    .set((
+        watches::lease_owner.eq(None::<String>),
+        watches::lease_until.eq(None::<NaiveDateTime>),
+    ))
+    .execute(conn)?;
     Ok(())
 }
 
-/// The earliest time any active watch is due, to know how long the runner may sleep.
-pub fn earliest_due(conn: &mut DbConn) -> StoreResult<Option<NaiveDateTime>> {
-    Ok(watches::table
-        .filter(watches::state.eq(WatchState::Active.as_str()))
+/// When the runner next has something to do: the earliest due time of an unleased active
+/// watch, or the earliest expiry of a live lease (a check in flight may be abandoned).
+pub fn next_wake(conn: &mut DbConn, now: NaiveDateTime) -> StoreResult<Option<NaiveDateTime>> {
+    let active = watches::state.eq(WatchState::Active.as_str());
+    let unleased: Option<NaiveDateTime> = watches::table
+        .filter(active)
+        .filter(
+            watches::lease_until
+                .is_null()
+                .or(watches::lease_until.lt(now)),
+        )
         .select(diesel::dsl::min(watches::next_run_at))
-        .first(conn)?)
+        .first(conn)?;
+    let lease_expiry: Option<NaiveDateTime> = watches::table
+        .filter(active)
+        .filter(watches::lease_until.ge(now))
+        .select(diesel::dsl::min(watches::lease_until))
+        .first(conn)?;
+    Ok(crate::earliest(unleased, lease_expiry))
 }
 
 /// The newest snapshot of a watch.
@@ -105,7 +148,10 @@ pub fn latest_snapshot(conn: &mut DbConn, watch_id: &str) -> StoreResult<Option<
 
 /// The runs of a watch, newest first.
 pub fn list_runs(conn: &mut DbConn, watch_id: &str, page: &Page) -> StoreResult<Vec<Run>> {
-    let mut query = runs::table.filter(runs::watch_id.eq(watch_id)).select(Run::as_select()).into_boxed();
+    let mut query = runs::table
+        .filter(runs::watch_id.eq(watch_id))
+        .select(Run::as_select())
+        .into_boxed();
     if let Some(after) = &page.after {
         query = query.filter(runs::id.lt(after));
     }

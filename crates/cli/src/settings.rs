@@ -1,0 +1,121 @@
+//! Settings, from flags or `DRIFTWATCH_*` environment variables.
+
+use std::time::Duration;
+
+/// Every setting of a driftwatch process. Each flag can also be set through the environment
+/// variable named beside it.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Settings {
+    /// Database: sqlite://PATH (created when missing) or postgres://USER@HOST/DB.
+    #[arg(
+        long,
+        env = "DRIFTWATCH_DATABASE_URL",
+        default_value = "sqlite://driftwatch.db",
+        hide_env_values = true
+    )]
+    pub database_url: String,
+
+    /// Address of the HTTP server.
+    #[arg(long, env = "DRIFTWATCH_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: String,
+
+    /// Allow watches and endpoints on private, loopback and link-local addresses.
+    #[arg(long, env = "DRIFTWATCH_ALLOW_PRIVATE_TARGETS", default_value_t = false, action = clap::ArgAction::Set)]
+    pub allow_private_targets: bool,
+
+    /// Delays between webhook attempts, e.g. 1m,5m,30m,2h,12h (units ms, s, m, h, d).
+    #[arg(
+        long,
+        env = "DRIFTWATCH_RETRY_SCHEDULE",
+        default_value = "1m,5m,30m,2h,12h"
+    )]
+    pub retry_schedule: String,
+
+    /// Attempts before a delivery is dead-lettered.
+    #[arg(long, env = "DRIFTWATCH_MAX_ATTEMPTS", default_value_t = 5)]
+    pub max_attempts: u32,
+
+    /// Relative jitter on retry delays (0.2 = +-20%).
+    #[arg(long, env = "DRIFTWATCH_RETRY_JITTER", default_value_t = 0.2)]
+    pub retry_jitter: f64,
+
+    /// Webhook request timeout.
+    #[arg(long, env = "DRIFTWATCH_WEBHOOK_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub webhook_timeout: HumanDuration,
+
+    /// Page fetch timeout.
+    #[arg(long, env = "DRIFTWATCH_FETCH_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub fetch_timeout: HumanDuration,
+
+    /// Largest page body read, in bytes.
+    #[arg(long, env = "DRIFTWATCH_MAX_PAGE_BYTES", default_value_t = 5 * 1024 * 1024)]
+    pub max_page_bytes: usize,
+
+    /// Webhooks in flight at once.
+    #[arg(long, env = "DRIFTWATCH_DELIVERY_CONCURRENCY", default_value_t = 64)]
+    pub delivery_concurrency: usize,
+
+    /// Page checks in flight at once.
+    #[arg(long, env = "DRIFTWATCH_CHECK_CONCURRENCY", default_value_t = 32)]
+    pub check_concurrency: usize,
+
+    /// Longest idle sleep of the loops (work queued by other nodes is seen within this).
+    #[arg(long, env = "DRIFTWATCH_POLL_INTERVAL", default_value = "5s", value_parser = parse_duration)]
+    pub poll_interval: HumanDuration,
+
+    /// Shortest check interval a watch may have, in seconds.
+    #[arg(long, env = "DRIFTWATCH_MIN_INTERVAL_SECONDS", default_value_t = 30)]
+    pub min_interval_seconds: i64,
+
+    /// Database connections kept in the pool.
+    #[arg(long, env = "DRIFTWATCH_POOL_SIZE", default_value_t = 16)]
+    pub pool_size: u32,
+
+    /// Name of this node in leases and logs (default: host name and process id).
+    #[arg(long, env = "DRIFTWATCH_NODE_ID")]
+    pub node_id: Option<String>,
+}
+
+impl Settings {
+    /// The node id, or one made from the host name and process id.
+    pub fn node_id(&self) -> String {
+        self.node_id.clone().unwrap_or_else(|| {
+            let host = std::fs::read_to_string("/etc/hostname")
+                .map(|h| h.trim().to_owned())
+                .unwrap_or_default();
+            let host = if host.is_empty() {
+                "node".to_owned()
+            } else {
+                host
+            };
+            format!("{host}-{}", std::process::id())
+        })
+    }
+
+    /// Every setting at its default, ignoring the environment (for embedding and tests).
+    pub fn defaults() -> Settings {
+        #[derive(clap::Parser)]
+        struct Wrapper {
+            #[command(flatten)]
+            settings: Settings,
+        }
+        // Parse with no flags; defaults fill everything. Environment variables still apply
+        // here, so clear the ones a test must control after calling this.
+        use clap::Parser as _;
+        Wrapper::parse_from(["driftwatch"]).settings
+    }
+}
+
+/// A duration given as `500ms`, `30s`, `5m`, `2h`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HumanDuration(pub Duration);
+
+impl From<HumanDuration> for Duration {
+    fn from(d: HumanDuration) -> Duration {
+        d.0
+    }
+}
+
+fn parse_duration(text: &str) -> Result<HumanDuration, String> {
+    driftwatch_delivery::parse_duration(text).map(HumanDuration)
+}

@@ -1,0 +1,181 @@
+//! One check of one watch.
+
+use chrono::TimeDelta;
+use driftwatch_alert::{SnapshotPair, WatchRef, change_payload, is_alert};
+use driftwatch_core::{EventType, IdKind, RunOutcome, hex, new_id};
+use driftwatch_scrape::extract;
+use driftwatch_store::checks::{self, CheckResult};
+use driftwatch_store::{Event, Run, Snapshot, StoreError, Watch, watches};
+use sha2::{Digest, Sha256};
+
+use crate::runner::Runner;
+
+/// Why a check on demand did not run.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    /// A check of this watch is already under way.
+    #[error("a check of this watch is already running")]
+    Busy,
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl Runner {
+    /// Checks the account's watch `watch_id` now. `Ok(None)` when there is no such watch.
+    pub async fn check_now(
+        &self,
+        account_id: &str,
+        watch_id: &str,
+    ) -> Result<Option<Run>, CheckError> {
+        let owner = self.lease_owner();
+        let now = self.now();
+        let until = now + self.lease_length();
+        let (account, id, lease) = (account_id.to_owned(), watch_id.to_owned(), owner.clone());
+        let claimed = self
+            .store()
+            .run(move |c| watches::claim_one(c, &account, &id, &lease, now, until))
+            .await?;
+        match claimed {
+            None => Ok(None),
+            Some(None) => Err(CheckError::Busy),
+            Some(Some(watch)) => Ok(Some(self.check(watch, owner).await?)),
+        }
+    }
+
+    /// Checks a watch leased to `owner` and records the result; returns the run.
+    pub(crate) async fn check(&self, watch: Watch, owner: String) -> Result<Run, StoreError> {
+        let started = self.now();
+        let clock = std::time::Instant::now();
+        let fetched = self.fetcher().fetch(&watch.url).await;
+        let run_id = new_id(IdKind::Run);
+        let mut run = Run {
+            id: run_id,
+            watch_id: watch.id.clone(),
+            started_at: started,
+            finished_at: started,
+            outcome: RunOutcome::Failed.as_str().to_owned(),
+            http_status: None,
+            duration_ms: 0,
+            bytes: 0,
+            error: None,
+            snapshot_id: None,
+            event_id: None,
+        };
+        let text = match fetched {
+            Ok(page) => {
+                run.http_status = Some(i32::from(page.status));
+                run.bytes = page.body.len() as i64;
+                extract(&page, watch.selector.as_deref()).map_err(|e| e.to_string())
+            }
+            Err(e) => {
+                run.http_status = e.status().map(i32::from);
+                Err(e.to_string())
+            }
+        };
+        let mut snapshot = None;
+        let mut event = None;
+        match text {
+            Err(error) => run.error = Some(error),
+            Ok(text) => {
+                let hash = hex(&Sha256::digest(text.as_bytes()));
+                let watch_id = watch.id.clone();
+                let previous = self
+                    .store()
+                    .run(move |c| watches::latest_snapshot(c, &watch_id))
+                    .await?;
+                let now = self.now();
+                let new_snapshot = || Snapshot {
+                    id: new_id(IdKind::Snapshot),
+                    watch_id: watch.id.clone(),
+                    content_hash: hash.clone(),
+                    content: text.clone(),
+                    created_at: now,
+                };
+                match previous {
+                    None => {
+                        let s = new_snapshot();
+                        run.outcome = RunOutcome::Baseline.as_str().to_owned();
+                        run.snapshot_id = Some(s.id.clone());
+                        snapshot = Some(s);
+                    }
+                    Some(prev) if prev.content_hash == hash => {
+                        run.outcome = RunOutcome::Unchanged.as_str().to_owned();
+                    }
+                    Some(prev) => {
+                        let s = new_snapshot();
+                        let change =
+                            driftwatch_diff::diff_texts(&prev.content, &text, &prev.id, &s.id);
+                        if is_alert(&change) {
+                            let event_id = new_id(IdKind::Event);
+                            let payload = change_payload(
+                                &event_id,
+                                WatchRef {
+                                    id: &watch.id,
+                                    name: &watch.name,
+                                    url: &watch.url,
+                                },
+                                &change,
+                                SnapshotPair {
+                                    previous: &prev.id,
+                                    current: &s.id,
+                                },
+                                now.and_utc(),
+                            );
+                            event = Some(Event {
+                                id: event_id.clone(),
+                                account_id: watch.account_id.clone(),
+                                watch_id: watch.id.clone(),
+                                event_type: EventType::ChangeDetected.as_str().to_owned(),
+                                previous_snapshot_id: Some(prev.id.clone()),
+                                snapshot_id: Some(s.id.clone()),
+                                added: change.added as i32,
+                                removed: change.removed as i32,
+                                payload,
+                                created_at: now,
+                            });
+                            run.event_id = Some(event_id);
+                        }
+                        run.outcome = RunOutcome::Changed.as_str().to_owned();
+                        run.snapshot_id = Some(s.id.clone());
+                        snapshot = Some(s);
+                    }
+                }
+            }
+        }
+        let finished = self.now();
+        run.finished_at = finished;
+        run.duration_ms = clock.elapsed().as_millis() as i64;
+        let failed = run.error.is_some();
+        let result = CheckResult {
+            watch_id: watch.id.clone(),
+            account_id: watch.account_id.clone(),
+            lease_owner: owner,
+            run: run.clone(),
+            snapshot,
+            event,
+            max_attempts: self.config().max_attempts,
+            consecutive_failures: if failed {
+                watch.consecutive_failures + 1
+            } else {
+                0
+            },
+            next_run_at: finished + TimeDelta::seconds(watch.interval_seconds.max(1)),
+            now: finished,
+        };
+        let queued = self
+            .store()
+            .run(move |c| checks::record(c, &result))
+            .await?;
+        match run.error.as_deref() {
+            Some(error) => tracing::warn!(watch.id = %watch.id, error, "check failed"),
+            None => {
+                tracing::info!(watch.id = %watch.id, outcome = %run.outcome, queued, ms = run.duration_ms, "checked")
+            }
+        }
+        if queued > 0 {
+            self.deliveries_queued();
+        }
+        Ok(run)
+    }
+}

@@ -1,0 +1,182 @@
+//! The loop that claims due watches and checks them concurrently.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{NaiveDateTime, TimeDelta};
+use driftwatch_core::{Clock, IdKind, new_id};
+use driftwatch_scrape::Fetcher;
+use driftwatch_store::{Store, watches};
+use tokio::sync::{Notify, Semaphore};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// Settings of the runner.
+#[derive(Debug, Clone)]
+pub struct RunnerConfig {
+    /// Checks in flight at once.
+    pub concurrency: usize,
+    /// Most watches claimed per query.
+    pub batch_size: i64,
+    /// Longest sleep between looks for due watches (picks up watches added on other nodes).
+    pub poll_interval: Duration,
+    /// Attempt budget of the deliveries a change queues.
+    pub max_attempts: i32,
+    /// A name for this node, in lease owners and logs.
+    pub node_id: String,
+}
+
+impl Default for RunnerConfig {
+    fn default() -> Self {
+        RunnerConfig {
+            concurrency: 32,
+            batch_size: 100,
+            poll_interval: Duration::from_secs(5),
+            max_attempts: 5,
+            node_id: "node".into(),
+        }
+    }
+}
+
+/// Claims due watches and checks them. Cheap to clone.
+#[derive(Clone)]
+pub struct Runner {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Store,
+    fetcher: Fetcher,
+    clock: Arc<dyn Clock>,
+    config: RunnerConfig,
+    wake: Notify,
+    slots: Arc<Semaphore>,
+    on_queued: Box<dyn Fn() + Send + Sync>,
+}
+
+impl Runner {
+    /// A runner; `on_queued` is called when a check queued deliveries (to wake the worker).
+    pub fn new(
+        store: Store,
+        fetcher: Fetcher,
+        clock: Arc<dyn Clock>,
+        config: RunnerConfig,
+        on_queued: impl Fn() + Send + Sync + 'static,
+    ) -> Runner {
+        let slots = Arc::new(Semaphore::new(config.concurrency.max(1)));
+        Runner {
+            inner: Arc::new(Inner {
+                store,
+                fetcher,
+                clock,
+                config,
+                wake: Notify::new(),
+                slots,
+                on_queued: Box::new(on_queued),
+            }),
+        }
+    }
+
+    /// Asks the loop to look for due watches now (a watch was added or changed).
+    pub fn wake(&self) {
+        self.inner.wake.notify_one();
+    }
+
+    pub(crate) fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    pub(crate) fn fetcher(&self) -> &Fetcher {
+        &self.inner.fetcher
+    }
+
+    pub(crate) fn config(&self) -> &RunnerConfig {
+        &self.inner.config
+    }
+
+    pub(crate) fn now(&self) -> NaiveDateTime {
+        self.inner.clock.now().naive_utc()
+    }
+
+    pub(crate) fn deliveries_queued(&self) {
+        (self.inner.on_queued)();
+    }
+
+    pub(crate) fn lease_owner(&self) -> String {
+        format!("{}:{}", self.inner.config.node_id, new_id(IdKind::Run))
+    }
+
+    /// How long a check may hold its watch: the fetch timeout and a margin for the write.
+    pub(crate) fn lease_length(&self) -> TimeDelta {
+        let fetch = self.inner.fetcher.options().timeout;
+        TimeDelta::from_std(fetch + Duration::from_secs(60)).unwrap_or(TimeDelta::minutes(2))
+    }
+
+    /// Runs until `shutdown` is cancelled, then waits for checks in flight to be recorded.
+    pub async fn run(self, shutdown: CancellationToken) {
+        let inner = &self.inner;
+        let tracker = TaskTracker::new();
+        tracing::info!(node = %inner.config.node_id, concurrency = inner.config.concurrency, "schedule runner started");
+        while !shutdown.is_cancelled() {
+            let free = inner.slots.available_permits() as i64;
+            if free > 0 {
+                let wanted = free.min(inner.config.batch_size);
+                let owner = self.lease_owner();
+                let now = self.now();
+                let until = now + self.lease_length();
+                let lease = owner.clone();
+                match inner
+                    .store
+                    .run(move |c| watches::claim_due(c, &lease, now, until, wanted))
+                    .await
+                {
+                    Ok(due) => {
+                        let claimed = due.len() as i64;
+                        for watch in due {
+                            let Ok(permit) = Arc::clone(&inner.slots).acquire_owned().await else {
+                                break;
+                            };
+                            let runner = self.clone();
+                            let owner = owner.clone();
+                            tracker.spawn(async move {
+                                let id = watch.id.clone();
+                                if let Err(e) = runner.check(watch, owner).await {
+                                    tracing::error!(watch.id = %id, error = %e, "recording a check failed");
+                                }
+                                drop(permit);
+                                runner.wake();
+                            });
+                        }
+                        if claimed == wanted {
+                            continue;
+                        }
+                    }
+                    Err(e) => tracing::error!(error = %e, "claiming due watches failed"),
+                }
+            }
+            let wait = self.idle_wait().await;
+            tokio::select! {
+                () = inner.wake.notified() => {}
+                () = tokio::time::sleep(wait) => {}
+                () = shutdown.cancelled() => {}
+            }
+        }
+        tracker.close();
+        tracker.wait().await;
+        tracing::info!("schedule runner stopped");
+    }
+
+    async fn idle_wait(&self) -> Duration {
+        let poll = self.inner.config.poll_interval;
+        let now = self.now();
+        let next = self
+            .inner
+            .store
+            .run(move |c| watches::next_wake(c, now))
+            .await
+            .ok()
+            .flatten();
+        let until_next = next.map_or(poll, |at| (at - now).to_std().unwrap_or(Duration::ZERO));
+        until_next.min(poll).max(Duration::from_millis(5))
+    }
+}

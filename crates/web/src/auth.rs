@@ -1,0 +1,51 @@
+//! Bearer-token authentication.
+
+use axum::extract::FromRequestParts;
+use axum::http::header::AUTHORIZATION;
+use axum::http::request::Parts;
+use driftwatch_store::accounts;
+
+use crate::AppState;
+use crate::error::ApiError;
+
+/// The authenticated caller: the account every query is scoped to.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// The token's account.
+    pub account_id: String,
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Caller, ApiError> {
+        let header = parts
+            .headers
+            .get(AUTHORIZATION)
+            .ok_or_else(|| ApiError::unauthorized("send `Authorization: Bearer <token>`"))?;
+        let token = header
+            .to_str()
+            .ok()
+            .and_then(|h| {
+                h.strip_prefix("Bearer ")
+                    .or_else(|| h.strip_prefix("bearer "))
+            })
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| {
+                ApiError::unauthorized("the Authorization header must be `Bearer <token>`")
+            })?
+            .to_owned();
+        let now = state.clock.now().naive_utc();
+        let found = state
+            .store
+            .run(move |c| accounts::authenticate(c, &token, now))
+            .await?;
+        match found {
+            Some(t) => Ok(Caller {
+                account_id: t.account_id,
+            }),
+            None => Err(ApiError::unauthorized("the token is unknown or revoked")),
+        }
+    }
+}

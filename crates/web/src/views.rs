@@ -1,0 +1,241 @@
+//! The JSON shapes of resources. Times are RFC 3339 UTC; leases and secrets stay inside.
+
+use chrono::{DateTime, NaiveDateTime, Utc};
+use driftwatch_store as store;
+use serde::Serialize;
+
+fn utc(t: NaiveDateTime) -> DateTime<Utc> {
+    t.and_utc()
+}
+
+/// A page of a list.
+#[derive(Debug, Serialize)]
+pub struct List<T> {
+    /// The items of this page.
+    pub items: Vec<T>,
+    /// Pass as `cursor` for the next page; null on the last one.
+    pub next_cursor: Option<String>,
+}
+
+/// A watch.
+#[derive(Debug, Serialize)]
+pub struct Watch {
+    id: String,
+    name: String,
+    url: String,
+    selector: Option<String>,
+    interval_seconds: i64,
+    state: String,
+    next_run_at: DateTime<Utc>,
+    last_run_at: Option<DateTime<Utc>>,
+    consecutive_failures: i32,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+impl From<store::Watch> for Watch {
+    fn from(w: store::Watch) -> Watch {
+        Watch {
+            id: w.id,
+            name: w.name,
+            url: w.url,
+            selector: w.selector,
+            interval_seconds: w.interval_seconds,
+            state: w.state,
+            next_run_at: utc(w.next_run_at),
+            last_run_at: w.last_run_at.map(utc),
+            consecutive_failures: w.consecutive_failures,
+            created_at: utc(w.created_at),
+            updated_at: utc(w.updated_at),
+        }
+    }
+}
+
+/// One check of a watch.
+#[derive(Debug, Serialize)]
+pub struct Run {
+    id: String,
+    watch_id: String,
+    outcome: String,
+    http_status: Option<i32>,
+    duration_ms: i64,
+    bytes: i64,
+    error: Option<String>,
+    snapshot_id: Option<String>,
+    event_id: Option<String>,
+    started_at: DateTime<Utc>,
+    finished_at: DateTime<Utc>,
+}
+
+impl From<store::Run> for Run {
+    fn from(r: store::Run) -> Run {
+        Run {
+            id: r.id,
+            watch_id: r.watch_id,
+            outcome: r.outcome,
+            http_status: r.http_status,
+            duration_ms: r.duration_ms,
+            bytes: r.bytes,
+            error: r.error,
+            snapshot_id: r.snapshot_id,
+            event_id: r.event_id,
+            started_at: utc(r.started_at),
+            finished_at: utc(r.finished_at),
+        }
+    }
+}
+
+/// An event, with the payload its deliveries carry.
+#[derive(Debug, Serialize)]
+pub struct Event {
+    id: String,
+    #[serde(rename = "type")]
+    event_type: String,
+    watch_id: String,
+    previous_snapshot_id: Option<String>,
+    snapshot_id: Option<String>,
+    added: i32,
+    removed: i32,
+    payload: serde_json::Value,
+    created_at: DateTime<Utc>,
+}
+
+impl From<store::Event> for Event {
+    fn from(e: store::Event) -> Event {
+        Event {
+            id: e.id,
+            event_type: e.event_type,
+            watch_id: e.watch_id,
+            previous_snapshot_id: e.previous_snapshot_id,
+            snapshot_id: e.snapshot_id,
+            added: e.added,
+            removed: e.removed,
+            payload: serde_json::from_str(&e.payload).unwrap_or(serde_json::Value::Null),
+            created_at: utc(e.created_at),
+        }
+    }
+}
+
+/// An endpoint; `secret` only in the answer to its creation.
+#[derive(Debug, Serialize)]
+pub struct Endpoint {
+    id: String,
+    kind: String,
+    url: String,
+    description: String,
+    enabled: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    secret: Option<String>,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+impl Endpoint {
+    /// The view with the signing secret, for the creation response only.
+    pub fn with_secret(e: store::Endpoint) -> Endpoint {
+        let secret = e.secret.clone();
+        Endpoint {
+            secret: Some(secret),
+            ..Endpoint::from(e)
+        }
+    }
+}
+
+impl From<store::Endpoint> for Endpoint {
+    fn from(e: store::Endpoint) -> Endpoint {
+        Endpoint {
+            id: e.id,
+            kind: e.kind,
+            url: e.url,
+            description: e.description,
+            enabled: e.enabled,
+            secret: None,
+            created_at: utc(e.created_at),
+            updated_at: utc(e.updated_at),
+        }
+    }
+}
+
+/// A delivery; `attempts_detail` only on the single-resource read.
+#[derive(Debug, Serialize)]
+pub struct Delivery {
+    id: String,
+    event_id: String,
+    endpoint_id: String,
+    watch_id: Option<String>,
+    event_type: String,
+    status: String,
+    attempts: i32,
+    max_attempts: i32,
+    next_attempt_at: Option<DateTime<Utc>>,
+    last_status_code: Option<i32>,
+    last_error: Option<String>,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+    finished_at: Option<DateTime<Utc>>,
+    #[serde(rename = "attempt_log", skip_serializing_if = "Option::is_none")]
+    attempt_log: Option<Vec<Attempt>>,
+}
+
+impl Delivery {
+    /// The view with its attempts.
+    pub fn with_attempts(d: store::Delivery, attempts: Vec<store::DeliveryAttempt>) -> Delivery {
+        Delivery {
+            attempt_log: Some(attempts.into_iter().map(Attempt::from).collect()),
+            ..Delivery::from(d)
+        }
+    }
+}
+
+impl From<store::Delivery> for Delivery {
+    fn from(d: store::Delivery) -> Delivery {
+        let pending = d.finished_at.is_none();
+        Delivery {
+            id: d.id,
+            event_id: d.event_id,
+            endpoint_id: d.endpoint_id,
+            watch_id: d.watch_id,
+            event_type: d.event_type,
+            status: d.status,
+            attempts: d.attempts,
+            max_attempts: d.max_attempts,
+            next_attempt_at: pending.then(|| utc(d.next_attempt_at)),
+            last_status_code: d.last_status_code,
+            last_error: d.last_error,
+            created_at: utc(d.created_at),
+            updated_at: utc(d.updated_at),
+            finished_at: d.finished_at.map(utc),
+            attempt_log: None,
+        }
+    }
+}
+
+/// One attempt of a delivery.
+#[derive(Debug, Serialize)]
+pub struct Attempt {
+    id: String,
+    attempt_number: i32,
+    started_at: DateTime<Utc>,
+    duration_ms: i64,
+    status_code: Option<i32>,
+    error_kind: Option<String>,
+    error: Option<String>,
+    response_snippet: Option<String>,
+    trigger: String,
+}
+
+impl From<store::DeliveryAttempt> for Attempt {
+    fn from(a: store::DeliveryAttempt) -> Attempt {
+        Attempt {
+            id: a.id,
+            attempt_number: a.attempt_number,
+            started_at: utc(a.started_at),
+            duration_ms: a.duration_ms,
+            status_code: a.status_code,
+            error_kind: a.error_kind,
+            error: a.error,
+            response_snippet: a.response_snippet,
+            trigger: a.trigger,
+        }
+    }
+}
