@@ -1,0 +1,97 @@
+//! The `driftwatch` binary as a new user runs it: create an account and a token, serve on the
+//! SQLite default in an empty directory, use the API with the printed token.
+
+use std::io::{BufRead as _, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn binary() -> PathBuf {
+    // Integration tests live in target/<profile>/deps; the workspace's binaries one level up.
+    let exe = std::env::current_exe().expect("test executable");
+    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
+    let bin = dir.join(format!("driftwatch{}", std::env::consts::EXE_SUFFIX));
+    assert!(bin.exists(), "{} is built by `cargo test --workspace`", bin.display());
+    bin
+}
+
+fn run(dir: &std::path::Path, args: &[&str]) -> String {
+    let output = Command::new(binary())
+        .args(args)
+        .current_dir(dir)
+        .env_remove("DRIFTWATCH_DATABASE_URL")
+        .env("DRIFTWATCH_LOG", "warn")
+        .output()
+        .expect("run driftwatch");
+    assert!(output.status.success(), "driftwatch {args:?} failed: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).expect("utf-8")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_user_serves_on_the_sqlite_default() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    run(dir.path(), &["migrate"]);
+    assert!(dir.path().join("driftwatch.db").exists(), "the default database file is created");
+    assert!(run(dir.path(), &["account", "create", "acme"]).contains("created account acme"));
+    let out = run(dir.path(), &["token", "create", "--account", "acme"]);
+    let token = out.lines().last().expect("token line").trim().to_owned();
+    assert!(token.starts_with("dwt_"), "{out}");
+
+    let mut child = Command::new(binary())
+        .arg("serve")
+        .current_dir(dir.path())
+        .env_remove("DRIFTWATCH_DATABASE_URL")
+        .env("DRIFTWATCH_LISTEN", "127.0.0.1:0")
+        .env("DRIFTWATCH_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("serve");
+    let stdout = child.stdout.take().expect("stdout");
+    let line = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).map(|_| line)
+    });
+    let line = tokio::time::timeout(Duration::from_secs(20), line).await.expect("serve starts").expect("join").expect("read");
+    let base = line.trim().rsplit(' ').next().expect("address").to_owned();
+    assert!(base.starts_with("http://127.0.0.1:"), "{line}");
+
+    let http = reqwest::Client::new();
+    let health = http.get(format!("{base}/healthz")).send().await.expect("healthz");
+    assert_eq!(health.status(), 200);
+    let watches = http.get(format!("{base}/api/v1/watches")).bearer_auth(&token).send().await.expect("list");
+    assert_eq!(watches.status(), 200);
+    let body: serde_json::Value = watches.json().await.expect("json");
+    assert_eq!(body, serde_json::json!({"items": [], "next_cursor": null}));
+    let refused = http.get(format!("{base}/api/v1/watches")).bearer_auth("dwt_wrong").send().await.expect("list");
+    assert_eq!(refused.status(), 401);
+
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn verify_accepts_a_valid_webhook_and_rejects_a_tampered_one() {
+    let secret = driftwatch_core::new_webhook_secret();
+    let body = br#"{"type":"change.detected"}"#;
+    let ts = chrono_now();
+    let signature = driftwatch_delivery::sign(&secret, "dlv_1", ts, body).expect("sign");
+    let verify = |payload: &[u8]| {
+        let mut child = Command::new(binary())
+            .args(["verify", "--secret", &secret, "-H", "webhook-id: dlv_1"])
+            .args(["-H", &format!("webhook-timestamp: {ts}"), "-H", &format!("webhook-signature: {signature}")])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("verify");
+        std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), payload).expect("write body");
+        child.wait().expect("exit").success()
+    };
+    assert!(verify(body));
+    assert!(!verify(b"{\"type\":\"forged\"}"));
+}
+
+fn chrono_now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
+}

@@ -1,0 +1,45 @@
+//! End-to-end tests: the real application in-process on 127.0.0.1:0, a real page server and a
+//! real webhook receiver on loopback, real SQLite files and (when
+//! `DRIFTWATCH_TEST_POSTGRES_URL` is set at build time) a fresh PostgreSQL database per test.
+//! Every scenario runs on both backends.
+
+mod support;
+
+mod api;
+mod cli;
+mod pipeline;
+
+/// Declares each scenario `async fn name(backend: Backend)` as a test on SQLite and, when
+/// configured, on PostgreSQL.
+macro_rules! on_both_backends {
+    ($($module:ident :: $name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    crate::$module::$name(crate::support::Backend::Sqlite).await
+                }
+            )*
+        }
+        #[cfg(pg_tests)]
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    crate::$module::$name(crate::support::Backend::Postgres).await
+                }
+            )*
+        }
+    };
+}
+
+on_both_backends!(
+    pipeline::a_change_is_delivered_once_and_signed,
+    pipeline::a_failing_receiver_is_retried_then_dead_lettered,
+    pipeline::a_failing_page_is_a_failed_run_not_a_change,
+    pipeline::each_endpoint_of_the_owner_gets_one_delivery,
+    api::owners_cannot_see_each_other,
+    api::bad_input_answers_problem_json,
+    api::lists_page_with_a_cursor,
+    api::private_targets_are_refused_unless_allowed,
+);
