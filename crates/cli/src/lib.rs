@@ -104,7 +104,6 @@ impl App {
             let state = driftwatch_web::AppState {
                 store: store.clone(),
                 runner,
-                worker,
                 clock,
                 policy,
                 limits: driftwatch_web::ApiLimits {

@@ -31,8 +31,11 @@ impl Default for RetryPolicy {
 pub enum Outcome {
     /// The receiver answered with this status.
     Status(u16),
-    /// No usable answer (timeout, connection refused, DNS, TLS, refused target...).
+    /// No usable answer (timeout, connection refused, DNS, TLS...): worth retrying.
     NetworkError,
+    /// The request cannot succeed as configured (target refused by policy, invalid URL or
+    /// secret): retrying would only repeat it.
+    Unsendable,
 }
 
 /// The delivery's next state.
@@ -51,7 +54,7 @@ impl RetryPolicy {
     /// |---|---|
     /// | 2xx | sent |
     /// | 408, 425, 429, 5xx, network error | failed, retried after the schedule's delay; dead once attempts are used up |
-    /// | any other status (3xx, other 4xx, 410) | dead at once |
+    /// | any other status (3xx, other 4xx, 410), or a request that cannot be sent | dead at once |
     pub fn decide(&self, outcome: Outcome, attempt: u32, max_attempts: u32) -> Decision {
         let retryable = match outcome {
             Outcome::Status(code) if (200..300).contains(&code) => {
@@ -62,6 +65,7 @@ impl RetryPolicy {
             }
             Outcome::Status(code) => matches!(code, 408 | 425 | 429) || (500..600).contains(&code),
             Outcome::NetworkError => true,
+            Outcome::Unsendable => false,
         };
         if !retryable || attempt >= max_attempts {
             return Decision {

@@ -91,7 +91,11 @@ impl Sender {
     ) -> SendResult {
         let started = Instant::now();
         let failure = |kind: &'static str, error: String| SendResult {
-            outcome: Outcome::NetworkError,
+            outcome: if matches!(kind, "blocked" | "request" | "secret") {
+                Outcome::Unsendable
+            } else {
+                Outcome::NetworkError
+            },
             error_kind: Some(kind),
             error: Some(error),
             snippet: None,

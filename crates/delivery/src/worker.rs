@@ -192,7 +192,7 @@ impl DeliveryWorker {
         } else {
             // Disabled after the delivery was queued: a permanent failure, recorded like any other.
             crate::SendResult {
-                outcome: Outcome::Status(0),
+                outcome: Outcome::Unsendable,
                 error_kind: Some("disabled"),
                 error: Some("the endpoint is disabled".into()),
                 snippet: None,

@@ -107,10 +107,12 @@ pub fn claim_due(
         "deliveries",
         condition,
         "next_attempt_at",
-        owner,
-        now,
-        lease_until,
-        limit,
+        &crate::Lease {
+            owner,
+            now,
+            until: lease_until,
+            limit,
+        },
     )?;
     if claimed == 0 {
         return Ok(Vec::new());

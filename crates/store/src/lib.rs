@@ -136,6 +136,15 @@ pub(crate) fn conflict_on_unique(
     }
 }
 
+/// A claim: who takes the rows, until when, and how many at most.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Lease<'a> {
+    pub owner: &'a str,
+    pub now: chrono::NaiveDateTime,
+    pub until: chrono::NaiveDateTime,
+    pub limit: i64,
+}
+
 /// Leases up to `limit` due rows of `table` to `owner` in one statement and returns how many.
 ///
 /// A row is due when it satisfies `condition`, its `due_column` is at or before `now`, and it
@@ -148,11 +157,14 @@ pub(crate) fn lease_due(
     table: &str,
     condition: &str,
     due_column: &str,
-    owner: &str,
-    now: chrono::NaiveDateTime,
-    lease_until: chrono::NaiveDateTime,
-    limit: i64,
+    lease: &Lease<'_>,
 ) -> StoreResult<usize> {
+    let Lease {
+        owner,
+        now,
+        until: lease_until,
+        limit,
+    } = *lease;
     use diesel::RunQueryDsl as _;
     use diesel::sql_types::{BigInt, Text, Timestamp};
     let lock = match conn {

@@ -56,10 +56,12 @@ pub fn claim_due(
         "watches",
         &condition,
         "next_run_at",
-        owner,
-        now,
-        lease_until,
-        limit,
+        &crate::Lease {
+            owner,
+            now,
+            until: lease_until,
+            limit,
+        },
     )?;
     if claimed == 0 {
         return Ok(Vec::new());
@@ -98,21 +100,6 @@ pub fn claim_one(
     .execute(conn)?;
     let watch = get_watch(conn, account_id, id)?;
     Ok(watch.map(|w| (claimed == 1).then_some(w)))
-}
-
-/// Gives up a lease without recording anything (the holder is shutting down).
-pub fn release(conn: &mut DbConn, id: &str, owner: &str) -> StoreResult<()> {
-    diesel::update(
-        watches::table
-            .filter(watches::id.eq(id))
-            .filter(watches::lease_owner.eq(owner)),
-    )
-    .set((
-        watches::lease_owner.eq(None::<String>),
-        watches::lease_until.eq(None::<NaiveDateTime>),
-    ))
-    .execute(conn)?;
-    Ok(())
 }
 
 /// When the runner next has something to do: the earliest due time of an unleased active

@@ -43,7 +43,12 @@ impl ApiError {
 
     /// Any 4xx status with its standard reason as the title.
     pub fn with_status(status: StatusCode, detail: impl Into<String>) -> ApiError {
-        ApiError::new(status, "about:blank", status.canonical_reason().unwrap_or("Error"), detail)
+        ApiError::new(
+            status,
+            "about:blank",
+            status.canonical_reason().unwrap_or("Error"),
+            detail,
+        )
     }
 
     /// 404: no such resource (also for other accounts' ids).

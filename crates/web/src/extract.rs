@@ -2,9 +2,9 @@
 
 use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
-use axum::http::{StatusCode, header};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
 use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
@@ -33,7 +33,9 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
                 "send the body as JSON with `Content-Type: application/json`",
             ));
         }
-        let bytes = Bytes::from_request(req, state).await.map_err(|e| ApiError::with_status(e.status(), e.body_text()))?;
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(|e| ApiError::with_status(e.status(), e.body_text()))?;
         let mut de = serde_json::Deserializer::from_slice(&bytes);
         let value = serde_path_to_error::deserialize::<_, T>(&mut de).map_err(|err| {
             let path = err.path().to_string();
@@ -42,10 +44,15 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
                 return ApiError::bad_request(format!("malformed JSON: {inner}"));
             }
             let message = strip_position(&inner.to_string());
-            let field = if path == "." { backticked(&message).unwrap_or("body").to_owned() } else { path };
+            let field = if path == "." {
+                backticked(&message).unwrap_or("body").to_owned()
+            } else {
+                path
+            };
             ApiError::invalid(&field, message)
         })?;
-        de.end().map_err(|e| ApiError::bad_request(format!("malformed JSON: {e}")))?;
+        de.end()
+            .map_err(|e| ApiError::bad_request(format!("malformed JSON: {e}")))?;
         Ok(Json(value))
     }
 }

@@ -15,7 +15,6 @@ use std::sync::Arc;
 use axum::Router;
 use axum::routing::get;
 use driftwatch_core::Clock;
-use driftwatch_delivery::DeliveryWorker;
 use driftwatch_net::TargetPolicy;
 use driftwatch_schedule::Runner;
 use driftwatch_store::Store;
@@ -47,8 +46,6 @@ pub struct AppState {
     pub store: Store,
     /// For checks on demand, and to wake it when watches change.
     pub runner: Runner,
-    /// To wake it when deliveries are queued.
-    pub worker: DeliveryWorker,
     /// Time.
     pub clock: Arc<dyn Clock>,
     /// Which URLs watches and endpoints may name.

@@ -1,0 +1,55 @@
+//! Extraction throughput on a ~20 KB product page, whole page and through a selector.
+//! Run with `cargo bench -p driftwatch-scrape`.
+#![allow(missing_docs)]
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use driftwatch_scrape::{Page, extract};
+
+fn page() -> Page {
+    let mut html = String::from(
+        "<html><head><title>Shop</title><style>.x{color:red}</style></head><body><nav>Home</nav>",
+    );
+    for i in 0..200 {
+        html.push_str(&format!(
+            "<div class=\"item\"><h3>Item {i}</h3><p>Some <b>descriptive</b> text for item {i}.</p><span class=\"price\">{i}.99 EUR</span></div>"
+        ));
+    }
+    html.push_str("<div id=\"main-price\">Price: 10 EUR</div><script>var tracking = 1;</script></body></html>");
+    Page {
+        status: 200,
+        content_type: Some("text/html; charset=utf-8".into()),
+        body: html.into_bytes(),
+    }
+}
+
+fn measure(name: &str, iterations: u32, mut f: impl FnMut()) {
+    for _ in 0..iterations / 10 {
+        f();
+    }
+    let start = Instant::now();
+    for _ in 0..iterations {
+        f();
+    }
+    let per = start.elapsed() / iterations;
+    println!(
+        "{name:<32} {:>10.1} µs/op {:>10.0} ops/s",
+        per.as_secs_f64() * 1e6,
+        1.0 / per.as_secs_f64()
+    );
+}
+
+fn main() {
+    let page = page();
+    println!("page size: {} bytes", page.body.len());
+    measure("extract whole page", 300, || {
+        black_box(extract(black_box(&page), None).ok());
+    });
+    measure("extract with #main-price", 300, || {
+        black_box(extract(black_box(&page), Some("#main-price")).ok());
+    });
+    measure("extract with .price (200 hits)", 300, || {
+        black_box(extract(black_box(&page), Some(".price")).ok());
+    });
+}

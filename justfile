@@ -1,0 +1,25 @@
+# Developer shortcuts. Nothing here is needed to run or test driftwatch: the README's two
+# commands are plain cargo. (`cargo install just --locked` if you want these.)
+
+pg_url := env_var_or_default("DRIFTWATCH_TEST_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
+
+# Run driftwatch on the embedded SQLite default (driftwatch.db in this directory).
+run *args:
+    cargo run --release -- serve {{args}}
+
+# The test suite on SQLite (the README's test command).
+test:
+    cargo test --workspace
+
+# The test suite on SQLite and PostgreSQL, as CI runs it.
+test-pg:
+    DRIFTWATCH_TEST_POSTGRES_URL={{pg_url}} cargo test --workspace
+
+# Formatting, lints as errors, and repeated code in the current change.
+lint:
+    cargo fmt --all -- --check
+    cargo clippy --workspace --all-targets -- -D warnings
+
+# Benchmarks of the pure parts (extraction and diffing) in release mode.
+bench:
+    cargo bench -p driftwatch-scrape -p driftwatch-diff
