@@ -8,6 +8,7 @@ mod support;
 mod api;
 mod cli;
 mod pipeline;
+mod store;
 
 /// Declares each scenario `async fn name(backend: Backend)` as a test on SQLite and, when
 /// configured, on PostgreSQL.
@@ -42,4 +43,5 @@ on_both_backends!(
     api::bad_input_answers_problem_json,
     api::lists_page_with_a_cursor,
     api::private_targets_are_refused_unless_allowed,
+    store::concurrent_claims_never_overlap,
 );

@@ -1,0 +1,161 @@
+//! The store's claims under contention: concurrent claimers never take the same row.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use chrono::TimeDelta;
+use driftwatch_core::{Clock as _, IdKind, RunOutcome, SystemClock, WatchState, new_id};
+use driftwatch_store::checks::{self, CheckResult};
+use driftwatch_store::{
+    Endpoint, Event, PoolOptions, Run, Store, Watch, accounts, deliveries, endpoints, watches,
+};
+
+use crate::support::{Backend, TestDb};
+
+const DELIVERIES: usize = 120;
+
+pub async fn concurrent_claims_never_overlap(backend: Backend) {
+    let db = TestDb::new(backend);
+    let store = Store::open(
+        &db.url,
+        &PoolOptions {
+            max_size: 6,
+            ..PoolOptions::default()
+        },
+    )
+    .expect("open");
+    store.migrate().await.expect("migrate");
+    let now = SystemClock.now().naive_utc();
+
+    // One change event fanned out to DELIVERIES endpoints, written the way the runner writes it.
+    let queued = store
+        .run(move |c| {
+            let account = accounts::create_account(c, "acme", now)?;
+            for i in 0..DELIVERIES {
+                endpoints::insert_endpoint(
+                    c,
+                    &Endpoint {
+                        id: new_id(IdKind::Endpoint),
+                        account_id: account.id.clone(),
+                        kind: "webhook".into(),
+                        url: format!("http://127.0.0.1:9/{i}"),
+                        description: String::new(),
+                        secret: driftwatch_core::new_webhook_secret(),
+                        enabled: true,
+                        created_at: now,
+                        updated_at: now,
+                    },
+                )?;
+            }
+            let watch = Watch {
+                id: new_id(IdKind::Watch),
+                account_id: account.id.clone(),
+                name: "w".into(),
+                url: "http://127.0.0.1:9/".into(),
+                selector: None,
+                interval_seconds: 3600,
+                state: WatchState::Active.as_str().into(),
+                next_run_at: now,
+                last_run_at: None,
+                consecutive_failures: 0,
+                lease_owner: Some("runner".into()),
+                lease_until: Some(now + TimeDelta::minutes(1)),
+                created_at: now,
+                updated_at: now,
+            };
+            watches::insert_watch(c, &watch)?;
+            let event_id = new_id(IdKind::Event);
+            checks::record(
+                c,
+                &CheckResult {
+                    watch_id: watch.id.clone(),
+                    account_id: account.id.clone(),
+                    lease_owner: "runner".into(),
+                    run: Run {
+                        id: new_id(IdKind::Run),
+                        watch_id: watch.id.clone(),
+                        started_at: now,
+                        finished_at: now,
+                        outcome: RunOutcome::Changed.as_str().into(),
+                        http_status: Some(200),
+                        duration_ms: 1,
+                        bytes: 1,
+                        error: None,
+                        snapshot_id: None,
+                        event_id: Some(event_id.clone()),
+                    },
+                    snapshot: None,
+                    event: Some(Event {
+                        id: event_id,
+                        account_id: account.id,
+                        watch_id: watch.id.clone(),
+                        event_type: "change.detected".into(),
+                        previous_snapshot_id: None,
+                        snapshot_id: None,
+                        added: 1,
+                        removed: 0,
+                        payload: "{}".into(),
+                        created_at: now,
+                    }),
+                    max_attempts: 3,
+                    consecutive_failures: 0,
+                    next_run_at: now + TimeDelta::hours(1),
+                    now,
+                },
+            )
+        })
+        .await
+        .expect("record");
+    assert_eq!(queued, DELIVERIES, "one delivery per enabled endpoint");
+
+    // The watch is not due again for an hour, and its lease was released with the write.
+    let due = store
+        .run(move |c| watches::claim_due(c, "other", now, now + TimeDelta::minutes(1), 10))
+        .await;
+    assert!(due.expect("claim").is_empty());
+
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut claimers = Vec::new();
+    for n in 0..4 {
+        let (store, seen) = (store.clone(), Arc::clone(&seen));
+        claimers.push(tokio::spawn(async move {
+            loop {
+                let owner = format!("claimer-{n}-{}", new_id(IdKind::Run));
+                let now = SystemClock.now().naive_utc();
+                let jobs = store
+                    .run(move |c| {
+                        deliveries::claim_due(c, &owner, now, now + TimeDelta::minutes(5), 7)
+                    })
+                    .await
+                    .expect("claim");
+                if jobs.is_empty() {
+                    break;
+                }
+                for job in &jobs {
+                    assert_eq!(
+                        job.delivery
+                            .lease_owner
+                            .as_deref()
+                            .map(|o| o.starts_with(&format!("claimer-{n}-"))),
+                        Some(true)
+                    );
+                    assert_eq!(job.body, b"{}", "the stored body comes with the claim");
+                }
+                seen.lock()
+                    .expect("lock")
+                    .extend(jobs.into_iter().map(|j| j.delivery.id));
+            }
+        }));
+    }
+    for claimer in claimers {
+        claimer.await.expect("claimer");
+    }
+    let seen = seen.lock().expect("lock").clone();
+    let unique: HashSet<&String> = seen.iter().collect();
+    assert_eq!(
+        seen.len(),
+        DELIVERIES,
+        "every delivery claimed exactly once"
+    );
+    assert_eq!(unique.len(), DELIVERIES, "no delivery claimed twice");
+}
