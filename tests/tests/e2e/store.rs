@@ -65,44 +65,58 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
             };
             watches::insert_watch(c, &watch)?;
             let event_id = new_id(IdKind::Event);
-            checks::record(
+            let result = CheckResult {
+                watch_id: watch.id.clone(),
+                account_id: account.id.clone(),
+                lease_owner: "runner".into(),
+                run: Run {
+                    id: new_id(IdKind::Run),
+                    watch_id: watch.id.clone(),
+                    started_at: now,
+                    finished_at: now,
+                    outcome: RunOutcome::Changed.as_str().into(),
+                    http_status: Some(200),
+                    duration_ms: 1,
+                    bytes: 1,
+                    error: None,
+                    snapshot_id: None,
+                    event_id: Some(event_id.clone()),
+                },
+                snapshot: None,
+                event: Some(Event {
+                    id: event_id,
+                    account_id: account.id,
+                    watch_id: watch.id.clone(),
+                    event_type: "change.detected".into(),
+                    previous_snapshot_id: None,
+                    snapshot_id: None,
+                    added: 1,
+                    removed: 0,
+                    payload: "{}".into(),
+                    created_at: now,
+                }),
+                max_attempts: 3,
+                consecutive_failures: 0,
+                next_run_at: now + TimeDelta::hours(1),
+                now,
+            };
+            let queued = checks::record(c, &result)?;
+            // The write released the lease: a second write under it is refused and changes nothing.
+            let again = checks::record(
                 c,
                 &CheckResult {
-                    watch_id: watch.id.clone(),
-                    account_id: account.id.clone(),
-                    lease_owner: "runner".into(),
                     run: Run {
                         id: new_id(IdKind::Run),
-                        watch_id: watch.id.clone(),
-                        started_at: now,
-                        finished_at: now,
-                        outcome: RunOutcome::Changed.as_str().into(),
-                        http_status: Some(200),
-                        duration_ms: 1,
-                        bytes: 1,
-                        error: None,
-                        snapshot_id: None,
-                        event_id: Some(event_id.clone()),
+                        ..result.run.clone()
                     },
-                    snapshot: None,
-                    event: Some(Event {
-                        id: event_id,
-                        account_id: account.id,
-                        watch_id: watch.id.clone(),
-                        event_type: "change.detected".into(),
-                        previous_snapshot_id: None,
-                        snapshot_id: None,
-                        added: 1,
-                        removed: 0,
-                        payload: "{}".into(),
-                        created_at: now,
-                    }),
-                    max_attempts: 3,
-                    consecutive_failures: 0,
-                    next_run_at: now + TimeDelta::hours(1),
-                    now,
+                    ..result.clone()
                 },
-            )
+            );
+            assert!(
+                matches!(again, Err(driftwatch_store::StoreError::LeaseLost)),
+                "{again:?}"
+            );
+            Ok(queued)
         })
         .await
         .expect("record");
