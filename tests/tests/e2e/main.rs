@@ -6,7 +6,6 @@
 mod support;
 
 mod api;
-mod cli;
 mod pipeline;
 mod store;
 

@@ -7,16 +7,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 fn binary() -> PathBuf {
-    // Integration tests live in target/<profile>/deps; the workspace's binaries one level up.
-    let exe = std::env::current_exe().expect("test executable");
-    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
-    let bin = dir.join(format!("driftwatch{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        bin.exists(),
-        "{} is built by `cargo test --workspace`",
-        bin.display()
-    );
-    bin
+    // Cargo builds the package's binary before its integration tests and names it here.
+    PathBuf::from(env!("CARGO_BIN_EXE_driftwatch"))
 }
 
 fn run(dir: &std::path::Path, args: &[&str]) -> String {
