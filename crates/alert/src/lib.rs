@@ -61,6 +61,109 @@ pub fn change_payload(
     .to_string()
 }
 
+/// The JSON body of an endpoint event (`endpoint.disabled`, `endpoint.test`).
+pub fn endpoint_payload(
+    event_type: EventType,
+    event_id: &str,
+    endpoint: EndpointRef<'_>,
+    reason: Option<&str>,
+    at: DateTime<Utc>,
+) -> String {
+    let mut data = json!({
+        "event_id": event_id,
+        "endpoint": {"id": endpoint.id, "url": endpoint.url, "description": endpoint.description},
+    });
+    if let Some(reason) = reason {
+        data["reason"] = json!(reason);
+    }
+    json!({
+        "type": event_type,
+        "timestamp": at.to_rfc3339_opts(SecondsFormat::Millis, true),
+        "data": data,
+    })
+    .to_string()
+}
+
+/// The endpoint an endpoint event is about.
+#[derive(Debug, Clone, Copy)]
+pub struct EndpointRef<'a> {
+    /// Its id.
+    pub id: &'a str,
+    /// Its URL.
+    pub url: &'a str,
+    /// Its description.
+    pub description: &'a str,
+}
+
+/// Most diff lines shown in a Slack message.
+const SLACK_DIFF_LINES: usize = 12;
+/// Most characters of diff shown in a Slack message (Slack caps a text block at 3000).
+const SLACK_DIFF_CHARS: usize = 2500;
+
+/// A Slack message (`text` and `blocks`) for an event payload made by this crate.
+///
+/// For `change.detected`: the watch name linked to its URL, the counts, and the first changed
+/// lines of the diff; for endpoint events, one line saying what happened.
+pub fn slack_message(payload: &str) -> String {
+    let event: serde_json::Value = serde_json::from_str(payload).unwrap_or_default();
+    let data = &event["data"];
+    let kind = event["type"].as_str().unwrap_or("event");
+    let message = match kind {
+        "change.detected" => {
+            let name = data["watch"]["name"].as_str().unwrap_or("a watched page");
+            let url = data["watch"]["url"].as_str().unwrap_or("");
+            let (added, removed) =
+                (data["diff"]["added"].as_u64().unwrap_or(0), data["diff"]["removed"].as_u64().unwrap_or(0));
+            let mut excerpt = String::new();
+            let changed = data["diff"]["hunks"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|h| h["lines"].as_array().into_iter().flatten())
+                .filter_map(|l| match l["op"].as_str() {
+                    Some("added") => Some(format!("+ {}", l["text"].as_str().unwrap_or(""))),
+                    Some("removed") => Some(format!("- {}", l["text"].as_str().unwrap_or(""))),
+                    _ => None,
+                });
+            for line in changed.take(SLACK_DIFF_LINES) {
+                if excerpt.len() + line.len() > SLACK_DIFF_CHARS {
+                    break;
+                }
+                excerpt.push_str(&line);
+                excerpt.push('\n');
+            }
+            let text = format!("Change detected on {name} ({url}): +{added} / -{removed} lines");
+            json!({
+                "text": text,
+                "blocks": [
+                    {"type": "section", "text": {"type": "mrkdwn", "text": format!("*Change detected:* <{url}|{}>", slack_escape(name))}},
+                    {"type": "context", "elements": [{"type": "mrkdwn", "text": format!("+{added} lines, -{removed} lines")}]},
+                    {"type": "section", "text": {"type": "mrkdwn", "text": format!("```{}```", slack_escape(excerpt.trim_end()))}},
+                ]
+            })
+        }
+        other => {
+            let url = data["endpoint"]["url"].as_str().unwrap_or("");
+            let text = match (other, data["reason"].as_str()) {
+                ("endpoint.disabled", reason) => {
+                    format!("driftwatch disabled the endpoint {url}: {}", reason.unwrap_or("no reason given"))
+                }
+                ("endpoint.test", _) => {
+                    "driftwatch test event: this endpoint receives driftwatch notifications.".to_owned()
+                }
+                _ => format!("driftwatch event {other}"),
+            };
+            json!({"text": text, "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": slack_escape(&text)}}]})
+        }
+    };
+    message.to_string()
+}
+
+/// Escapes the three characters Slack's mrkdwn treats as control characters.
+fn slack_escape(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,21 +172,12 @@ mod tests {
     fn payload_has_the_documented_shape() {
         let change = driftwatch_diff::diff_texts("price 10\n", "price 12\n", "snp_a", "snp_b");
         assert!(is_alert(&change));
-        let at = DateTime::parse_from_rfc3339("2026-12-02T12:00:00Z")
-            .map(|t| t.with_timezone(&Utc))
-            .expect("time");
+        let at = DateTime::parse_from_rfc3339("2026-12-02T12:00:00Z").map(|t| t.with_timezone(&Utc)).expect("time");
         let body = change_payload(
             "evt_1",
-            WatchRef {
-                id: "wat_1",
-                name: "Prices",
-                url: "https://example.com/",
-            },
+            WatchRef { id: "wat_1", name: "Prices", url: "https://example.com/" },
             &change,
-            SnapshotPair {
-                previous: "snp_a",
-                current: "snp_b",
-            },
+            SnapshotPair { previous: "snp_a", current: "snp_b" },
             at,
         );
         let v: serde_json::Value = serde_json::from_str(&body).expect("json");
@@ -92,15 +186,37 @@ mod tests {
         assert_eq!(v["data"]["watch"]["id"], "wat_1");
         assert_eq!(v["data"]["diff"]["added"], 1);
         assert_eq!(v["data"]["diff"]["removed"], 1);
-        assert!(
-            v["data"]["diff"]["unified"]
-                .as_str()
-                .is_some_and(|u| u.contains("+price 12"))
-        );
+        assert!(v["data"]["diff"]["unified"].as_str().is_some_and(|u| u.contains("+price 12")));
         assert_eq!(v["data"]["diff"]["hunks"][0]["lines"][0]["op"], "removed");
         assert_eq!(v["data"]["snapshots"]["current"], "snp_b");
-        assert!(!is_alert(&driftwatch_diff::diff_texts(
-            "same\n", "same\n", "a", "b"
-        )));
+        assert!(!is_alert(&driftwatch_diff::diff_texts("same\n", "same\n", "a", "b")));
+    }
+
+    #[test]
+    fn slack_messages_show_the_change() {
+        let change = driftwatch_diff::diff_texts("price 10\n", "price 12\n", "snp_a", "snp_b");
+        let body = change_payload(
+            "evt_1",
+            WatchRef { id: "wat_1", name: "Prices", url: "https://example.com/" },
+            &change,
+            SnapshotPair { previous: "snp_a", current: "snp_b" },
+            Utc::now(),
+        );
+        let slack: serde_json::Value = serde_json::from_str(&slack_message(&body)).expect("json");
+        assert_eq!(slack["text"], "Change detected on Prices (https://example.com/): +1 / -1 lines");
+        let excerpt = slack["blocks"][2]["text"]["text"].as_str().expect("excerpt");
+        assert_eq!(excerpt, "```- price 10\n+ price 12```");
+    }
+
+    #[test]
+    fn endpoint_events_render_for_webhooks_and_slack() {
+        let endpoint = EndpointRef { id: "end_1", url: "https://hooks.example/x", description: "ops" };
+        let body = endpoint_payload(EventType::EndpointDisabled, "evt_2", endpoint, Some("410 <Gone>"), Utc::now());
+        let v: serde_json::Value = serde_json::from_str(&body).expect("json");
+        assert_eq!(v["type"], "endpoint.disabled");
+        assert_eq!(v["data"]["reason"], "410 <Gone>");
+        let slack: serde_json::Value = serde_json::from_str(&slack_message(&body)).expect("json");
+        assert!(slack["text"].as_str().is_some_and(|t| t.contains("disabled the endpoint https://hooks.example/x")));
+        assert!(slack["blocks"][0]["text"]["text"].as_str().is_some_and(|t| t.contains("&lt;Gone&gt;")));
     }
 }

@@ -2,6 +2,7 @@
 //! the delivery worker over one store. `main.rs` is the command line on top of this; the
 //! end-to-end tests start the same [`App`] in-process.
 
+mod jobs;
 mod settings;
 
 use std::net::SocketAddr;
@@ -36,6 +37,7 @@ pub struct App {
     pub store: Store,
     shutdown: CancellationToken,
     tasks: TaskTracker,
+    scheduler: Option<tokio_cron_scheduler::JobScheduler>,
 }
 
 impl App {
@@ -43,30 +45,31 @@ impl App {
     pub async fn start(settings: &Settings, roles: Roles) -> anyhow::Result<App> {
         let store = open_store(settings).await?;
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        let policy = TargetPolicy {
-            allow_private: settings.allow_private_targets,
-        };
+        let policy = TargetPolicy { allow_private: settings.allow_private_targets };
         let retry = RetryPolicy {
             schedule: driftwatch_delivery::parse_schedule(&settings.retry_schedule)
                 .map_err(anyhow::Error::msg)
                 .context("DRIFTWATCH_RETRY_SCHEDULE")?,
             max_attempts: settings.max_attempts.max(1),
             jitter: settings.retry_jitter.clamp(0.0, 1.0),
+            max_retry_after: settings.max_retry_after.into(),
         };
-        let sender = Sender::new(SenderOptions {
-            policy,
-            timeout: settings.webhook_timeout.into(),
-            ..SenderOptions::default()
-        })
-        .context("building the webhook client")?;
+        let sender =
+            Sender::new(SenderOptions { policy, timeout: settings.webhook_timeout.into(), ..SenderOptions::default() })
+                .context("building the webhook client")?;
         let worker = DeliveryWorker::new(
             store.clone(),
             sender,
             Arc::clone(&clock),
             DeliveryConfig {
                 concurrency: settings.delivery_concurrency,
+                per_endpoint_concurrency: settings.per_endpoint_concurrency.max(1),
                 poll_interval: settings.poll_interval.into(),
                 retry,
+                circuit_threshold: settings.circuit_threshold.max(1),
+                circuit_open_for: settings.circuit_open_for.into(),
+                disable_after: settings.disable_after.into(),
+                lease_grace: settings.lease_grace.into(),
                 node_id: settings.node_id(),
                 ..DeliveryConfig::default()
             },
@@ -95,19 +98,23 @@ impl App {
 
         let shutdown = CancellationToken::new();
         let tasks = TaskTracker::new();
+        let mut scheduler = None;
         if roles.background {
             tasks.spawn(runner.clone().run(shutdown.clone()));
             tasks.spawn(worker.clone().run(shutdown.clone()));
+            scheduler = Some(jobs::start(settings, store.clone(), runner.clone(), worker.clone()).await?);
         }
         let mut addr = None;
         if roles.web {
             let state = driftwatch_web::AppState {
                 store: store.clone(),
                 runner,
+                worker,
                 clock,
                 policy,
                 limits: driftwatch_web::ApiLimits {
                     min_interval_seconds: settings.min_interval_seconds,
+                    secret_rotation_overlap: settings.secret_rotation_overlap.into(),
                     ..driftwatch_web::ApiLimits::default()
                 },
             };
@@ -120,17 +127,17 @@ impl App {
             tracing::info!(addr = %local, backend = store.backend(), "listening");
         }
         tasks.close();
-        Ok(App {
-            addr,
-            store,
-            shutdown,
-            tasks,
-        })
+        Ok(App { addr, store, shutdown, tasks, scheduler })
     }
 
     /// Stops accepting work and waits for what is in flight to be recorded.
-    pub async fn shutdown(self) {
+    pub async fn shutdown(mut self) {
         self.shutdown.cancel();
+        if let Some(scheduler) = self.scheduler.as_mut() {
+            if let Err(e) = scheduler.shutdown().await {
+                tracing::warn!(error = %e, "stopping the job scheduler failed");
+            }
+        }
         self.tasks.wait().await;
     }
 
@@ -142,19 +149,9 @@ impl App {
 
 /// Opens the configured store and applies pending migrations.
 pub async fn open_store(settings: &Settings) -> anyhow::Result<Store> {
-    let store = Store::open(
-        &settings.database_url,
-        &PoolOptions {
-            max_size: settings.pool_size,
-            ..PoolOptions::default()
-        },
-    )
-    .with_context(|| {
-        format!(
-            "opening {}",
-            driftwatch_store::redact(&settings.database_url)
-        )
-    })?;
+    let store =
+        Store::open(&settings.database_url, &PoolOptions { max_size: settings.pool_size, ..PoolOptions::default() })
+            .with_context(|| format!("opening {}", driftwatch_store::redact(&settings.database_url)))?;
     let applied = store.migrate().await.context("applying migrations")?;
     tracing::info!(backend = store.backend(), applied, "database ready");
     Ok(store)

@@ -9,11 +9,7 @@ use driftwatch_core::{Clock as _, SystemClock};
 use driftwatch_store::accounts;
 
 #[derive(Parser)]
-#[command(
-    name = "driftwatch",
-    version,
-    about = "Watch web pages; deliver signed webhooks when they change."
-)]
+#[command(name = "driftwatch", version, about = "Watch web pages; deliver signed webhooks when they change.")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -80,9 +76,7 @@ fn init_tracing() {
     let filter = EnvFilter::try_from_env("DRIFTWATCH_LOG")
         .or_else(|_| EnvFilter::try_from_default_env())
         .unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     if std::env::var("DRIFTWATCH_LOG_FORMAT").is_ok_and(|f| f == "json") {
         builder.json().init();
     } else {
@@ -95,26 +89,8 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     init_tracing();
     match cli.command {
-        Command::Serve(settings) => {
-            run_until_signal(
-                &settings,
-                Roles {
-                    web: true,
-                    background: true,
-                },
-            )
-            .await
-        }
-        Command::Worker(settings) => {
-            run_until_signal(
-                &settings,
-                Roles {
-                    web: false,
-                    background: true,
-                },
-            )
-            .await
-        }
+        Command::Serve(settings) => run_until_signal(&settings, Roles { web: true, background: true }).await,
+        Command::Worker(settings) => run_until_signal(&settings, Roles { web: false, background: true }).await,
         Command::Migrate(settings) => {
             driftwatch::open_store(&settings).await?;
             println!("migrations applied");
@@ -127,41 +103,25 @@ async fn main() -> anyhow::Result<()> {
             }
             let store = driftwatch::open_store(&settings).await?;
             let now = SystemClock.now().naive_utc();
-            let account = store
-                .run(move |c| accounts::create_account(c, &name, now))
-                .await?;
+            let account = store.run(move |c| accounts::create_account(c, &name, now)).await?;
             println!("created account {} ({})", account.name, account.id);
             Ok(())
         }
-        Command::Token(TokenCommand::Create {
-            account,
-            name,
-            settings,
-        }) => {
+        Command::Token(TokenCommand::Create { account, name, settings }) => {
             let store = driftwatch::open_store(&settings).await?;
             let now = SystemClock.now().naive_utc();
             let lookup = account.clone();
-            let found = store
-                .run(move |c| accounts::find_account_by_name(c, &lookup))
-                .await?;
+            let found = store.run(move |c| accounts::find_account_by_name(c, &lookup)).await?;
             let Some(found) = found else {
                 bail!("no account named `{account}`; create it with `driftwatch account create`")
             };
-            let (token, plaintext) = store
-                .run(move |c| accounts::create_token(c, &found.id, &name, "read write", now))
-                .await?;
-            println!(
-                "created token {} for account {account}; it is shown only now:",
-                token.id
-            );
+            let (token, plaintext) =
+                store.run(move |c| accounts::create_token(c, &found.id, &name, "read write", now)).await?;
+            println!("created token {} for account {account}; it is shown only now:", token.id);
             println!("{plaintext}");
             Ok(())
         }
-        Command::Verify {
-            secret,
-            headers,
-            tolerance,
-        } => verify(&secret, &headers, tolerance),
+        Command::Verify { secret, headers, tolerance } => verify(&secret, &headers, tolerance),
     }
 }
 
@@ -206,15 +166,10 @@ fn verify(secret: &str, headers: &[String], tolerance: i64) -> anyhow::Result<()
             .map(|(_, v)| v.trim().to_owned())
             .with_context(|| format!("missing --header '{name}: ...'"))
     };
-    let (id, timestamp, signature) = (
-        header("webhook-id")?,
-        header("webhook-timestamp")?,
-        header("webhook-signature")?,
-    );
+    let (id, timestamp, signature) =
+        (header("webhook-id")?, header("webhook-timestamp")?, header("webhook-signature")?);
     let mut body = Vec::new();
-    std::io::stdin()
-        .read_to_end(&mut body)
-        .context("reading the body from standard input")?;
+    std::io::stdin().read_to_end(&mut body).context("reading the body from standard input")?;
     let now = SystemClock.now().timestamp();
     driftwatch_delivery::verify(secret, &id, &timestamp, &signature, &body, now, tolerance)
         .context("the webhook does not verify")?;

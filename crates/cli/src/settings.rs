@@ -7,12 +7,7 @@ use std::time::Duration;
 #[derive(Debug, Clone, clap::Args)]
 pub struct Settings {
     /// Database: sqlite://PATH (created when missing) or postgres://USER@HOST/DB.
-    #[arg(
-        long,
-        env = "DRIFTWATCH_DATABASE_URL",
-        default_value = "sqlite://driftwatch.db",
-        hide_env_values = true
-    )]
+    #[arg(long, env = "DRIFTWATCH_DATABASE_URL", default_value = "sqlite://driftwatch.db", hide_env_values = true)]
     pub database_url: String,
 
     /// Address of the HTTP server.
@@ -24,11 +19,7 @@ pub struct Settings {
     pub allow_private_targets: bool,
 
     /// Delays between webhook attempts, e.g. 1m,5m,30m,2h,12h (units ms, s, m, h, d).
-    #[arg(
-        long,
-        env = "DRIFTWATCH_RETRY_SCHEDULE",
-        default_value = "1m,5m,30m,2h,12h"
-    )]
+    #[arg(long, env = "DRIFTWATCH_RETRY_SCHEDULE", default_value = "1m,5m,30m,2h,12h")]
     pub retry_schedule: String,
 
     /// Attempts before a delivery is dead-lettered.
@@ -38,6 +29,59 @@ pub struct Settings {
     /// Relative jitter on retry delays (0.2 = +-20%).
     #[arg(long, env = "DRIFTWATCH_RETRY_JITTER", default_value_t = 0.2)]
     pub retry_jitter: f64,
+
+    /// Webhooks in flight at once to one endpoint, per node (endpoints may set their own).
+    #[arg(long, env = "DRIFTWATCH_PER_ENDPOINT_CONCURRENCY", default_value_t = 16)]
+    pub per_endpoint_concurrency: usize,
+
+    /// Consecutive failures that open an endpoint's circuit.
+    #[arg(long, env = "DRIFTWATCH_CIRCUIT_THRESHOLD", default_value_t = 5)]
+    pub circuit_threshold: i32,
+
+    /// How long an open circuit holds an endpoint's deliveries before one probe goes out.
+    #[arg(long, env = "DRIFTWATCH_CIRCUIT_OPEN_FOR", default_value = "5m", value_parser = parse_duration)]
+    pub circuit_open_for: HumanDuration,
+
+    /// An endpoint failing continuously this long is disabled.
+    #[arg(long, env = "DRIFTWATCH_DISABLE_AFTER", default_value = "5d", value_parser = parse_duration)]
+    pub disable_after: HumanDuration,
+
+    /// How long a rotated-out endpoint secret keeps signing.
+    #[arg(long, env = "DRIFTWATCH_SECRET_ROTATION_OVERLAP", default_value = "24h", value_parser = parse_duration)]
+    pub secret_rotation_overlap: HumanDuration,
+
+    /// Longest `Retry-After` honoured.
+    #[arg(long, env = "DRIFTWATCH_MAX_RETRY_AFTER", default_value = "6h", value_parser = parse_duration)]
+    pub max_retry_after: HumanDuration,
+
+    /// A delivery's lease outlives the webhook timeout by this much; after a crash, deliveries
+    /// in flight are retried once their leases expire.
+    #[arg(long, env = "DRIFTWATCH_LEASE_GRACE", default_value = "30s", value_parser = parse_duration)]
+    pub lease_grace: HumanDuration,
+
+    /// Webhook connect timeout.
+    #[arg(long, env = "DRIFTWATCH_WEBHOOK_CONNECT_TIMEOUT", default_value = "5s", value_parser = parse_duration)]
+    pub webhook_connect_timeout: HumanDuration,
+
+    /// Bodies of sent deliveries are purged after this.
+    #[arg(long, env = "DRIFTWATCH_RETAIN_SENT", default_value = "30d", value_parser = parse_duration)]
+    pub retain_sent: HumanDuration,
+
+    /// Bodies of dead deliveries are purged after this.
+    #[arg(long, env = "DRIFTWATCH_RETAIN_DEAD", default_value = "90d", value_parser = parse_duration)]
+    pub retain_dead: HumanDuration,
+
+    /// Delivery attempts are deleted after this.
+    #[arg(long, env = "DRIFTWATCH_RETAIN_ATTEMPTS", default_value = "30d", value_parser = parse_duration)]
+    pub retain_attempts: HumanDuration,
+
+    /// When retention runs (cron with seconds, UTC).
+    #[arg(long, env = "DRIFTWATCH_RETENTION_CRON", default_value = "0 17 3 * * *")]
+    pub retention_cron: String,
+
+    /// When the safety-net sweep wakes the loops (cron with seconds, UTC).
+    #[arg(long, env = "DRIFTWATCH_SWEEP_CRON", default_value = "*/30 * * * * *")]
+    pub sweep_cron: String,
 
     /// Webhook request timeout.
     #[arg(long, env = "DRIFTWATCH_WEBHOOK_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
@@ -80,14 +124,8 @@ impl Settings {
     /// The node id, or one made from the host name and process id.
     pub fn node_id(&self) -> String {
         self.node_id.clone().unwrap_or_else(|| {
-            let host = std::fs::read_to_string("/etc/hostname")
-                .map(|h| h.trim().to_owned())
-                .unwrap_or_default();
-            let host = if host.is_empty() {
-                "node".to_owned()
-            } else {
-                host
-            };
+            let host = std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_owned()).unwrap_or_default();
+            let host = if host.is_empty() { "node".to_owned() } else { host };
             format!("{host}-{}", std::process::id())
         })
     }

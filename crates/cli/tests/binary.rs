@@ -19,11 +19,7 @@ fn run(dir: &std::path::Path, args: &[&str]) -> String {
         .env("DRIFTWATCH_LOG", "warn")
         .output()
         .expect("run driftwatch");
-    assert!(
-        output.status.success(),
-        "driftwatch {args:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert!(output.status.success(), "driftwatch {args:?} failed: {}", String::from_utf8_lossy(&output.stderr));
     String::from_utf8(output.stdout).expect("utf-8")
 }
 
@@ -31,10 +27,7 @@ fn run(dir: &std::path::Path, args: &[&str]) -> String {
 async fn a_new_user_serves_on_the_sqlite_default() {
     let dir = tempfile::tempdir().expect("temp dir");
     run(dir.path(), &["migrate"]);
-    assert!(
-        dir.path().join("driftwatch.db").exists(),
-        "the default database file is created"
-    );
+    assert!(dir.path().join("driftwatch.db").exists(), "the default database file is created");
     assert!(run(dir.path(), &["account", "create", "acme"]).contains("created account acme"));
     let out = run(dir.path(), &["token", "create", "--account", "acme"]);
     let token = out.lines().last().expect("token line").trim().to_owned();
@@ -55,36 +48,19 @@ async fn a_new_user_serves_on_the_sqlite_default() {
         let mut line = String::new();
         BufReader::new(stdout).read_line(&mut line).map(|_| line)
     });
-    let line = tokio::time::timeout(Duration::from_secs(20), line)
-        .await
-        .expect("serve starts")
-        .expect("join")
-        .expect("read");
+    let line =
+        tokio::time::timeout(Duration::from_secs(20), line).await.expect("serve starts").expect("join").expect("read");
     let base = line.trim().rsplit(' ').next().expect("address").to_owned();
     assert!(base.starts_with("http://127.0.0.1:"), "{line}");
 
     let http = reqwest::Client::new();
-    let health = http
-        .get(format!("{base}/healthz"))
-        .send()
-        .await
-        .expect("healthz");
+    let health = http.get(format!("{base}/healthz")).send().await.expect("healthz");
     assert_eq!(health.status(), 200);
-    let watches = http
-        .get(format!("{base}/api/v1/watches"))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .expect("list");
+    let watches = http.get(format!("{base}/api/v1/watches")).bearer_auth(&token).send().await.expect("list");
     assert_eq!(watches.status(), 200);
     let body: serde_json::Value = watches.json().await.expect("json");
     assert_eq!(body, serde_json::json!({"items": [], "next_cursor": null}));
-    let refused = http
-        .get(format!("{base}/api/v1/watches"))
-        .bearer_auth("dwt_wrong")
-        .send()
-        .await
-        .expect("list");
+    let refused = http.get(format!("{base}/api/v1/watches")).bearer_auth("dwt_wrong").send().await.expect("list");
     assert_eq!(refused.status(), 401);
 
     let _ = child.kill();
@@ -100,19 +76,13 @@ fn verify_accepts_a_valid_webhook_and_rejects_a_tampered_one() {
     let verify = |payload: &[u8]| {
         let mut child = Command::new(binary())
             .args(["verify", "--secret", &secret, "-H", "webhook-id: dlv_1"])
-            .args([
-                "-H",
-                &format!("webhook-timestamp: {ts}"),
-                "-H",
-                &format!("webhook-signature: {signature}"),
-            ])
+            .args(["-H", &format!("webhook-timestamp: {ts}"), "-H", &format!("webhook-signature: {signature}")])
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("verify");
-        std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), payload)
-            .expect("write body");
+        std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), payload).expect("write body");
         child.wait().expect("exit").success()
     };
     assert!(verify(body));
@@ -120,8 +90,5 @@ fn verify_accepts_a_valid_webhook_and_rejects_a_tampered_one() {
 }
 
 fn chrono_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
 }

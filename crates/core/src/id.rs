@@ -19,6 +19,8 @@ pub enum IdKind {
     Delivery,
     /// One HTTP attempt of a delivery.
     Attempt,
+    /// A bulk re-queue of an endpoint's deliveries.
+    Recovery,
 }
 
 impl IdKind {
@@ -34,6 +36,7 @@ impl IdKind {
             IdKind::Endpoint => "end",
             IdKind::Delivery => "dlv",
             IdKind::Attempt => "att",
+            IdKind::Recovery => "rec",
         }
     }
 }
@@ -43,11 +46,7 @@ impl IdKind {
 /// ULIDs start with the creation time, so ids of one kind sort by creation; lists page on them
 /// with a stable order and no offset scans. Ids are opaque to clients all the same.
 pub fn new_id(kind: IdKind) -> String {
-    format!(
-        "{}_{}",
-        kind.prefix(),
-        ulid::Ulid::new().to_string().to_ascii_lowercase()
-    )
+    format!("{}_{}", kind.prefix(), ulid::Ulid::new().to_string().to_ascii_lowercase())
 }
 
 #[cfg(test)]

@@ -10,9 +10,7 @@ mod status;
 
 pub use clock::{Clock, SystemClock};
 pub use id::{IdKind, new_id};
-pub use secret::{
-    API_TOKEN_PREFIX, WEBHOOK_SECRET_PREFIX, hash_token, hex, new_api_token, new_webhook_secret,
-};
+pub use secret::{API_TOKEN_PREFIX, WEBHOOK_SECRET_PREFIX, hash_token, hex, new_api_token, new_webhook_secret};
 pub use status::{
-    AttemptTrigger, DeliveryStatus, EndpointKind, EventType, ParseEnumError, RunOutcome, WatchState,
+    AttemptTrigger, DeliveryStatus, EndpointKind, EventType, ParseEnumError, RecoveryState, RunOutcome, WatchState,
 };

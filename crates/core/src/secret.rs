@@ -17,18 +17,12 @@ fn random_bytes<const N: usize>() -> [u8; N] {
 
 /// A new API token: `dwt_` and 256 random bits, URL-safe base64. Shown once, stored hashed.
 pub fn new_api_token() -> String {
-    format!(
-        "{API_TOKEN_PREFIX}{}",
-        URL_SAFE_NO_PAD.encode(random_bytes::<32>())
-    )
+    format!("{API_TOKEN_PREFIX}{}", URL_SAFE_NO_PAD.encode(random_bytes::<32>()))
 }
 
 /// A new webhook signing secret: `whsec_` and base64 of 32 random bytes.
 pub fn new_webhook_secret() -> String {
-    format!(
-        "{WEBHOOK_SECRET_PREFIX}{}",
-        STANDARD.encode(random_bytes::<32>())
-    )
+    format!("{WEBHOOK_SECRET_PREFIX}{}", STANDARD.encode(random_bytes::<32>()))
 }
 
 /// The stored form of an API token: lower-case hex SHA-256.
@@ -41,12 +35,10 @@ pub fn hash_token(token: &str) -> String {
 /// Lower-case hex of `bytes`.
 pub fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write as _;
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut out, b| {
-            let _ = write!(out, "{b:02x}");
-            out
-        })
+    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    })
 }
 
 #[cfg(test)]
@@ -60,15 +52,9 @@ mod tests {
         assert!(a.starts_with(API_TOKEN_PREFIX) && a.len() == 4 + 43);
         assert_eq!(hash_token(&a), hash_token(&a));
         assert_ne!(hash_token(&a), hash_token(&b));
-        assert_eq!(
-            hash_token("abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
+        assert_eq!(hash_token("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
         let secret = new_webhook_secret();
         assert!(secret.starts_with("whsec_"));
-        assert_eq!(
-            STANDARD.decode(&secret[6..]).map(|k| k.len()).ok(),
-            Some(32)
-        );
+        assert_eq!(STANDARD.decode(&secret[6..]).map(|k| k.len()).ok(), Some(32));
     }
 }

@@ -89,8 +89,10 @@ text_enum! {
 text_enum! {
     /// How an endpoint receives events.
     EndpointKind {
-        /// A Standard Webhooks signed POST.
+        /// A Standard Webhooks signed POST of the event payload.
         Webhook => "webhook",
+        /// A Slack incoming webhook: the event rendered as a Slack message.
+        Slack => "slack",
     }
 }
 
@@ -105,10 +107,26 @@ text_enum! {
 }
 
 text_enum! {
+    /// Progress of a recovery (bulk re-queue).
+    RecoveryState {
+        /// Requested, not started.
+        Pending => "pending",
+        /// Pages are being processed.
+        Running => "running",
+        /// Every matching delivery was processed (or counted, for a dry run).
+        Done => "done",
+    }
+}
+
+text_enum! {
     /// The type of an event, as it appears in payloads and filters.
     EventType {
         /// A watched page's content changed.
         ChangeDetected => "change.detected",
+        /// An endpoint was disabled automatically (410 Gone, or failing for too long).
+        EndpointDisabled => "endpoint.disabled",
+        /// A test event sent on request to one endpoint.
+        EndpointTest => "endpoint.test",
     }
 }
 
@@ -125,11 +143,6 @@ mod tests {
             assert_eq!(s.as_str().parse::<RunOutcome>().ok(), Some(*s));
         }
         assert!("bogus".parse::<DeliveryStatus>().is_err());
-        assert_eq!(
-            serde_json::to_string(&EventType::ChangeDetected)
-                .ok()
-                .as_deref(),
-            Some("\"change.detected\"")
-        );
+        assert_eq!(serde_json::to_string(&EventType::ChangeDetected).ok().as_deref(), Some("\"change.detected\""));
     }
 }

@@ -14,4 +14,4 @@ mod worker;
 pub use policy::{Decision, Outcome, RetryPolicy, parse_duration, parse_schedule};
 pub use sender::{SendResult, Sender, SenderOptions};
 pub use signing::{VerifyError, sign, verify};
-pub use worker::{DeliveryConfig, DeliveryWorker};
+pub use worker::{DeliveryConfig, DeliveryWorker, RedeliverError};

@@ -14,6 +14,8 @@ pub struct RetryPolicy {
     pub max_attempts: u32,
     /// Relative jitter applied to each delay (0.2 = +-20%).
     pub jitter: f64,
+    /// Longest `Retry-After` honoured; longer ones are cut to this.
+    pub max_retry_after: Duration,
 }
 
 impl Default for RetryPolicy {
@@ -22,6 +24,7 @@ impl Default for RetryPolicy {
             schedule: parse_schedule("1m,5m,30m,2h,12h").unwrap_or_default(),
             max_attempts: 5,
             jitter: 0.2,
+            max_retry_after: Duration::from_secs(6 * 3600),
         }
     }
 }
@@ -48,45 +51,54 @@ pub struct Decision {
 }
 
 impl RetryPolicy {
-    /// Decides after attempt number `attempt` (1-based) of at most `max_attempts`.
+    /// Decides after attempt number `attempt` (1-based) of at most `max_attempts`, with the
+    /// endpoint's own schedule when it has one and the receiver's `Retry-After` if it sent one.
     ///
     /// | outcome | next |
     /// |---|---|
     /// | 2xx | sent |
-    /// | 408, 425, 429, 5xx, network error | failed, retried after the schedule's delay; dead once attempts are used up |
+    /// | 408, 425, 429, 5xx, network error | failed, retried after the schedule's delay (or `Retry-After` on 429 and 503, clamped); dead once attempts are used up |
     /// | any other status (3xx, other 4xx, 410), or a request that cannot be sent | dead at once |
     pub fn decide(&self, outcome: Outcome, attempt: u32, max_attempts: u32) -> Decision {
+        self.decide_with(outcome, attempt, max_attempts, None, None)
+    }
+
+    /// [`RetryPolicy::decide`] with an endpoint's schedule and a `Retry-After`.
+    pub fn decide_with(
+        &self,
+        outcome: Outcome,
+        attempt: u32,
+        max_attempts: u32,
+        schedule: Option<&[Duration]>,
+        retry_after: Option<Duration>,
+    ) -> Decision {
         let retryable = match outcome {
             Outcome::Status(code) if (200..300).contains(&code) => {
-                return Decision {
-                    status: DeliveryStatus::Sent,
-                    retry_in: None,
-                };
+                return Decision { status: DeliveryStatus::Sent, retry_in: None };
             }
             Outcome::Status(code) => matches!(code, 408 | 425 | 429) || (500..600).contains(&code),
             Outcome::NetworkError => true,
             Outcome::Unsendable => false,
         };
         if !retryable || attempt >= max_attempts {
-            return Decision {
-                status: DeliveryStatus::Dead,
-                retry_in: None,
-            };
+            return Decision { status: DeliveryStatus::Dead, retry_in: None };
         }
-        Decision {
-            status: DeliveryStatus::Failed,
-            retry_in: Some(self.delay_after(attempt)),
-        }
+        let honour_retry_after = matches!(outcome, Outcome::Status(429 | 503));
+        let delay = match retry_after.filter(|_| honour_retry_after) {
+            Some(asked) => asked.min(self.max_retry_after),
+            None => self.delay_in(schedule.unwrap_or(&self.schedule), attempt),
+        };
+        Decision { status: DeliveryStatus::Failed, retry_in: Some(delay) }
     }
 
     /// The jittered delay after failed attempt `attempt` (1-based).
     pub fn delay_after(&self, attempt: u32) -> Duration {
-        let index = (attempt.max(1) as usize - 1).min(self.schedule.len().saturating_sub(1));
-        let base = self
-            .schedule
-            .get(index)
-            .copied()
-            .unwrap_or(Duration::from_secs(60));
+        self.delay_in(&self.schedule, attempt)
+    }
+
+    fn delay_in(&self, schedule: &[Duration], attempt: u32) -> Duration {
+        let index = (attempt.max(1) as usize - 1).min(schedule.len().saturating_sub(1));
+        let base = schedule.get(index).copied().unwrap_or(Duration::from_secs(60));
         if self.jitter <= 0.0 {
             return base;
         }
@@ -98,13 +110,9 @@ impl RetryPolicy {
 /// Parses a duration such as `250ms`, `30s`, `5m`, `2h` or `1d`.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("`{text}` is not a duration like 500ms, 30s, 5m, 2h"))?;
+    let n: u64 = number.parse().map_err(|_| format!("`{text}` is not a duration like 500ms, 30s, 5m, 2h"))?;
     let ms = match unit.trim() {
         "ms" => n,
         "s" | "" => n * 1000,
@@ -112,9 +120,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "h" => n * 3_600_000,
         "d" => n * 86_400_000,
         other => {
-            return Err(format!(
-                "unknown unit `{other}` in `{text}` (use ms, s, m, h or d)"
-            ));
+            return Err(format!("unknown unit `{other}` in `{text}` (use ms, s, m, h or d)"));
         }
     };
     Ok(Duration::from_millis(ms))
@@ -122,15 +128,8 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 
 /// Parses a comma-separated retry schedule such as `1m,5m,30m,2h,12h`.
 pub fn parse_schedule(text: &str) -> Result<Vec<Duration>, String> {
-    let schedule: Vec<Duration> = text
-        .split(',')
-        .map(parse_duration)
-        .collect::<Result<_, _>>()?;
-    if schedule.is_empty() {
-        Err("the retry schedule is empty".into())
-    } else {
-        Ok(schedule)
-    }
+    let schedule: Vec<Duration> = text.split(',').map(parse_duration).collect::<Result<_, _>>()?;
+    if schedule.is_empty() { Err("the retry schedule is empty".into()) } else { Ok(schedule) }
 }
 
 #[cfg(test)]
@@ -142,54 +141,44 @@ mod tests {
             schedule: vec![Duration::from_secs(10), Duration::from_secs(20)],
             max_attempts: 3,
             jitter: 0.0,
+            max_retry_after: Duration::from_secs(3600),
         }
     }
 
     #[test]
     fn classifies_outcomes() {
         let p = policy();
-        let failed = |secs| Decision {
-            status: DeliveryStatus::Failed,
-            retry_in: Some(Duration::from_secs(secs)),
-        };
-        let dead = Decision {
-            status: DeliveryStatus::Dead,
-            retry_in: None,
-        };
-        assert_eq!(
-            p.decide(Outcome::Status(204), 1, 3).status,
-            DeliveryStatus::Sent
-        );
+        let failed = |secs| Decision { status: DeliveryStatus::Failed, retry_in: Some(Duration::from_secs(secs)) };
+        let dead = Decision { status: DeliveryStatus::Dead, retry_in: None };
+        assert_eq!(p.decide(Outcome::Status(204), 1, 3).status, DeliveryStatus::Sent);
         assert_eq!(p.decide(Outcome::Status(500), 1, 3), failed(10));
         assert_eq!(p.decide(Outcome::Status(429), 2, 3), failed(20));
         assert_eq!(p.decide(Outcome::NetworkError, 2, 3), failed(20));
         assert_eq!(p.decide(Outcome::Status(503), 3, 3), dead);
         for permanent in [301, 400, 404, 410, 422] {
-            assert_eq!(
-                p.decide(Outcome::Status(permanent), 1, 3),
-                dead,
-                "{permanent}"
-            );
+            assert_eq!(p.decide(Outcome::Status(permanent), 1, 3), dead, "{permanent}");
         }
-        assert_eq!(
-            p.delay_after(9),
-            Duration::from_secs(20),
-            "the last delay repeats"
-        );
+        assert_eq!(p.delay_after(9), Duration::from_secs(20), "the last delay repeats");
+    }
+
+    #[test]
+    fn retry_after_is_honoured_on_429_and_503_within_bounds() {
+        let p = policy();
+        let secs = |s| Some(Duration::from_secs(s));
+        let own = [Duration::from_secs(1)];
+        assert_eq!(p.decide_with(Outcome::Status(429), 1, 3, None, secs(2)).retry_in, secs(2));
+        assert_eq!(p.decide_with(Outcome::Status(503), 1, 3, None, secs(99_999)).retry_in, secs(3600), "clamped");
+        assert_eq!(p.decide_with(Outcome::Status(500), 1, 3, None, secs(2)).retry_in, secs(10), "ignored on 500");
+        assert_eq!(p.decide_with(Outcome::Status(500), 2, 3, Some(&own), None).retry_in, secs(1), "endpoint schedule");
+        assert_eq!(p.decide_with(Outcome::Status(429), 3, 3, None, secs(2)).status, DeliveryStatus::Dead);
     }
 
     #[test]
     fn jitter_stays_within_bounds() {
-        let p = RetryPolicy {
-            jitter: 0.2,
-            ..policy()
-        };
+        let p = RetryPolicy { jitter: 0.2, ..policy() };
         for _ in 0..200 {
             let d = p.delay_after(1);
-            assert!(
-                d >= Duration::from_secs(8) && d <= Duration::from_secs(12),
-                "{d:?}"
-            );
+            assert!(d >= Duration::from_secs(8) && d <= Duration::from_secs(12), "{d:?}");
         }
     }
 

@@ -51,6 +51,8 @@ pub struct SendResult {
     pub snippet: Option<String>,
     /// Time until the response head and body were read, or the failure.
     pub duration: Duration,
+    /// The receiver's `Retry-After` (seconds or HTTP date), when it sent one.
+    pub retry_after: Option<Duration>,
 }
 
 /// Sends signed webhooks. Cheap to clone.
@@ -79,7 +81,8 @@ impl Sender {
         &self.options
     }
 
-    /// POSTs `body` to the endpoint, signed for `delivery_id` at `timestamp` (unix seconds).
+    /// POSTs `body` to the endpoint, signed for `delivery_id` at `timestamp` (unix seconds) with
+    /// its secret and, during a rotation's overlap, its previous secret too.
     pub async fn send(
         &self,
         endpoint: &Endpoint,
@@ -100,6 +103,7 @@ impl Sender {
             error: Some(error),
             snippet: None,
             duration: started.elapsed(),
+            retry_after: None,
         };
         let url = match url::Url::parse(&endpoint.url) {
             Ok(url) => url,
@@ -108,10 +112,19 @@ impl Sender {
         if let Err(e) = check_url(&url, self.options.policy) {
             return failure("blocked", e.to_string());
         }
-        let signature = match sign(&endpoint.secret, delivery_id, timestamp, body) {
-            Ok(signature) => signature,
-            Err(e) => return failure("secret", e.to_string()),
-        };
+        let now = chrono::DateTime::from_timestamp(timestamp, 0).map(|t| t.naive_utc());
+        let previous = endpoint
+            .previous_secret
+            .as_deref()
+            .filter(|_| endpoint.previous_secret_expires_at.zip(now).is_some_and(|(until, now)| until > now));
+        let mut signatures = Vec::with_capacity(2);
+        for secret in std::iter::once(endpoint.secret.as_str()).chain(previous) {
+            match sign(secret, delivery_id, timestamp, body) {
+                Ok(signature) => signatures.push(signature),
+                Err(e) => return failure("secret", e.to_string()),
+            }
+        }
+        let signature = signatures.join(" ");
         let request = self
             .client
             .post(url)
@@ -130,6 +143,11 @@ impl Sender {
             }
         };
         let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| parse_retry_after(v, std::time::SystemTime::now()));
         let mut read = Vec::new();
         // The receiver's body is only for diagnosis: read a bounded prefix and stop.
         while read.len() < self.options.max_response_bytes {
@@ -138,16 +156,10 @@ impl Sender {
                 Ok(None) | Err(_) => break,
             }
         }
-        let snippet: String = String::from_utf8_lossy(&read)
-            .chars()
-            .take(self.options.snippet_chars)
-            .collect();
+        let snippet: String = String::from_utf8_lossy(&read).chars().take(self.options.snippet_chars).collect();
         let (error_kind, error) = match status {
             200..=299 => (None, None),
-            300..=399 => (
-                Some("redirect"),
-                Some(format!("HTTP {status} (redirects are not followed)")),
-            ),
+            300..=399 => (Some("redirect"), Some(format!("HTTP {status} (redirects are not followed)"))),
             _ => (Some("http"), Some(format!("HTTP {status}"))),
         };
         SendResult {
@@ -156,8 +168,19 @@ impl Sender {
             error,
             snippet: (!snippet.is_empty()).then_some(snippet),
             duration: started.elapsed(),
+            retry_after,
         }
     }
+}
+
+/// A `Retry-After` value: delay seconds, or an HTTP date (a date in the past means now).
+pub fn parse_retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
 fn classify(err: &reqwest::Error) -> (&'static str, String) {
@@ -183,4 +206,25 @@ fn classify(err: &reqwest::Error) -> (&'static str, String) {
         "request"
     };
     (kind, chain)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_retry_after_seconds_and_dates() {
+        let now = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+        assert_eq!(parse_retry_after("120", now), Some(Duration::from_secs(120)));
+        assert_eq!(
+            parse_retry_after(&httpdate::fmt_http_date(now + Duration::from_secs(30)), now),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            parse_retry_after(&httpdate::fmt_http_date(now - Duration::from_secs(30)), now),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(parse_retry_after("soon", now), None);
+        assert_eq!(parse_retry_after("-5", now), None);
+    }
 }

@@ -23,9 +23,7 @@ pub enum VerifyError {
 }
 
 fn key(secret: &str) -> Result<Vec<u8>, VerifyError> {
-    let encoded = secret
-        .strip_prefix(driftwatch_core::WEBHOOK_SECRET_PREFIX)
-        .unwrap_or(secret);
+    let encoded = secret.strip_prefix(driftwatch_core::WEBHOOK_SECRET_PREFIX).unwrap_or(secret);
     STANDARD.decode(encoded).map_err(|_| VerifyError::BadSecret)
 }
 
@@ -41,17 +39,9 @@ fn mac(key: &[u8], msg_id: &str, timestamp: i64, body: &[u8]) -> Hmac<Sha256> {
 }
 
 /// The `webhook-signature` value for one secret: `v1,<base64 HMAC-SHA256(key, "{id}.{ts}.{body}")>`.
-pub fn sign(
-    secret: &str,
-    msg_id: &str,
-    timestamp: i64,
-    body: &[u8],
-) -> Result<String, VerifyError> {
+pub fn sign(secret: &str, msg_id: &str, timestamp: i64, body: &[u8]) -> Result<String, VerifyError> {
     let key = key(secret)?;
-    Ok(format!(
-        "v1,{}",
-        STANDARD.encode(mac(&key, msg_id, timestamp, body).finalize().into_bytes())
-    ))
+    Ok(format!("v1,{}", STANDARD.encode(mac(&key, msg_id, timestamp, body).finalize().into_bytes())))
 }
 
 /// Verifies a webhook as a receiver would: the timestamp within `tolerance_secs` of `now`, and
@@ -66,10 +56,7 @@ pub fn verify(
     now: i64,
     tolerance_secs: i64,
 ) -> Result<(), VerifyError> {
-    let ts: i64 = timestamp
-        .trim()
-        .parse()
-        .map_err(|_| VerifyError::BadTimestamp)?;
+    let ts: i64 = timestamp.trim().parse().map_err(|_| VerifyError::BadTimestamp)?;
     if (now - ts).abs() > tolerance_secs {
         return Err(VerifyError::TimestampOutOfTolerance);
     }
@@ -107,25 +94,13 @@ mod tests {
     #[test]
     fn verifies_any_of_several_signatures_within_tolerance() {
         let both = format!("v1,bm90IGl0 {EXPECTED}");
-        assert_eq!(
-            verify(SECRET, ID, &TS.to_string(), &both, BODY, TS + 10, 300),
-            Ok(())
-        );
-        assert_eq!(
-            verify(SECRET, ID, &TS.to_string(), EXPECTED, b"tampered", TS, 300),
-            Err(VerifyError::NoMatch)
-        );
+        assert_eq!(verify(SECRET, ID, &TS.to_string(), &both, BODY, TS + 10, 300), Ok(()));
+        assert_eq!(verify(SECRET, ID, &TS.to_string(), EXPECTED, b"tampered", TS, 300), Err(VerifyError::NoMatch));
         assert_eq!(
             verify(SECRET, ID, &TS.to_string(), EXPECTED, BODY, TS + 301, 300),
             Err(VerifyError::TimestampOutOfTolerance)
         );
-        assert_eq!(
-            verify(SECRET, ID, "soon", EXPECTED, BODY, TS, 300),
-            Err(VerifyError::BadTimestamp)
-        );
-        assert_eq!(
-            verify("whsec_!!", ID, &TS.to_string(), EXPECTED, BODY, TS, 300),
-            Err(VerifyError::BadSecret)
-        );
+        assert_eq!(verify(SECRET, ID, "soon", EXPECTED, BODY, TS, 300), Err(VerifyError::BadTimestamp));
+        assert_eq!(verify("whsec_!!", ID, &TS.to_string(), EXPECTED, BODY, TS, 300), Err(VerifyError::BadSecret));
     }
 }

@@ -1,18 +1,20 @@
-//! The loop that drains the outbox.
+//! The loop that drains the outbox, and redeliveries on request.
 
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{NaiveDateTime, TimeDelta};
-use driftwatch_core::{AttemptTrigger, Clock, DeliveryStatus, IdKind, new_id};
-use driftwatch_store::deliveries::{self, Completion, Job};
-use driftwatch_store::{DeliveryAttempt, Store};
+use driftwatch_core::{AttemptTrigger, Clock, DeliveryStatus, EventType, IdKind, new_id};
+use driftwatch_store::deliveries::{self, Completion, Health, Job};
+use driftwatch_store::outbox::NewEvent;
+use driftwatch_store::{Delivery, DeliveryAttempt, Endpoint, Event, Store, StoreError};
 use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
-use crate::policy::{Outcome, RetryPolicy};
+use crate::policy::{Outcome, RetryPolicy, parse_schedule};
 use crate::sender::Sender;
 
 /// Settings of the worker.
@@ -20,12 +22,24 @@ use crate::sender::Sender;
 pub struct DeliveryConfig {
     /// Deliveries in flight at once, across all endpoints.
     pub concurrency: usize,
+    /// Deliveries in flight at once to one endpoint (per node), unless the endpoint says otherwise.
+    pub per_endpoint_concurrency: usize,
     /// Most deliveries claimed per query.
     pub batch_size: i64,
     /// Longest sleep between looks at the outbox (picks up work queued by other nodes).
     pub poll_interval: Duration,
     /// Retry schedule and attempt budget.
     pub retry: RetryPolicy,
+    /// Consecutive failures that open an endpoint's circuit.
+    pub circuit_threshold: i32,
+    /// How long an open circuit holds an endpoint's deliveries before one probe is let through.
+    pub circuit_open_for: Duration,
+    /// An endpoint failing continuously this long is disabled.
+    pub disable_after: Duration,
+    /// A lease outlives the request timeout by this much (time to record the attempt).
+    pub lease_grace: Duration,
+    /// Deliveries re-queued per step of a recovery.
+    pub recovery_page: i64,
     /// A name for this node, in lease owners and logs.
     pub node_id: String,
 }
@@ -34,15 +48,38 @@ impl Default for DeliveryConfig {
     fn default() -> Self {
         DeliveryConfig {
             concurrency: 64,
+            per_endpoint_concurrency: 16,
             batch_size: 100,
             poll_interval: Duration::from_secs(5),
             retry: RetryPolicy::default(),
+            circuit_threshold: 5,
+            circuit_open_for: Duration::from_secs(300),
+            disable_after: Duration::from_secs(5 * 86_400),
+            lease_grace: Duration::from_secs(30),
+            recovery_page: 200,
             node_id: "node".into(),
         }
     }
 }
 
-/// Drains the outbox: claims due deliveries, sends them, records each attempt.
+/// Why a redelivery on request did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum RedeliverError {
+    /// An attempt of this delivery is in flight.
+    #[error("an attempt of this delivery is in flight")]
+    Busy,
+    /// The endpoint is disabled; enable it first.
+    #[error("the endpoint is disabled; enable it first")]
+    EndpointDisabled,
+    /// The body was removed by retention.
+    #[error("the delivery's body was purged by retention")]
+    Purged,
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Drains the outbox: claims due deliveries, sends them, records each attempt. Cheap to clone.
 #[derive(Clone)]
 pub struct DeliveryWorker {
     inner: Arc<Inner>,
@@ -54,17 +91,49 @@ struct Inner {
     clock: Arc<dyn Clock>,
     config: DeliveryConfig,
     wake: Notify,
+    recovery_wake: Notify,
     slots: Arc<Semaphore>,
+    endpoints: Mutex<EndpointLoad>,
+}
+
+/// What this node has in flight per endpoint, for fairness and half-open probes.
+#[derive(Default)]
+struct EndpointLoad {
+    in_flight: HashMap<String, usize>,
+    caps: HashMap<String, usize>,
+    probing: HashSet<String>,
+    /// Earliest time the next request may go to a rate-limited endpoint.
+    paced_until: HashMap<String, NaiveDateTime>,
+}
+
+impl EndpointLoad {
+    /// Endpoints this node must not claim for: at their cap, or with a probe in flight.
+    fn saturated(&self) -> Vec<String> {
+        let full = self.in_flight.iter().filter(|(id, n)| **n >= self.caps.get(*id).copied().unwrap_or(usize::MAX));
+        full.map(|(id, _)| id.clone()).chain(self.probing.iter().cloned()).collect()
+    }
+
+    fn finish(&mut self, endpoint_id: &str) {
+        if let Some(n) = self.in_flight.get_mut(endpoint_id) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.in_flight.remove(endpoint_id);
+            }
+        }
+        self.probing.remove(endpoint_id);
+    }
+}
+
+/// What to do with a claimed job.
+enum Dispatch {
+    Send,
+    /// Give it back, not before this time when set.
+    Release(Option<NaiveDateTime>),
 }
 
 impl DeliveryWorker {
     /// A worker over `store`, sending with `sender`.
-    pub fn new(
-        store: Store,
-        sender: Sender,
-        clock: Arc<dyn Clock>,
-        config: DeliveryConfig,
-    ) -> DeliveryWorker {
+    pub fn new(store: Store, sender: Sender, clock: Arc<dyn Clock>, config: DeliveryConfig) -> DeliveryWorker {
         let slots = Arc::new(Semaphore::new(config.concurrency.max(1)));
         DeliveryWorker {
             inner: Arc::new(Inner {
@@ -73,9 +142,16 @@ impl DeliveryWorker {
                 clock,
                 config,
                 wake: Notify::new(),
+                recovery_wake: Notify::new(),
                 slots,
+                endpoints: Mutex::new(EndpointLoad::default()),
             }),
         }
+    }
+
+    /// The settings in use.
+    pub fn config(&self) -> &DeliveryConfig {
+        &self.inner.config
     }
 
     /// Asks the loop to look at the outbox now (new deliveries were queued).
@@ -83,47 +159,42 @@ impl DeliveryWorker {
         self.inner.wake.notify_one();
     }
 
+    /// Asks the recovery loop to look for requested recoveries now.
+    pub fn wake_recoveries(&self) {
+        self.inner.recovery_wake.notify_one();
+    }
+
+    fn now(&self) -> NaiveDateTime {
+        self.inner.clock.now().naive_utc()
+    }
+
+    fn lease_until(&self, now: NaiveDateTime) -> NaiveDateTime {
+        let lease = self.inner.sender.options().timeout + self.inner.config.lease_grace;
+        now + TimeDelta::from_std(lease).unwrap_or(TimeDelta::minutes(1))
+    }
+
+    fn load(&self) -> std::sync::MutexGuard<'_, EndpointLoad> {
+        // The lock guards plain counters; a panic while holding it cannot leave them unusable.
+        self.inner.endpoints.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Runs until `shutdown` is cancelled, then waits for attempts in flight to be recorded.
     pub async fn run(self, shutdown: CancellationToken) {
         let inner = &self.inner;
         let tracker = TaskTracker::new();
-        let lease = inner.sender.options().timeout + Duration::from_secs(30);
+        tracker.spawn(self.clone().run_recoveries(shutdown.clone()));
         tracing::info!(node = %inner.config.node_id, concurrency = inner.config.concurrency, "delivery worker started");
         while !shutdown.is_cancelled() {
             let free = inner.slots.available_permits() as i64;
-            let mut claimed = 0;
             if free > 0 {
                 let wanted = free.min(inner.config.batch_size);
-                let owner = format!("{}:{}", inner.config.node_id, new_id(IdKind::Delivery));
-                let now = inner.clock.now().naive_utc();
-                let until = now + TimeDelta::from_std(lease).unwrap_or(TimeDelta::minutes(1));
-                match inner
-                    .store
-                    .run(move |c| deliveries::claim_due(c, &owner, now, until, wanted))
-                    .await
-                {
-                    Ok(jobs) => {
-                        claimed = jobs.len() as i64;
-                        for job in jobs {
-                            let Ok(permit) = Arc::clone(&inner.slots).acquire_owned().await else {
-                                break;
-                            };
-                            let worker = self.clone();
-                            tracker.spawn(async move {
-                                worker.attempt(job, AttemptTrigger::Scheduled).await;
-                                drop(permit);
-                                worker.wake();
-                            });
-                        }
-                        if claimed == wanted {
-                            continue; // there may be more due right now
-                        }
-                    }
+                match self.claim_and_dispatch(wanted, &tracker).await {
+                    Ok(claimed) if claimed == wanted => continue, // there may be more due right now
+                    Ok(_) => {}
                     Err(e) => tracing::error!(error = %e, "claiming deliveries failed"),
                 }
             }
             let wait = self.idle_wait().await;
-            tracing::trace!(claimed, ?wait, "delivery worker idle");
             tokio::select! {
                 () = inner.wake.notified() => {}
                 () = tokio::time::sleep(wait) => {}
@@ -135,23 +206,124 @@ impl DeliveryWorker {
         tracing::info!("delivery worker stopped");
     }
 
-    /// How long the loop may sleep: until the next delivery is due or a lease expires, capped by
-    /// the poll interval.
+    /// Claims up to `wanted` deliveries and starts the ones their endpoints can take now;
+    /// returns how many were claimed.
+    async fn claim_and_dispatch(&self, wanted: i64, tracker: &TaskTracker) -> Result<i64, StoreError> {
+        let owner = format!("{}:{}", self.inner.config.node_id, new_id(IdKind::Delivery));
+        let now = self.now();
+        let until = self.lease_until(now);
+        let skip = self.load().saturated();
+        let lease = owner.clone();
+        let jobs = self.inner.store.run(move |c| deliveries::claim_due(c, &lease, now, until, wanted, &skip)).await?;
+        let claimed = jobs.len() as i64;
+        let mut released: HashMap<Option<NaiveDateTime>, Vec<String>> = HashMap::new();
+        for job in jobs {
+            match self.admit(&job, now) {
+                Dispatch::Release(not_before) => released.entry(not_before).or_default().push(job.delivery.id.clone()),
+                Dispatch::Send => {
+                    let Ok(permit) = Arc::clone(&self.inner.slots).acquire_owned().await else { break };
+                    let worker = self.clone();
+                    tracker.spawn(async move {
+                        let endpoint_id = job.endpoint.id.clone();
+                        worker.attempt(job, AttemptTrigger::Scheduled).await;
+                        worker.load().finish(&endpoint_id);
+                        drop(permit);
+                        worker.wake();
+                    });
+                }
+            }
+        }
+        for (not_before, ids) in released {
+            let owner = owner.clone();
+            self.inner.store.run(move |c| deliveries::release(c, &ids, &owner, not_before)).await?;
+        }
+        Ok(claimed)
+    }
+
+    /// Whether a claimed job may be sent now: fairness (per-endpoint cap), pacing (rate limit)
+    /// and the half-open circuit (one probe at a time).
+    fn admit(&self, job: &Job, now: NaiveDateTime) -> Dispatch {
+        let config = &self.inner.config;
+        let endpoint = &job.endpoint;
+        if !endpoint.enabled || endpoint.circuit_open_until.is_some_and(|until| until > now) {
+            return Dispatch::Release(None); // changed since the claim's snapshot
+        }
+        let mut load = self.load();
+        let id = endpoint.id.clone();
+        let cap = endpoint.max_in_flight.map_or(config.per_endpoint_concurrency, |n| n.max(1) as usize);
+        load.caps.insert(id.clone(), cap);
+        let in_flight = load.in_flight.get(&id).copied().unwrap_or(0);
+        let half_open = endpoint.consecutive_failures >= config.circuit_threshold;
+        if half_open && (in_flight > 0 || load.probing.contains(&id)) {
+            return Dispatch::Release(None);
+        }
+        if in_flight >= cap {
+            return Dispatch::Release(None);
+        }
+        if let Some(rps) = endpoint.rate_limit_per_second.filter(|r| *r > 0) {
+            let interval = TimeDelta::microseconds(1_000_000 / i64::from(rps));
+            let next = load.paced_until.get(&id).copied().unwrap_or(now);
+            if next > now {
+                return Dispatch::Release(Some(next));
+            }
+            load.paced_until.insert(id.clone(), now.max(next) + interval);
+        }
+        if half_open {
+            load.probing.insert(id.clone());
+        }
+        *load.in_flight.entry(id).or_default() += 1;
+        Dispatch::Send
+    }
+
+    /// How long the loop may sleep: until the next delivery is due, a lease expires or a
+    /// circuit closes, capped by the poll interval.
     async fn idle_wait(&self) -> Duration {
-        let inner = &self.inner;
-        let now = inner.clock.now().naive_utc();
-        let next: Option<NaiveDateTime> = inner
+        let poll = self.inner.config.poll_interval;
+        let now = self.now();
+        let skip = self.load().saturated();
+        let next = self.inner.store.run(move |c| deliveries::next_wake(c, now, &skip)).await.ok().flatten();
+        let until_next = next.map_or(poll, |at| (at - now).to_std().unwrap_or(Duration::ZERO));
+        until_next.min(poll).max(Duration::from_millis(5))
+    }
+
+    /// Sends the account's delivery `id` again now, whatever its status, as a manual attempt
+    /// with the same `webhook-id` and body; a `sent` or `dead` delivery gets a fresh attempt
+    /// budget. Returns the delivery afterwards, or `None` when there is no such delivery.
+    pub async fn redeliver(&self, account_id: &str, id: &str) -> Result<Option<Delivery>, RedeliverError> {
+        let owner = format!("{}:{}", self.inner.config.node_id, new_id(IdKind::Delivery));
+        let now = self.now();
+        let until = self.lease_until(now);
+        let budget = self.inner.config.retry.max_attempts as i32;
+        let (account, delivery_id, lease) = (account_id.to_owned(), id.to_owned(), owner.clone());
+        let claimed = self
+            .inner
             .store
-            .run(move |c| deliveries::next_wake(c, now))
-            .await
-            .ok()
-            .flatten();
-        let until_next = next.map_or(inner.config.poll_interval, |at| {
-            (at - now).to_std().unwrap_or(Duration::ZERO)
-        });
-        until_next
-            .min(inner.config.poll_interval)
-            .max(Duration::from_millis(5))
+            .run(move |c| deliveries::claim_for_redelivery(c, &account, &delivery_id, &lease, now, until, budget))
+            .await?;
+        let job = match claimed {
+            None => return Ok(None),
+            Some(None) => return Err(RedeliverError::Busy),
+            Some(Some(job)) => job,
+        };
+        let refusal = if !job.endpoint.enabled {
+            Some(RedeliverError::EndpointDisabled)
+        } else if job.delivery.body_purged_at.is_some() {
+            Some(RedeliverError::Purged)
+        } else {
+            None
+        };
+        if let Some(refusal) = refusal {
+            let ids = vec![job.delivery.id.clone()];
+            self.inner.store.run(move |c| deliveries::release(c, &ids, &owner, None)).await?;
+            return Err(refusal);
+        }
+        let endpoint_id = job.endpoint.id.clone();
+        *self.load().in_flight.entry(endpoint_id.clone()).or_default() += 1;
+        self.attempt(job, AttemptTrigger::Manual).await;
+        self.load().finish(&endpoint_id);
+        self.wake();
+        let (account, delivery_id) = (account_id.to_owned(), id.to_owned());
+        Ok(self.inner.store.run(move |c| deliveries::get_delivery(c, &account, &delivery_id)).await?)
     }
 
     /// Sends one claimed delivery and records the attempt under its lease.
@@ -167,50 +339,37 @@ impl DeliveryWorker {
 
     async fn attempt_in_span(&self, job: Job, trigger: AttemptTrigger) {
         let inner = &self.inner;
-        let Job {
-            delivery,
-            body,
-            endpoint,
-        } = job;
-        let Some(owner) = delivery.lease_owner.clone() else {
-            return;
-        };
+        let config = &inner.config;
+        let Job { delivery, body, endpoint } = job;
+        let Some(owner) = delivery.lease_owner.clone() else { return };
+        let trigger =
+            if delivery.next_trigger == AttemptTrigger::Manual.as_str() { AttemptTrigger::Manual } else { trigger };
         let number = delivery.attempts + 1;
         let started_at = inner.clock.now();
-        let result = if endpoint.enabled {
-            inner
-                .sender
-                .send(
-                    &endpoint,
-                    &delivery.id,
-                    &delivery.event_type,
-                    number as u32,
-                    &body,
-                    started_at.timestamp(),
-                )
-                .await
-        } else {
-            // Disabled after the delivery was queued: a permanent failure, recorded like any other.
-            crate::SendResult {
-                outcome: Outcome::Unsendable,
-                error_kind: Some("disabled"),
-                error: Some("the endpoint is disabled".into()),
-                snippet: None,
-                duration: Duration::ZERO,
-            }
-        };
+        let result = inner
+            .sender
+            .send(&endpoint, &delivery.id, &delivery.event_type, number as u32, &body, started_at.timestamp())
+            .await;
+        // Attempts count within the current budget (a redelivered dead delivery starts afresh).
+        let in_budget = (number - delivery.retry_base).max(1) as u32;
+        let budget = (delivery.max_attempts - delivery.retry_base).max(1) as u32;
+        let schedule = endpoint.retry_schedule.as_deref().and_then(|s| parse_schedule(s).ok());
         let decision =
-            inner
-                .config
-                .retry
-                .decide(result.outcome, number as u32, delivery.max_attempts as u32);
-        let now = inner.clock.now().naive_utc();
-        let retry_in = decision
-            .retry_in
-            .and_then(|d| TimeDelta::from_std(d).ok())
-            .unwrap_or_default();
+            config.retry.decide_with(result.outcome, in_budget, budget, schedule.as_deref(), result.retry_after);
+        let health = match result.outcome {
+            Outcome::Status(200..=299) => Health::Success,
+            Outcome::Status(410) => Health::Gone,
+            Outcome::Unsendable => Health::Unchanged,
+            _ => Health::Failure {
+                threshold: config.circuit_threshold,
+                open_for: TimeDelta::from_std(config.circuit_open_for).unwrap_or(TimeDelta::minutes(5)),
+                disable_after: TimeDelta::from_std(config.disable_after).unwrap_or(TimeDelta::days(5)),
+            },
+        };
+        let now = self.now();
+        let retry_in = decision.retry_in.and_then(|d| TimeDelta::from_std(d).ok()).unwrap_or_default();
         let status_code = match result.outcome {
-            Outcome::Status(code) if code > 0 => Some(i32::from(code)),
+            Outcome::Status(code) => Some(i32::from(code)),
             _ => None,
         };
         let completion = Completion {
@@ -220,6 +379,7 @@ impl DeliveryWorker {
             last_status_code: status_code,
             last_error: result.error.clone(),
             now,
+            default_max_attempts: config.retry.max_attempts as i32,
         };
         let row = DeliveryAttempt {
             id: new_id(IdKind::Attempt),
@@ -234,28 +394,92 @@ impl DeliveryWorker {
             trigger: trigger.as_str().to_owned(),
         };
         let id = delivery.id.clone();
-        match inner
+        let recorded = inner
             .store
-            .run(move |c| deliveries::complete(c, &id, &owner, &completion, &row))
-            .await
-        {
+            .run(move |c| deliveries::complete(c, &id, &owner, &completion, &row, &health, &disabled_event))
+            .await;
+        match recorded {
             Ok(true) => match decision.status {
                 DeliveryStatus::Sent => {
-                    tracing::info!(status = ?status_code, ms = result.duration.as_millis() as u64, "delivered")
+                    tracing::info!(status = ?status_code, ms = result.duration.as_millis() as u64, "delivered");
                 }
-                DeliveryStatus::Dead => {
-                    tracing::warn!(status = ?status_code, error = ?result.error, "delivery dead")
-                }
-                _ => {
-                    tracing::info!(status = ?status_code, error = ?result.error, retry_in = ?decision.retry_in, "delivery failed, will retry")
-                }
+                DeliveryStatus::Dead => tracing::warn!(status = ?status_code, error = ?result.error, "delivery dead"),
+                _ => tracing::info!(
+                    status = ?status_code, error = ?result.error, retry_in = ?decision.retry_in, "delivery failed, will retry"
+                ),
             },
-            Ok(false) => {
-                tracing::warn!("lease lost before the attempt was recorded; another worker owns it")
-            }
+            Ok(false) => tracing::warn!("lease lost before the attempt was recorded; another worker owns it"),
             Err(e) => {
                 tracing::error!(error = %e, "recording the attempt failed; the lease will expire and it will be retried")
             }
         }
+    }
+
+    /// Processes requested recoveries page by page until `shutdown`.
+    async fn run_recoveries(self, shutdown: CancellationToken) {
+        let inner = &self.inner;
+        while !shutdown.is_cancelled() {
+            let owner = format!("{}:{}", inner.config.node_id, new_id(IdKind::Recovery));
+            let now = self.now();
+            let until = now + TimeDelta::minutes(5);
+            let lease = owner.clone();
+            let claimed =
+                inner.store.run(move |c| driftwatch_store::recoveries::claim_next(c, &lease, now, until)).await;
+            match claimed {
+                Ok(Some(recovery)) => {
+                    let (budget, page) = (inner.config.retry.max_attempts as i32, inner.config.recovery_page);
+                    let now = self.now();
+                    let advanced = inner
+                        .store
+                        .run(move |c| driftwatch_store::recoveries::advance(c, &recovery, &owner, budget, page, now))
+                        .await;
+                    match advanced {
+                        Ok(r) => {
+                            tracing::info!(recovery.id = %r.id, state = %r.state, requeued = r.requeued, "recovery advanced");
+                            self.wake();
+                        }
+                        Err(e) => tracing::error!(error = %e, "advancing a recovery failed"),
+                    }
+                    continue;
+                }
+                Ok(None) => {}
+                Err(e) => tracing::error!(error = %e, "claiming a recovery failed"),
+            }
+            tokio::select! {
+                () = inner.recovery_wake.notified() => {}
+                () = tokio::time::sleep(inner.config.poll_interval) => {}
+                () = shutdown.cancelled() => {}
+            }
+        }
+    }
+}
+
+/// The `endpoint.disabled` event raised when an attempt disables its endpoint.
+fn disabled_event(endpoint: &Endpoint, reason: &str) -> NewEvent {
+    let event_id = new_id(IdKind::Event);
+    let at = chrono::Utc::now();
+    let payload = driftwatch_alert::endpoint_payload(
+        EventType::EndpointDisabled,
+        &event_id,
+        driftwatch_alert::EndpointRef { id: &endpoint.id, url: &endpoint.url, description: &endpoint.description },
+        Some(reason),
+        at,
+    );
+    let slack_body = driftwatch_alert::slack_message(&payload);
+    NewEvent {
+        event: Event {
+            id: event_id,
+            account_id: endpoint.account_id.clone(),
+            watch_id: None,
+            endpoint_id: Some(endpoint.id.clone()),
+            event_type: EventType::EndpointDisabled.as_str().to_owned(),
+            previous_snapshot_id: None,
+            snapshot_id: None,
+            added: 0,
+            removed: 0,
+            payload,
+            created_at: at.naive_utc(),
+        },
+        slack_body,
     }
 }

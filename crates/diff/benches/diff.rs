@@ -16,26 +16,14 @@ fn measure(name: &str, iterations: u32, mut f: impl FnMut()) {
         f();
     }
     let per = start.elapsed() / iterations;
-    println!(
-        "{name:<32} {:>10.1} µs/op {:>10.0} ops/s",
-        per.as_secs_f64() * 1e6,
-        1.0 / per.as_secs_f64()
-    );
+    println!("{name:<32} {:>10.1} µs/op {:>10.0} ops/s", per.as_secs_f64() * 1e6, 1.0 / per.as_secs_f64());
 }
 
 fn main() {
-    let old: String = (0..1000)
-        .map(|i| format!("line {i}: the quick brown fox\n"))
-        .collect();
+    let old: String = (0..1000).map(|i| format!("line {i}: the quick brown fox\n")).collect();
     let one = old.replace("line 500: the quick", "line 500: the slow");
     let tenth: String = (0..1000)
-        .map(|i| {
-            if i % 10 == 0 {
-                format!("line {i}: changed\n")
-            } else {
-                format!("line {i}: the quick brown fox\n")
-            }
-        })
+        .map(|i| if i % 10 == 0 { format!("line {i}: changed\n") } else { format!("line {i}: the quick brown fox\n") })
         .collect();
     measure("1000 lines, unchanged", 500, || {
         black_box(diff_texts(black_box(&old), black_box(&old), "a", "b"));

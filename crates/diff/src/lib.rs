@@ -116,20 +116,11 @@ pub fn diff_texts(old: &str, new: &str, old_label: &str, new_label: &str) -> Tex
             .header(old_label, new_label)
             .to_string()
     };
-    TextChange {
-        added,
-        removed,
-        unified,
-        hunks,
-    }
+    TextChange { added, removed, unified, hunks }
 }
 
 fn with_final_newline(text: &str) -> std::borrow::Cow<'_, str> {
-    if text.is_empty() || text.ends_with('\n') {
-        text.into()
-    } else {
-        format!("{text}\n").into()
-    }
+    if text.is_empty() || text.ends_with('\n') { text.into() } else { format!("{text}\n").into() }
 }
 
 #[cfg(test)]
@@ -139,17 +130,9 @@ mod tests {
     #[track_caller]
     fn check(old: &str, new: &str, added: usize, removed: usize, unified_contains: &[&str]) {
         let change = diff_texts(old, new, "a", "b");
-        assert_eq!(
-            (change.added, change.removed),
-            (added, removed),
-            "stats for {old:?} -> {new:?}"
-        );
+        assert_eq!((change.added, change.removed), (added, removed), "stats for {old:?} -> {new:?}");
         for needle in unified_contains {
-            assert!(
-                change.unified.contains(needle),
-                "unified diff lacks {needle:?}:\n{}",
-                change.unified
-            );
+            assert!(change.unified.contains(needle), "unified diff lacks {needle:?}:\n{}", change.unified);
         }
         assert_eq!(change.is_change(), added + removed > 0);
     }
@@ -157,13 +140,7 @@ mod tests {
     #[test]
     fn line_diffs() {
         check("a\nb\n", "a\nb\n", 0, 0, &[]);
-        check(
-            "price: 10\n",
-            "price: 12\n",
-            1,
-            1,
-            &["-price: 10", "+price: 12", "--- a", "+++ b"],
-        );
+        check("price: 10\n", "price: 12\n", 1, 1, &["-price: 10", "+price: 12", "--- a", "+++ b"]);
         check("one\n", "one\ntwo\n", 1, 0, &["+two"]);
         check("one\ntwo", "one", 0, 1, &["-two"]);
         check("", "first\n", 1, 0, &["+first"]);
@@ -176,24 +153,9 @@ mod tests {
         let change = diff_texts(&old, &new, "a", "b");
         assert_eq!(change.hunks.len(), 1);
         let hunk = &change.hunks[0];
-        assert_eq!(
-            (
-                hunk.old_start,
-                hunk.old_lines,
-                hunk.new_start,
-                hunk.new_lines
-            ),
-            (7, 7, 7, 7)
-        );
-        let changed: Vec<_> = hunk
-            .lines
-            .iter()
-            .filter(|l| l.op != LineOp::Context)
-            .map(|l| (l.op, l.text.as_str()))
-            .collect();
-        assert_eq!(
-            changed,
-            vec![(LineOp::Removed, "line 10"), (LineOp::Added, "line ten")]
-        );
+        assert_eq!((hunk.old_start, hunk.old_lines, hunk.new_start, hunk.new_lines), (7, 7, 7, 7));
+        let changed: Vec<_> =
+            hunk.lines.iter().filter(|l| l.op != LineOp::Context).map(|l| (l.op, l.text.as_str())).collect();
+        assert_eq!(changed, vec![(LineOp::Removed, "line 10"), (LineOp::Added, "line ten")]);
     }
 }

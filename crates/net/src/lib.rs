@@ -31,9 +31,7 @@ pub enum TargetError {
     #[error("the URL has no host")]
     NoHost,
     /// The host is, or resolves only to, a non-public address.
-    #[error(
-        "{0} is a private, loopback or link-local address; set DRIFTWATCH_ALLOW_PRIVATE_TARGETS=true to allow it"
-    )]
+    #[error("{0} is a private, loopback or link-local address; set DRIFTWATCH_ALLOW_PRIVATE_TARGETS=true to allow it")]
     Private(String),
 }
 
@@ -89,19 +87,13 @@ pub fn check_url(url: &Url, policy: TargetPolicy) -> Result<(), TargetError> {
         url::Host::Ipv4(v4) => IpAddr::V4(v4),
         url::Host::Ipv6(v6) => IpAddr::V6(v6),
         url::Host::Domain(name) => {
-            if name.eq_ignore_ascii_case("localhost")
-                || name.to_ascii_lowercase().ends_with(".localhost")
-            {
+            if name.eq_ignore_ascii_case("localhost") || name.to_ascii_lowercase().ends_with(".localhost") {
                 return Err(TargetError::Private(name.to_owned()));
             }
             return Ok(());
         }
     };
-    if is_non_public(ip) {
-        Err(TargetError::Private(ip.to_string()))
-    } else {
-        Ok(())
-    }
+    if is_non_public(ip) { Err(TargetError::Private(ip.to_string())) } else { Ok(()) }
 }
 
 /// If `err` (or anything in its source chain) is a refusal by the guard, its message.
@@ -127,21 +119,13 @@ impl Resolve for GuardedResolver {
         let policy = self.policy;
         Box::pin(async move {
             let host = name.as_str().to_owned();
-            let resolved: Vec<SocketAddr> =
-                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            let allowed: Vec<SocketAddr> = resolved
-                .iter()
-                .copied()
-                .filter(|a| policy.allow_private || !is_non_public(a.ip()))
-                .collect();
+            let resolved: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let allowed: Vec<SocketAddr> =
+                resolved.iter().copied().filter(|a| policy.allow_private || !is_non_public(a.ip())).collect();
             if allowed.is_empty() {
-                let shown = resolved
-                    .first()
-                    .map_or(host.clone(), |a| format!("{host} ({})", a.ip()));
+                let shown = resolved.first().map_or(host.clone(), |a| format!("{host} ({})", a.ip()));
                 tracing::warn!(target.host = %host, "refused a non-public target");
-                return Err(
-                    Box::new(TargetError::Private(shown)) as Box<dyn StdError + Send + Sync>
-                );
+                return Err(Box::new(TargetError::Private(shown)) as Box<dyn StdError + Send + Sync>);
             }
             Ok(Box::new(allowed.into_iter()) as Addrs)
         })
@@ -222,42 +206,20 @@ mod tests {
                 "{private} should be non-public"
             );
         }
-        for public in [
-            "93.184.216.34",
-            "1.1.1.1",
-            "2606:4700:4700::1111",
-            "172.32.0.1",
-        ] {
-            assert!(
-                !is_non_public(public.parse().unwrap_or_else(|_| panic!("{public}"))),
-                "{public} should be public"
-            );
+        for public in ["93.184.216.34", "1.1.1.1", "2606:4700:4700::1111", "172.32.0.1"] {
+            assert!(!is_non_public(public.parse().unwrap_or_else(|_| panic!("{public}"))), "{public} should be public");
         }
     }
 
     #[test]
     fn checks_urls() {
         let deny = TargetPolicy::default();
-        let allow = TargetPolicy {
-            allow_private: true,
-        };
+        let allow = TargetPolicy { allow_private: true };
         let url = |s: &str| Url::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"));
-        assert!(matches!(
-            check_url(&url("http://127.0.0.1:8080/"), deny),
-            Err(TargetError::Private(_))
-        ));
-        assert!(matches!(
-            check_url(&url("http://[::1]/"), deny),
-            Err(TargetError::Private(_))
-        ));
-        assert!(matches!(
-            check_url(&url("http://localhost/"), deny),
-            Err(TargetError::Private(_))
-        ));
-        assert!(matches!(
-            check_url(&url("ftp://example.com/"), allow),
-            Err(TargetError::Scheme(_))
-        ));
+        assert!(matches!(check_url(&url("http://127.0.0.1:8080/"), deny), Err(TargetError::Private(_))));
+        assert!(matches!(check_url(&url("http://[::1]/"), deny), Err(TargetError::Private(_))));
+        assert!(matches!(check_url(&url("http://localhost/"), deny), Err(TargetError::Private(_))));
+        assert!(matches!(check_url(&url("ftp://example.com/"), allow), Err(TargetError::Scheme(_))));
         assert_eq!(check_url(&url("http://127.0.0.1/"), allow), Ok(()));
         assert_eq!(check_url(&url("https://example.com/"), deny), Ok(()));
     }
@@ -272,11 +234,7 @@ mod tests {
             redirects: Redirects::None,
         };
         let client = client_builder(&options).build().expect("client");
-        let err = client
-            .get("http://localhost:9/")
-            .send()
-            .await
-            .expect_err("must be refused");
+        let err = client.get("http://localhost:9/").send().await.expect_err("must be refused");
         let reason = blocked_reason(&err).expect("refused by the guard");
         assert!(reason.contains("localhost"), "{reason}");
     }

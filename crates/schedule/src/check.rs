@@ -5,6 +5,7 @@ use driftwatch_alert::{SnapshotPair, WatchRef, change_payload, is_alert};
 use driftwatch_core::{EventType, IdKind, RunOutcome, hex, new_id};
 use driftwatch_scrape::extract;
 use driftwatch_store::checks::{self, CheckResult};
+use driftwatch_store::outbox::NewEvent;
 use driftwatch_store::{Event, Run, Snapshot, StoreError, Watch, watches};
 use sha2::{Digest, Sha256};
 
@@ -23,19 +24,12 @@ pub enum CheckError {
 
 impl Runner {
     /// Checks the account's watch `watch_id` now. `Ok(None)` when there is no such watch.
-    pub async fn check_now(
-        &self,
-        account_id: &str,
-        watch_id: &str,
-    ) -> Result<Option<Run>, CheckError> {
+    pub async fn check_now(&self, account_id: &str, watch_id: &str) -> Result<Option<Run>, CheckError> {
         let owner = self.lease_owner();
         let now = self.now();
         let until = now + self.lease_length();
         let (account, id, lease) = (account_id.to_owned(), watch_id.to_owned(), owner.clone());
-        let claimed = self
-            .store()
-            .run(move |c| watches::claim_one(c, &account, &id, &lease, now, until))
-            .await?;
+        let claimed = self.store().run(move |c| watches::claim_one(c, &account, &id, &lease, now, until)).await?;
         match claimed {
             None => Ok(None),
             Some(None) => Err(CheckError::Busy),
@@ -80,10 +74,7 @@ impl Runner {
             Ok(text) => {
                 let hash = hex(&Sha256::digest(text.as_bytes()));
                 let watch_id = watch.id.clone();
-                let previous = self
-                    .store()
-                    .run(move |c| watches::latest_snapshot(c, &watch_id))
-                    .await?;
+                let previous = self.store().run(move |c| watches::latest_snapshot(c, &watch_id)).await?;
                 let now = self.now();
                 let new_snapshot = || Snapshot {
                     id: new_id(IdKind::Snapshot),
@@ -104,28 +95,22 @@ impl Runner {
                     }
                     Some(prev) => {
                         let s = new_snapshot();
-                        let change =
-                            driftwatch_diff::diff_texts(&prev.content, &text, &prev.id, &s.id);
+                        let change = driftwatch_diff::diff_texts(&prev.content, &text, &prev.id, &s.id);
                         if is_alert(&change) {
                             let event_id = new_id(IdKind::Event);
                             let payload = change_payload(
                                 &event_id,
-                                WatchRef {
-                                    id: &watch.id,
-                                    name: &watch.name,
-                                    url: &watch.url,
-                                },
+                                WatchRef { id: &watch.id, name: &watch.name, url: &watch.url },
                                 &change,
-                                SnapshotPair {
-                                    previous: &prev.id,
-                                    current: &s.id,
-                                },
+                                SnapshotPair { previous: &prev.id, current: &s.id },
                                 now.and_utc(),
                             );
+                            let slack_body = driftwatch_alert::slack_message(&payload);
                             event = Some(Event {
                                 id: event_id.clone(),
                                 account_id: watch.account_id.clone(),
-                                watch_id: watch.id.clone(),
+                                watch_id: Some(watch.id.clone()),
+                                endpoint_id: None,
                                 event_type: EventType::ChangeDetected.as_str().to_owned(),
                                 previous_snapshot_id: Some(prev.id.clone()),
                                 snapshot_id: Some(s.id.clone()),
@@ -133,7 +118,8 @@ impl Runner {
                                 removed: change.removed as i32,
                                 payload,
                                 created_at: now,
-                            });
+                            })
+                            .map(|event| NewEvent { event, slack_body });
                             run.event_id = Some(event_id);
                         }
                         run.outcome = RunOutcome::Changed.as_str().to_owned();
@@ -155,18 +141,11 @@ impl Runner {
             snapshot,
             event,
             max_attempts: self.config().max_attempts,
-            consecutive_failures: if failed {
-                watch.consecutive_failures + 1
-            } else {
-                0
-            },
+            consecutive_failures: if failed { watch.consecutive_failures + 1 } else { 0 },
             next_run_at: finished + TimeDelta::seconds(watch.interval_seconds.max(1)),
             now: finished,
         };
-        let queued = self
-            .store()
-            .run(move |c| checks::record(c, &result))
-            .await?;
+        let queued = self.store().run(move |c| checks::record(c, &result)).await?;
         match run.error.as_deref() {
             Some(error) => tracing::warn!(watch.id = %watch.id, error, "check failed"),
             None => {

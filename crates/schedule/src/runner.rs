@@ -125,11 +125,7 @@ impl Runner {
                 let now = self.now();
                 let until = now + self.lease_length();
                 let lease = owner.clone();
-                match inner
-                    .store
-                    .run(move |c| watches::claim_due(c, &lease, now, until, wanted))
-                    .await
-                {
+                match inner.store.run(move |c| watches::claim_due(c, &lease, now, until, wanted)).await {
                     Ok(due) => {
                         let claimed = due.len() as i64;
                         for watch in due {
@@ -169,13 +165,7 @@ impl Runner {
     async fn idle_wait(&self) -> Duration {
         let poll = self.inner.config.poll_interval;
         let now = self.now();
-        let next = self
-            .inner
-            .store
-            .run(move |c| watches::next_wake(c, now))
-            .await
-            .ok()
-            .flatten();
+        let next = self.inner.store.run(move |c| watches::next_wake(c, now)).await.ok().flatten();
         let until_next = next.map_or(poll, |at| (at - now).to_std().unwrap_or(Duration::ZERO));
         until_next.min(poll).max(Duration::from_millis(5))
     }

@@ -8,20 +8,15 @@ use std::time::Instant;
 use driftwatch_scrape::{Page, extract};
 
 fn page() -> Page {
-    let mut html = String::from(
-        "<html><head><title>Shop</title><style>.x{color:red}</style></head><body><nav>Home</nav>",
-    );
+    let mut html =
+        String::from("<html><head><title>Shop</title><style>.x{color:red}</style></head><body><nav>Home</nav>");
     for i in 0..200 {
         html.push_str(&format!(
             "<div class=\"item\"><h3>Item {i}</h3><p>Some <b>descriptive</b> text for item {i}.</p><span class=\"price\">{i}.99 EUR</span></div>"
         ));
     }
     html.push_str("<div id=\"main-price\">Price: 10 EUR</div><script>var tracking = 1;</script></body></html>");
-    Page {
-        status: 200,
-        content_type: Some("text/html; charset=utf-8".into()),
-        body: html.into_bytes(),
-    }
+    Page { status: 200, content_type: Some("text/html; charset=utf-8".into()), body: html.into_bytes() }
 }
 
 fn measure(name: &str, iterations: u32, mut f: impl FnMut()) {
@@ -33,11 +28,7 @@ fn measure(name: &str, iterations: u32, mut f: impl FnMut()) {
         f();
     }
     let per = start.elapsed() / iterations;
-    println!(
-        "{name:<32} {:>10.1} µs/op {:>10.0} ops/s",
-        per.as_secs_f64() * 1e6,
-        1.0 / per.as_secs_f64()
-    );
+    println!("{name:<32} {:>10.1} µs/op {:>10.0} ops/s", per.as_secs_f64() * 1e6, 1.0 / per.as_secs_f64());
 }
 
 fn main() {

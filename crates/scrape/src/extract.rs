@@ -31,10 +31,8 @@ pub fn validate_selector(selector: &str) -> Result<(), ExtractError> {
 }
 
 fn parse_selector(selector: &str) -> Result<Selector, ExtractError> {
-    Selector::parse(selector).map_err(|e| ExtractError::InvalidSelector {
-        selector: selector.to_owned(),
-        reason: e.to_string(),
-    })
+    Selector::parse(selector)
+        .map_err(|e| ExtractError::InvalidSelector { selector: selector.to_owned(), reason: e.to_string() })
 }
 
 /// The normalised text of a page: what is stored in snapshots and compared.
@@ -43,11 +41,7 @@ fn parse_selector(selector: &str) -> Result<Selector, ExtractError> {
 /// never fakes a change; `text/plain` is normalised line by line; anything else is treated as
 /// HTML, narrowed by `selector` when given (every match, in document order).
 pub fn extract(page: &Page, selector: Option<&str>) -> Result<String, ExtractError> {
-    let content_type = page
-        .content_type
-        .as_deref()
-        .unwrap_or("")
-        .to_ascii_lowercase();
+    let content_type = page.content_type.as_deref().unwrap_or("").to_ascii_lowercase();
     let body = decode(&page.body, &content_type);
     let text = if content_type.contains("json") {
         let value: serde_json::Value =
@@ -77,20 +71,14 @@ pub fn extract(page: &Page, selector: Option<&str>) -> Result<String, ExtractErr
             }
         }
     };
-    if text.trim().is_empty() {
-        Err(ExtractError::Empty)
-    } else {
-        Ok(text)
-    }
+    if text.trim().is_empty() { Err(ExtractError::Empty) } else { Ok(text) }
 }
 
 /// Decodes the body with the charset of the `Content-Type`, else of a `<meta charset>` near the
 /// start, else UTF-8 (invalid bytes replaced, never an error). A byte-order mark wins over all.
 fn decode(body: &[u8], content_type: &str) -> String {
     let label = charset_param(content_type).or_else(|| sniff_meta_charset(body));
-    let encoding = label
-        .and_then(|l| encoding_rs::Encoding::for_label(l.as_bytes()))
-        .unwrap_or(encoding_rs::UTF_8);
+    let encoding = label.and_then(|l| encoding_rs::Encoding::for_label(l.as_bytes())).unwrap_or(encoding_rs::UTF_8);
     encoding.decode(body).0.into_owned()
 }
 
@@ -105,9 +93,7 @@ fn sniff_meta_charset(body: &[u8]) -> Option<String> {
     let head = String::from_utf8_lossy(&body[..body.len().min(1024)]).to_ascii_lowercase();
     let at = head.find("charset=")? + "charset=".len();
     let rest = head[at..].trim_start_matches(['"', '\'']);
-    let end = rest
-        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
-        .unwrap_or(rest.len());
+    let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_')).unwrap_or(rest.len());
     (end > 0).then(|| rest[..end].to_owned())
 }
 
@@ -117,12 +103,7 @@ fn canonical(value: serde_json::Value) -> serde_json::Value {
         Value::Object(map) => {
             let mut entries: Vec<(String, Value)> = map.into_iter().collect();
             entries.sort_by(|a, b| a.0.cmp(&b.0));
-            Value::Object(
-                entries
-                    .into_iter()
-                    .map(|(k, v)| (k, canonical(v)))
-                    .collect(),
-            )
+            Value::Object(entries.into_iter().map(|(k, v)| (k, canonical(v))).collect())
         }
         Value::Array(items) => Value::Array(items.into_iter().map(canonical).collect()),
         other => other,
@@ -130,9 +111,7 @@ fn canonical(value: serde_json::Value) -> serde_json::Value {
 }
 
 /// Elements whose content is never page text.
-const SKIPPED: &[&str] = &[
-    "script", "style", "noscript", "template", "head", "title", "svg", "iframe", "object",
-];
+const SKIPPED: &[&str] = &["script", "style", "noscript", "template", "head", "title", "svg", "iframe", "object"];
 
 /// Elements that start and end a line of text.
 const BLOCKS: &[&str] = &[
@@ -210,9 +189,7 @@ fn push_text(root: ElementRef<'_>, out: &mut String) {
                 }
                 // Source line breaks are plain whitespace in HTML, except inside <pre>.
                 Node::Text(text) if skipping == 0 && preformatted > 0 => out.push_str(text),
-                Node::Text(text) if skipping == 0 => {
-                    out.extend(text.chars().map(|c| if c == '\n' { ' ' } else { c }))
-                }
+                Node::Text(text) if skipping == 0 => out.extend(text.chars().map(|c| if c == '\n' { ' ' } else { c })),
                 _ => {}
             },
             Edge::Close(node) => {
@@ -257,21 +234,9 @@ mod tests {
     use super::*;
 
     #[track_caller]
-    fn check(
-        content_type: &str,
-        body: &[u8],
-        selector: Option<&str>,
-        expected: Result<&str, ExtractError>,
-    ) {
-        let page = Page {
-            status: 200,
-            content_type: Some(content_type.to_owned()),
-            body: body.to_vec(),
-        };
-        assert_eq!(
-            extract(&page, selector).as_deref().map_err(Clone::clone),
-            expected
-        );
+    fn check(content_type: &str, body: &[u8], selector: Option<&str>, expected: Result<&str, ExtractError>) {
+        let page = Page { status: 200, content_type: Some(content_type.to_owned()), body: body.to_vec() };
+        assert_eq!(extract(&page, selector).as_deref().map_err(Clone::clone), expected);
     }
 
     const HTML: &str = "text/html";
@@ -281,85 +246,35 @@ mod tests {
         check(HTML, b"<html><head><title>T</title><style>p{}</style></head><body><h1>Title</h1>\n<p>Hello   <b>big</b>\n world</p><script>x()</script><ul><li>a</li><li>b</li></ul>line<br>break</body></html>",
             None, Ok("Title\nHello big world\na\nb\nline\nbreak\n"));
         check(HTML, b"<pre>a\n  b</pre>", None, Ok("a\nb\n"));
-        check(
-            HTML,
-            b"<table><tr><td>1</td><td>2</td></tr><tr><td>3</td></tr></table>",
-            None,
-            Ok("1 2\n3\n"),
-        );
-        check(
-            HTML,
-            "<p>caf\u{e9}&nbsp;&amp;\u{a0}co</p>".as_bytes(),
-            None,
-            Ok("caf\u{e9} & co\n"),
-        );
+        check(HTML, b"<table><tr><td>1</td><td>2</td></tr><tr><td>3</td></tr></table>", None, Ok("1 2\n3\n"));
+        check(HTML, "<p>caf\u{e9}&nbsp;&amp;\u{a0}co</p>".as_bytes(), None, Ok("caf\u{e9} & co\n"));
     }
 
     #[test]
     fn selectors_narrow_the_text() {
-        let page =
-            b"<div id=nav>Menu</div><div class=price>10 EUR</div><div class=price>12 EUR</div>";
+        let page = b"<div id=nav>Menu</div><div class=price>10 EUR</div><div class=price>12 EUR</div>";
         check(HTML, page, Some(".price"), Ok("10 EUR\n12 EUR\n"));
-        check(
-            HTML,
-            page,
-            Some("#missing"),
-            Err(ExtractError::SelectorMissing("#missing".into())),
-        );
-        assert!(matches!(
-            validate_selector("div[["),
-            Err(ExtractError::InvalidSelector { .. })
-        ));
+        check(HTML, page, Some("#missing"), Err(ExtractError::SelectorMissing("#missing".into())));
+        assert!(matches!(validate_selector("div[["), Err(ExtractError::InvalidSelector { .. })));
     }
 
     #[test]
     fn charsets_are_honoured() {
-        check(
-            "text/html; charset=ISO-8859-1",
-            b"<p>caf\xe9</p>",
-            None,
-            Ok("caf\u{e9}\n"),
-        );
-        check(
-            HTML,
-            b"<meta charset=\"windows-1252\"><p>\x93quoted\x94</p>",
-            None,
-            Ok("\u{201c}quoted\u{201d}\n"),
-        );
-        check(
-            HTML,
-            b"<p>bad \xff byte</p>",
-            None,
-            Ok("bad \u{fffd} byte\n"),
-        );
+        check("text/html; charset=ISO-8859-1", b"<p>caf\xe9</p>", None, Ok("caf\u{e9}\n"));
+        check(HTML, b"<meta charset=\"windows-1252\"><p>\x93quoted\x94</p>", None, Ok("\u{201c}quoted\u{201d}\n"));
+        check(HTML, b"<p>bad \xff byte</p>", None, Ok("bad \u{fffd} byte\n"));
     }
 
     #[test]
     fn json_is_canonical_and_text_is_normalised() {
         let a = br#"{"b": 1, "a": {"d": [1, 2], "c": null}}"#;
         let b = br#"{"a": {"c": null, "d": [1, 2]}, "b": 1}"#;
-        let page = |body: &[u8]| Page {
-            status: 200,
-            content_type: Some("application/json".into()),
-            body: body.to_vec(),
-        };
+        let page =
+            |body: &[u8]| Page { status: 200, content_type: Some("application/json".into()), body: body.to_vec() };
         assert_eq!(extract(&page(a), None), extract(&page(b), None));
-        assert!(matches!(
-            extract(&page(b"{oops"), None),
-            Err(ExtractError::InvalidJson(_))
-        ));
-        check(
-            "text/plain",
-            b"  one  two \n\n three\n",
-            None,
-            Ok("one two\nthree\n"),
-        );
-        check(
-            HTML,
-            b"<html><body>  </body></html>",
-            None,
-            Err(ExtractError::Empty),
-        );
+        assert!(matches!(extract(&page(b"{oops"), None), Err(ExtractError::InvalidJson(_))));
+        check("text/plain", b"  one  two \n\n three\n", None, Ok("one two\nthree\n"));
+        check(HTML, b"<html><body>  </body></html>", None, Err(ExtractError::Empty));
     }
 
     #[test]

@@ -27,10 +27,7 @@ impl Default for FetchOptions {
             timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(10),
             max_body_bytes: 5 * 1024 * 1024,
-            user_agent: format!(
-                "driftwatch/{} (+https://github.com/driftwatch)",
-                env!("CARGO_PKG_VERSION")
-            ),
+            user_agent: format!("driftwatch/{} (+https://github.com/driftwatch)", env!("CARGO_PKG_VERSION")),
             max_redirects: 5,
         }
     }
@@ -112,29 +109,17 @@ impl Fetcher {
 
     /// GETs `url`; a non-2xx status, a refused target or an oversized body is an error.
     pub async fn fetch(&self, url: &str) -> Result<Page, FetchError> {
-        let parsed =
-            Url::parse(url).map_err(|e| FetchError::Target(format!("invalid URL: {e}")))?;
+        let parsed = Url::parse(url).map_err(|e| FetchError::Target(format!("invalid URL: {e}")))?;
         check_url(&parsed, self.options.policy).map_err(|e| FetchError::Target(e.to_string()))?;
-        let mut response = self
-            .client
-            .get(parsed)
-            .send()
-            .await
-            .map_err(|e| self.classify(&e))?;
+        let mut response = self.client.get(parsed).send().await.map_err(|e| self.classify(&e))?;
         let status = response.status().as_u16();
         if !response.status().is_success() {
             return Err(FetchError::Status { status });
         }
-        let content_type = response
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
+        let content_type =
+            response.headers().get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
         let cap = self.options.max_body_bytes;
-        if response
-            .content_length()
-            .is_some_and(|len| len > cap as u64)
-        {
+        if response.content_length().is_some_and(|len| len > cap as u64) {
             return Err(FetchError::TooLarge(cap));
         }
         let mut body = Vec::new();
@@ -144,11 +129,7 @@ impl Fetcher {
             }
             body.extend_from_slice(&chunk);
         }
-        Ok(Page {
-            status,
-            content_type,
-            body,
-        })
+        Ok(Page { status, content_type, body })
     }
 
     fn classify(&self, err: &reqwest::Error) -> FetchError {

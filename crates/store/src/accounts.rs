@@ -9,11 +9,7 @@ use crate::{Account, ApiToken, DbConn, StoreResult, conflict_on_unique};
 
 /// Creates an account; a taken name is a [`crate::StoreError::Conflict`].
 pub fn create_account(conn: &mut DbConn, name: &str, now: NaiveDateTime) -> StoreResult<Account> {
-    let account = Account {
-        id: new_id(IdKind::Account),
-        name: name.to_owned(),
-        created_at: now,
-    };
+    let account = Account { id: new_id(IdKind::Account), name: name.to_owned(), created_at: now };
     diesel::insert_into(accounts::table)
         .values(&account)
         .execute(conn)
@@ -23,11 +19,7 @@ pub fn create_account(conn: &mut DbConn, name: &str, now: NaiveDateTime) -> Stor
 
 /// The account called `name`.
 pub fn find_account_by_name(conn: &mut DbConn, name: &str) -> StoreResult<Option<Account>> {
-    Ok(accounts::table
-        .filter(accounts::name.eq(name))
-        .select(Account::as_select())
-        .first(conn)
-        .optional()?)
+    Ok(accounts::table.filter(accounts::name.eq(name)).select(Account::as_select()).first(conn).optional()?)
 }
 
 /// Creates a token for `account_id`; returns the row and the plaintext token (shown once).
@@ -50,9 +42,7 @@ pub fn create_token(
         last_used_at: None,
         revoked_at: None,
     };
-    diesel::insert_into(api_tokens::table)
-        .values(&token)
-        .execute(conn)?;
+    diesel::insert_into(api_tokens::table).values(&token).execute(conn)?;
     Ok((token, plaintext))
 }
 
@@ -60,11 +50,7 @@ pub fn create_token(
 /// minute, so reads do not turn into writes on every request).
 ///
 /// The lookup is by hash: the plaintext is never compared or stored.
-pub fn authenticate(
-    conn: &mut DbConn,
-    token: &str,
-    now: NaiveDateTime,
-) -> StoreResult<Option<ApiToken>> {
+pub fn authenticate(conn: &mut DbConn, token: &str, now: NaiveDateTime) -> StoreResult<Option<ApiToken>> {
     let found = api_tokens::table
         .filter(api_tokens::token_hash.eq(hash_token(token)))
         .filter(api_tokens::revoked_at.is_null())
@@ -72,12 +58,8 @@ pub fn authenticate(
         .first(conn)
         .optional()?;
     if let Some(t) = &found {
-        if t.last_used_at
-            .is_none_or(|used| now - used > TimeDelta::minutes(1))
-        {
-            diesel::update(api_tokens::table.find(&t.id))
-                .set(api_tokens::last_used_at.eq(now))
-                .execute(conn)?;
+        if t.last_used_at.is_none_or(|used| now - used > TimeDelta::minutes(1)) {
+            diesel::update(api_tokens::table.find(&t.id)).set(api_tokens::last_used_at.eq(now)).execute(conn)?;
         }
     }
     Ok(found)

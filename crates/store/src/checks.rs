@@ -3,10 +3,10 @@
 
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
-use driftwatch_core::{DeliveryStatus, IdKind, new_id};
 
-use crate::schema::{deliveries, endpoints, events, runs, snapshots, watches};
-use crate::{DbConn, Event, NewDelivery, Run, Snapshot, StoreError, StoreResult};
+use crate::outbox::{NewEvent, Target};
+use crate::schema::{events, runs, snapshots, watches};
+use crate::{DbConn, Event, Run, Snapshot, StoreError, StoreResult};
 
 /// Everything one check produced.
 #[derive(Debug, Clone)]
@@ -21,8 +21,8 @@ pub struct CheckResult {
     pub run: Run,
     /// A new snapshot (first check or changed content).
     pub snapshot: Option<Snapshot>,
-    /// An event to deliver.
-    pub event: Option<Event>,
+    /// An event to deliver, to every enabled endpoint of the owner.
+    pub event: Option<NewEvent>,
     /// Attempt budget for the deliveries created.
     pub max_attempts: i32,
     /// Failed checks in a row, this one included (the lease holder is the only writer).
@@ -58,46 +58,13 @@ pub fn record(conn: &mut DbConn, result: &CheckResult) -> StoreResult<usize> {
             return Err(StoreError::LeaseLost);
         }
         if let Some(snapshot) = &result.snapshot {
-            diesel::insert_into(snapshots::table)
-                .values(snapshot)
-                .execute(conn)?;
+            diesel::insert_into(snapshots::table).values(snapshot).execute(conn)?;
         }
-        let mut queued = 0;
-        if let Some(event) = &result.event {
-            diesel::insert_into(events::table)
-                .values(event)
-                .execute(conn)?;
-            let targets: Vec<String> = endpoints::table
-                .filter(endpoints::account_id.eq(&result.account_id))
-                .filter(endpoints::enabled.eq(true))
-                .select(endpoints::id)
-                .order(endpoints::id.asc())
-                .load(conn)?;
-            for endpoint_id in targets {
-                let delivery = NewDelivery {
-                    id: new_id(IdKind::Delivery),
-                    account_id: result.account_id.clone(),
-                    event_id: event.id.clone(),
-                    endpoint_id,
-                    watch_id: Some(result.watch_id.clone()),
-                    event_type: event.event_type.clone(),
-                    body: event.payload.as_bytes().to_vec(),
-                    status: DeliveryStatus::Queued.as_str().to_owned(),
-                    attempts: 0,
-                    max_attempts: result.max_attempts,
-                    next_attempt_at: result.now,
-                    created_at: result.now,
-                    updated_at: result.now,
-                };
-                diesel::insert_into(deliveries::table)
-                    .values(&delivery)
-                    .execute(conn)?;
-                queued += 1;
-            }
-        }
-        diesel::insert_into(runs::table)
-            .values(&result.run)
-            .execute(conn)?;
+        let queued = match &result.event {
+            Some(event) => crate::outbox::enqueue(conn, event, Target::AllEnabled, result.max_attempts, result.now)?,
+            None => 0,
+        };
+        diesel::insert_into(runs::table).values(&result.run).execute(conn)?;
         Ok(queued)
     })
 }
@@ -109,18 +76,12 @@ pub fn list_events(
     watch_id: Option<&str>,
     page: &crate::Page,
 ) -> StoreResult<Vec<Event>> {
-    let mut query = events::table
-        .filter(events::account_id.eq(account_id))
-        .select(Event::as_select())
-        .into_boxed();
+    let mut query = events::table.filter(events::account_id.eq(account_id)).select(Event::as_select()).into_boxed();
     if let Some(watch_id) = watch_id {
         query = query.filter(events::watch_id.eq(watch_id));
     }
     if let Some(after) = &page.after {
         query = query.filter(events::id.lt(after));
     }
-    Ok(query
-        .order(events::id.desc())
-        .limit(page.limit)
-        .load(conn)?)
+    Ok(query.order(events::id.desc()).limit(page.limit).load(conn)?)
 }

@@ -36,9 +36,7 @@ impl DatabaseUrl {
     pub fn parse(url: &str) -> Result<Self, StoreError> {
         if let Some(path) = url.strip_prefix("sqlite://") {
             if path.is_empty() || path == ":memory:" {
-                return Err(StoreError::Config(format!(
-                    "`{url}`: give a file path, e.g. sqlite://driftwatch.db"
-                )));
+                return Err(StoreError::Config(format!("`{url}`: give a file path, e.g. sqlite://driftwatch.db")));
             }
             Ok(DatabaseUrl::Sqlite(path.to_owned()))
         } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
@@ -84,12 +82,12 @@ impl r2d2::ManageConnection for Manager {
 
     fn connect(&self) -> Result<DbConn, Self::Error> {
         match &self.url {
-            DatabaseUrl::Postgres(url) => diesel::PgConnection::establish(url)
-                .map(DbConn::Pg)
-                .map_err(diesel::r2d2::Error::ConnectionError),
+            DatabaseUrl::Postgres(url) => {
+                diesel::PgConnection::establish(url).map(DbConn::Pg).map_err(diesel::r2d2::Error::ConnectionError)
+            }
             DatabaseUrl::Sqlite(path) => {
-                let mut conn = diesel::SqliteConnection::establish(path)
-                    .map_err(diesel::r2d2::Error::ConnectionError)?;
+                let mut conn =
+                    diesel::SqliteConnection::establish(path).map_err(diesel::r2d2::Error::ConnectionError)?;
                 // WAL lets readers run beside the one writer; the busy timeout makes writers queue
                 // instead of failing; foreign keys are off by default in SQLite.
                 conn.batch_execute(&format!(
@@ -128,19 +126,12 @@ pub struct PoolOptions {
 
 impl Default for PoolOptions {
     fn default() -> Self {
-        PoolOptions {
-            max_size: 16,
-            connection_timeout: Duration::from_secs(30),
-            busy_timeout: Duration::from_secs(10),
-        }
+        PoolOptions { max_size: 16, connection_timeout: Duration::from_secs(30), busy_timeout: Duration::from_secs(10) }
     }
 }
 
 pub(crate) fn build_pool(url: &DatabaseUrl, options: &PoolOptions) -> Result<Pool, StoreError> {
-    let manager = Manager {
-        url: url.clone(),
-        busy_timeout: options.busy_timeout,
-    };
+    let manager = Manager { url: url.clone(), busy_timeout: options.busy_timeout };
     r2d2::Pool::builder()
         .max_size(options.max_size)
         .connection_timeout(options.connection_timeout)
@@ -157,9 +148,7 @@ pub(crate) fn migrate(conn: &mut DbConn) -> Result<usize, StoreError> {
         DbConn::Pg(c) => {
             const LOCK_KEY: i64 = 0x6472_6966_7477_6174; // "driftwat"
             c.batch_execute(&format!("SELECT pg_advisory_lock({LOCK_KEY})"))?;
-            let result = c
-                .run_pending_migrations(POSTGRES_MIGRATIONS)
-                .map(|v| v.len());
+            let result = c.run_pending_migrations(POSTGRES_MIGRATIONS).map(|v| v.len());
             c.batch_execute(&format!("SELECT pg_advisory_unlock({LOCK_KEY})"))?;
             result
         }
@@ -181,10 +170,7 @@ mod tests {
             DatabaseUrl::parse("sqlite:///var/lib/dw.db").ok(),
             Some(DatabaseUrl::Sqlite("/var/lib/dw.db".into()))
         );
-        assert!(matches!(
-            DatabaseUrl::parse("postgres://u@h/db"),
-            Ok(DatabaseUrl::Postgres(_))
-        ));
+        assert!(matches!(DatabaseUrl::parse("postgres://u@h/db"), Ok(DatabaseUrl::Postgres(_))));
         let err = DatabaseUrl::parse("mysql://root:hunter2@h/db").expect_err("unsupported");
         assert!(!err.to_string().contains("hunter2"), "{err}");
         assert!(DatabaseUrl::parse("sqlite://").is_err());

@@ -4,10 +4,11 @@ use std::collections::HashMap;
 
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
-use driftwatch_core::DeliveryStatus;
+use driftwatch_core::{AttemptTrigger, DeliveryStatus};
 
 use crate::endpoints::endpoints_by_ids;
-use crate::schema::{deliveries, delivery_attempts};
+use crate::outbox::NewEvent;
+use crate::schema::{deliveries, delivery_attempts, endpoints};
 use crate::{DbConn, Delivery, DeliveryAttempt, Endpoint, Page, StoreResult};
 
 /// Filters of a delivery listing.
@@ -19,6 +20,10 @@ pub struct DeliveryFilter {
     pub endpoint_id: Option<String>,
     /// Only about this watch.
     pub watch_id: Option<String>,
+    /// Only created at or after this.
+    pub since: Option<NaiveDateTime>,
+    /// Only created before this.
+    pub until: Option<NaiveDateTime>,
 }
 
 /// The account's deliveries, newest first.
@@ -28,10 +33,8 @@ pub fn list_deliveries(
     filter: &DeliveryFilter,
     page: &Page,
 ) -> StoreResult<Vec<Delivery>> {
-    let mut query = deliveries::table
-        .filter(deliveries::account_id.eq(account_id))
-        .select(Delivery::as_select())
-        .into_boxed();
+    let mut query =
+        deliveries::table.filter(deliveries::account_id.eq(account_id)).select(Delivery::as_select()).into_boxed();
     if let Some(status) = filter.status {
         query = query.filter(deliveries::status.eq(status.as_str()));
     }
@@ -41,21 +44,30 @@ pub fn list_deliveries(
     if let Some(watch_id) = &filter.watch_id {
         query = query.filter(deliveries::watch_id.eq(watch_id));
     }
+    if let Some(since) = filter.since {
+        query = query.filter(deliveries::created_at.ge(since));
+    }
+    if let Some(until) = filter.until {
+        query = query.filter(deliveries::created_at.lt(until));
+    }
     if let Some(after) = &page.after {
         query = query.filter(deliveries::id.lt(after));
     }
-    Ok(query
-        .order(deliveries::id.desc())
-        .limit(page.limit)
-        .load(conn)?)
+    Ok(query.order(deliveries::id.desc()).limit(page.limit).load(conn)?)
+}
+
+/// The last attempt of each of `ids` (for the dead-letter view).
+pub fn last_attempts(conn: &mut DbConn, ids: &[String]) -> StoreResult<HashMap<String, DeliveryAttempt>> {
+    let rows: Vec<DeliveryAttempt> = delivery_attempts::table
+        .filter(delivery_attempts::delivery_id.eq_any(ids))
+        .order((delivery_attempts::delivery_id.asc(), delivery_attempts::attempt_number.asc()))
+        .select(DeliveryAttempt::as_select())
+        .load(conn)?;
+    Ok(rows.into_iter().map(|a| (a.delivery_id.clone(), a)).collect())
 }
 
 /// The account's delivery `id`.
-pub fn get_delivery(
-    conn: &mut DbConn,
-    account_id: &str,
-    id: &str,
-) -> StoreResult<Option<Delivery>> {
+pub fn get_delivery(conn: &mut DbConn, account_id: &str, id: &str) -> StoreResult<Option<Delivery>> {
     Ok(deliveries::table
         .filter(deliveries::account_id.eq(account_id))
         .filter(deliveries::id.eq(id))
@@ -85,59 +97,130 @@ pub struct Job {
 }
 
 fn pending() -> [&'static str; 2] {
-    [
-        DeliveryStatus::Queued.as_str(),
-        DeliveryStatus::Failed.as_str(),
-    ]
+    [DeliveryStatus::Queued.as_str(), DeliveryStatus::Failed.as_str()]
 }
 
 /// Leases up to `limit` due deliveries to `owner` until `lease_until` and returns them with
 /// their bodies and endpoints. One statement, so no delivery is claimed twice; on PostgreSQL
 /// `SKIP LOCKED` lets workers on several nodes take disjoint batches.
+///
+/// Deliveries wait, unclaimed and without spending attempts, while their endpoint is disabled
+/// or its circuit is open, and while their endpoint is in `skip_endpoints` (this worker's
+/// endpoints at their concurrency cap or with a probe in flight).
 pub fn claim_due(
     conn: &mut DbConn,
     owner: &str,
     now: NaiveDateTime,
     lease_until: NaiveDateTime,
     limit: i64,
+    skip_endpoints: &[String],
 ) -> StoreResult<Vec<Job>> {
-    let condition = "status IN ('queued', 'failed')";
-    let claimed = crate::lease_due(
-        conn,
-        "deliveries",
-        condition,
-        "next_attempt_at",
-        &crate::Lease {
-            owner,
-            now,
-            until: lease_until,
-            limit,
-        },
-    )?;
+    let mut condition = String::from(
+        "status IN ('queued', 'failed') AND endpoint_id NOT IN \
+         (SELECT id FROM endpoints WHERE enabled = false OR circuit_open_until > $3)",
+    );
+    // Ids are ours (`end_` + lower-case ULID); anything else is left out rather than quoted.
+    let skip: Vec<&String> =
+        skip_endpoints.iter().filter(|id| id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')).collect();
+    if !skip.is_empty() {
+        let list: Vec<String> = skip.iter().map(|id| format!("'{id}'")).collect();
+        condition.push_str(&format!(" AND endpoint_id NOT IN ({})", list.join(", ")));
+    }
+    let lease = crate::Lease { owner, now, until: lease_until, limit };
+    let claimed = crate::lease_due(conn, "deliveries", &condition, "next_attempt_at", &lease)?;
     if claimed == 0 {
         return Ok(Vec::new());
     }
+    leased_jobs(conn, owner)
+}
+
+fn leased_jobs(conn: &mut DbConn, owner: &str) -> StoreResult<Vec<Job>> {
     let rows: Vec<(Delivery, Vec<u8>)> = deliveries::table
         .filter(deliveries::lease_owner.eq(owner))
         .order(deliveries::next_attempt_at.asc())
         .select((Delivery::as_select(), deliveries::body))
         .load(conn)?;
     let endpoint_ids: Vec<String> = rows.iter().map(|(d, _)| d.endpoint_id.clone()).collect();
-    let endpoints: HashMap<String, Endpoint> = endpoints_by_ids(conn, &endpoint_ids)?
-        .into_iter()
-        .map(|e| (e.id.clone(), e))
-        .collect();
+    let endpoints: HashMap<String, Endpoint> =
+        endpoints_by_ids(conn, &endpoint_ids)?.into_iter().map(|e| (e.id.clone(), e)).collect();
     Ok(rows
         .into_iter()
         .filter_map(|(delivery, body)| {
             let endpoint = endpoints.get(&delivery.endpoint_id)?.clone();
-            Some(Job {
-                delivery,
-                body,
-                endpoint,
-            })
+            Some(Job { delivery, body, endpoint })
         })
         .collect())
+}
+
+/// Leases the account's delivery `id` for a redelivery on request, whatever its status, unless
+/// an attempt is in flight. A `sent` or `dead` delivery gets a fresh attempt budget of
+/// `budget`. `Ok(None)`: no such delivery; `Ok(Some(None))`: an attempt is in flight.
+pub fn claim_for_redelivery(
+    conn: &mut DbConn,
+    account_id: &str,
+    id: &str,
+    owner: &str,
+    now: NaiveDateTime,
+    lease_until: NaiveDateTime,
+    budget: i32,
+) -> StoreResult<Option<Option<Job>>> {
+    conn.transaction(|conn| {
+        let claimed = diesel::update(
+            deliveries::table
+                .filter(deliveries::account_id.eq(account_id))
+                .filter(deliveries::id.eq(id))
+                .filter(deliveries::lease_until.is_null().or(deliveries::lease_until.lt(now))),
+        )
+        .set((
+            deliveries::lease_owner.eq(owner),
+            deliveries::lease_until.eq(lease_until),
+            deliveries::next_trigger.eq(AttemptTrigger::Manual.as_str()),
+        ))
+        .execute(conn)?;
+        let Some(delivery) = get_delivery(conn, account_id, id)? else { return Ok(None) };
+        if claimed == 0 {
+            return Ok(Some(None));
+        }
+        if finished(&delivery.status) {
+            fresh_budget(conn, &delivery.id, delivery.attempts, budget, now)?;
+        }
+        Ok(Some(leased_jobs(conn, owner)?.into_iter().next()))
+    })
+}
+
+fn finished(status: &str) -> bool {
+    status == DeliveryStatus::Sent.as_str() || status == DeliveryStatus::Dead.as_str()
+}
+
+/// Re-opens a finished delivery with `budget` more attempts, numbered on from `attempts`.
+fn fresh_budget(conn: &mut DbConn, id: &str, attempts: i32, budget: i32, now: NaiveDateTime) -> StoreResult<()> {
+    diesel::update(deliveries::table.find(id))
+        .set((
+            deliveries::status.eq(DeliveryStatus::Failed.as_str()),
+            deliveries::retry_base.eq(attempts),
+            deliveries::max_attempts.eq(attempts + budget.max(1)),
+            deliveries::finished_at.eq(None::<NaiveDateTime>),
+            deliveries::next_attempt_at.eq(now),
+            deliveries::updated_at.eq(now),
+        ))
+        .execute(conn)?;
+    Ok(())
+}
+
+/// Gives claimed deliveries back without attempting them (their endpoint is busy, paced or
+/// half-open), optionally not before `not_before`. Only the lease holder can.
+pub fn release(
+    conn: &mut DbConn,
+    ids: &[String],
+    owner: &str,
+    not_before: Option<NaiveDateTime>,
+) -> StoreResult<usize> {
+    let target = deliveries::table.filter(deliveries::id.eq_any(ids)).filter(deliveries::lease_owner.eq(owner));
+    let cleared = (deliveries::lease_owner.eq(None::<String>), deliveries::lease_until.eq(None::<NaiveDateTime>));
+    Ok(match not_before {
+        Some(at) => diesel::update(target).set((cleared, deliveries::next_attempt_at.eq(at))).execute(conn)?,
+        None => diesel::update(target).set(cleared).execute(conn)?,
+    })
 }
 
 /// How an attempt leaves its delivery.
@@ -155,27 +238,53 @@ pub struct Completion {
     pub last_error: Option<String>,
     /// Now.
     pub now: NaiveDateTime,
+    /// Attempt budget of deliveries of an `endpoint.disabled` event this may raise.
+    pub default_max_attempts: i32,
 }
 
-/// Records an attempt and moves its delivery on, releasing the lease; only the lease holder
-/// can do this (compare-and-set on the owner). Returns false, writing nothing, if the lease was
-/// lost.
+/// What an attempt says about its endpoint's health.
+#[derive(Debug, Clone)]
+pub enum Health {
+    /// Nothing (the request was never sent: a configuration problem, not the receiver's).
+    Unchanged,
+    /// The receiver answered 2xx: the failure streak ends and the circuit closes.
+    Success,
+    /// A failure: the streak grows; at `threshold` the circuit opens for `open_for`; a streak
+    /// older than `disable_after` disables the endpoint.
+    Failure {
+        /// Consecutive failures that open the circuit.
+        threshold: i32,
+        /// How long the circuit stays open.
+        open_for: chrono::TimeDelta,
+        /// A failure streak this long disables the endpoint.
+        disable_after: chrono::TimeDelta,
+    },
+    /// 410 Gone: the receiver asks never to be called again; the endpoint is disabled.
+    Gone,
+}
+
+/// The endpoint was disabled by this attempt; the caller renders the `endpoint.disabled` event.
+pub type DisabledEvent<'a> = &'a dyn Fn(&Endpoint, &str) -> NewEvent;
+
+/// Records an attempt, moves its delivery on and updates its endpoint's health, releasing the
+/// lease; only the lease holder can do this (compare-and-set on the owner). Returns false,
+/// writing nothing, if the lease was lost.
+///
+/// When the endpoint gets disabled, `on_disabled` renders an `endpoint.disabled` event, which is
+/// queued for the account's other enabled endpoints in the same transaction.
 pub fn complete(
     conn: &mut DbConn,
     delivery_id: &str,
     owner: &str,
     completion: &Completion,
     attempt: &DeliveryAttempt,
+    health: &Health,
+    on_disabled: DisabledEvent<'_>,
 ) -> StoreResult<bool> {
     conn.transaction(|conn| {
-        let finished = matches!(
-            completion.status,
-            DeliveryStatus::Sent | DeliveryStatus::Dead
-        );
+        let done = matches!(completion.status, DeliveryStatus::Sent | DeliveryStatus::Dead);
         let updated = diesel::update(
-            deliveries::table
-                .filter(deliveries::id.eq(delivery_id))
-                .filter(deliveries::lease_owner.eq(owner)),
+            deliveries::table.filter(deliveries::id.eq(delivery_id)).filter(deliveries::lease_owner.eq(owner)),
         )
         .set((
             deliveries::status.eq(completion.status.as_str()),
@@ -185,30 +294,43 @@ pub fn complete(
             deliveries::last_error.eq(&completion.last_error),
             deliveries::lease_owner.eq(None::<String>),
             deliveries::lease_until.eq(None::<NaiveDateTime>),
+            deliveries::next_trigger.eq(AttemptTrigger::Scheduled.as_str()),
             deliveries::updated_at.eq(completion.now),
-            deliveries::finished_at.eq(finished.then_some(completion.now)),
+            deliveries::finished_at.eq(done.then_some(completion.now)),
         ))
         .execute(conn)?;
         if updated != 1 {
             return Ok(false);
         }
-        diesel::insert_into(delivery_attempts::table)
-            .values(attempt)
-            .execute(conn)?;
+        diesel::insert_into(delivery_attempts::table).values(attempt).execute(conn)?;
+        let endpoint_id = deliveries::table.find(delivery_id).select(deliveries::endpoint_id).first::<String>(conn)?;
+        crate::endpoints::record_health(
+            conn,
+            &endpoint_id,
+            health,
+            (completion.now, completion.default_max_attempts),
+            on_disabled,
+        )?;
         Ok(true)
     })
 }
 
 /// When the worker next has something to do: the earliest due time of an unleased pending
-/// delivery, or the earliest expiry of a lease on one.
-pub fn next_wake(conn: &mut DbConn, now: NaiveDateTime) -> StoreResult<Option<NaiveDateTime>> {
+/// delivery whose endpoint can take it, the earliest expiry of a lease on one, or the earliest
+/// end of an open circuit.
+pub fn next_wake(
+    conn: &mut DbConn,
+    now: NaiveDateTime,
+    skip_endpoints: &[String],
+) -> StoreResult<Option<NaiveDateTime>> {
+    let blocked = endpoints::table
+        .select(endpoints::id)
+        .filter(endpoints::enabled.eq(false).or(endpoints::circuit_open_until.gt(now)));
     let unleased: Option<NaiveDateTime> = deliveries::table
         .filter(deliveries::status.eq_any(pending()))
-        .filter(
-            deliveries::lease_until
-                .is_null()
-                .or(deliveries::lease_until.lt(now)),
-        )
+        .filter(deliveries::lease_until.is_null().or(deliveries::lease_until.lt(now)))
+        .filter(deliveries::endpoint_id.ne_all(blocked))
+        .filter(deliveries::endpoint_id.ne_all(skip_endpoints))
         .select(diesel::dsl::min(deliveries::next_attempt_at))
         .first(conn)?;
     let lease_expiry: Option<NaiveDateTime> = deliveries::table
@@ -216,5 +338,81 @@ pub fn next_wake(conn: &mut DbConn, now: NaiveDateTime) -> StoreResult<Option<Na
         .filter(deliveries::lease_until.ge(now))
         .select(diesel::dsl::min(deliveries::lease_until))
         .first(conn)?;
-    Ok(crate::earliest(unleased, lease_expiry))
+    let circuit_close: Option<NaiveDateTime> = endpoints::table
+        .filter(endpoints::enabled.eq(true))
+        .filter(endpoints::circuit_open_until.gt(now))
+        .select(diesel::dsl::min(endpoints::circuit_open_until))
+        .first(conn)?;
+    Ok(crate::earliest(crate::earliest(unleased, lease_expiry), circuit_close))
+}
+
+/// Re-queues up to `limit` of the endpoint's deliveries matching a recovery, after `cursor`
+/// in id order; finished ones get a fresh budget of `budget` attempts. With `dry_run` nothing
+/// changes. Returns the ids matched, in order.
+pub fn requeue_page(
+    conn: &mut DbConn,
+    recovery: &crate::Recovery,
+    budget: i32,
+    limit: i64,
+    now: NaiveDateTime,
+) -> StoreResult<Vec<String>> {
+    let statuses: Vec<&str> = recovery.statuses.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+    let mut query = deliveries::table
+        .filter(deliveries::endpoint_id.eq(&recovery.endpoint_id))
+        .filter(deliveries::account_id.eq(&recovery.account_id))
+        .filter(deliveries::status.eq_any(&statuses))
+        .filter(deliveries::created_at.ge(recovery.since))
+        .select((deliveries::id, deliveries::status, deliveries::attempts))
+        .order(deliveries::id.asc())
+        .limit(limit)
+        .into_boxed();
+    if let Some(until) = recovery.until {
+        query = query.filter(deliveries::created_at.lt(until));
+    }
+    if let Some(cursor) = &recovery.cursor {
+        query = query.filter(deliveries::id.gt(cursor));
+    }
+    let rows: Vec<(String, String, i32)> = query.load(conn)?;
+    if recovery.dry_run {
+        return Ok(rows.into_iter().map(|(id, _, _)| id).collect());
+    }
+    for (id, status, attempts) in &rows {
+        if finished(status) {
+            fresh_budget(conn, id, *attempts, budget, now)?;
+        } else {
+            diesel::update(deliveries::table.find(id))
+                .set((deliveries::next_attempt_at.eq(now), deliveries::updated_at.eq(now)))
+                .execute(conn)?;
+        }
+        diesel::update(deliveries::table.find(id))
+            .set(deliveries::next_trigger.eq(AttemptTrigger::Manual.as_str()))
+            .execute(conn)?;
+    }
+    Ok(rows.into_iter().map(|(id, _, _)| id).collect())
+}
+
+/// Retention: empties the bodies of deliveries `sent` before `sent_before` and `dead` before
+/// `dead_before`, and deletes attempts started before `attempts_before`. Rows keep their
+/// metadata. Returns (bodies purged, attempts deleted).
+pub fn purge(
+    conn: &mut DbConn,
+    sent_before: NaiveDateTime,
+    dead_before: NaiveDateTime,
+    attempts_before: NaiveDateTime,
+    now: NaiveDateTime,
+) -> StoreResult<(usize, usize)> {
+    let mut purged = 0;
+    for (status, before) in [(DeliveryStatus::Sent, sent_before), (DeliveryStatus::Dead, dead_before)] {
+        purged += diesel::update(
+            deliveries::table
+                .filter(deliveries::status.eq(status.as_str()))
+                .filter(deliveries::finished_at.lt(before))
+                .filter(deliveries::body_purged_at.is_null()),
+        )
+        .set((deliveries::body.eq(Vec::<u8>::new()), deliveries::body_purged_at.eq(now)))
+        .execute(conn)?;
+    }
+    let attempts = diesel::delete(delivery_attempts::table.filter(delivery_attempts::started_at.lt(attempts_before)))
+        .execute(conn)?;
+    Ok((purged, attempts))
 }

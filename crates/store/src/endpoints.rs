@@ -1,24 +1,21 @@
 //! Endpoints: where an account's events are delivered.
 
+use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
+use crate::deliveries::{DisabledEvent, Health};
+use crate::outbox::Target;
 use crate::schema::endpoints;
 use crate::{DbConn, Endpoint, Page, StoreResult};
 
 /// Inserts a new endpoint.
 pub fn insert_endpoint(conn: &mut DbConn, endpoint: &Endpoint) -> StoreResult<()> {
-    diesel::insert_into(endpoints::table)
-        .values(endpoint)
-        .execute(conn)?;
+    diesel::insert_into(endpoints::table).values(endpoint).execute(conn)?;
     Ok(())
 }
 
 /// The account's endpoint `id`.
-pub fn get_endpoint(
-    conn: &mut DbConn,
-    account_id: &str,
-    id: &str,
-) -> StoreResult<Option<Endpoint>> {
+pub fn get_endpoint(conn: &mut DbConn, account_id: &str, id: &str) -> StoreResult<Option<Endpoint>> {
     Ok(endpoints::table
         .filter(endpoints::account_id.eq(account_id))
         .filter(endpoints::id.eq(id))
@@ -28,28 +25,146 @@ pub fn get_endpoint(
 }
 
 /// The account's endpoints in creation order.
-pub fn list_endpoints(
-    conn: &mut DbConn,
-    account_id: &str,
-    page: &Page,
-) -> StoreResult<Vec<Endpoint>> {
-    let mut query = endpoints::table
-        .filter(endpoints::account_id.eq(account_id))
-        .select(Endpoint::as_select())
-        .into_boxed();
+pub fn list_endpoints(conn: &mut DbConn, account_id: &str, page: &Page) -> StoreResult<Vec<Endpoint>> {
+    let mut query =
+        endpoints::table.filter(endpoints::account_id.eq(account_id)).select(Endpoint::as_select()).into_boxed();
     if let Some(after) = &page.after {
         query = query.filter(endpoints::id.gt(after));
     }
-    Ok(query
-        .order(endpoints::id.asc())
-        .limit(page.limit)
-        .load(conn)?)
+    Ok(query.order(endpoints::id.asc()).limit(page.limit).load(conn)?)
 }
 
 /// Endpoints by id, whatever their account (for the delivery worker, which acts for all).
 pub fn endpoints_by_ids(conn: &mut DbConn, ids: &[String]) -> StoreResult<Vec<Endpoint>> {
-    Ok(endpoints::table
-        .filter(endpoints::id.eq_any(ids))
-        .select(Endpoint::as_select())
-        .load(conn)?)
+    Ok(endpoints::table.filter(endpoints::id.eq_any(ids)).select(Endpoint::as_select()).load(conn)?)
+}
+
+/// Updates an endpoint's failure streak and circuit after an attempt (inside the attempt's
+/// transaction). The increment is a single statement, so concurrent completions on several
+/// nodes never lose a failure.
+pub(crate) fn record_health(
+    conn: &mut DbConn,
+    endpoint_id: &str,
+    health: &Health,
+    (now, default_max_attempts): (NaiveDateTime, i32),
+    on_disabled: DisabledEvent<'_>,
+) -> StoreResult<()> {
+    let target = endpoints::table.find(endpoint_id);
+    match health {
+        Health::Unchanged => {}
+        Health::Success => {
+            diesel::update(
+                target.filter(endpoints::consecutive_failures.gt(0).or(endpoints::circuit_open_until.is_not_null())),
+            )
+            .set((
+                endpoints::consecutive_failures.eq(0),
+                endpoints::failing_since.eq(None::<NaiveDateTime>),
+                endpoints::circuit_open_until.eq(None::<NaiveDateTime>),
+            ))
+            .execute(conn)?;
+        }
+        Health::Failure { threshold, open_for, disable_after } => {
+            diesel::update(target)
+                .set(endpoints::consecutive_failures.eq(endpoints::consecutive_failures + 1))
+                .execute(conn)?;
+            diesel::update(target.filter(endpoints::failing_since.is_null()))
+                .set(endpoints::failing_since.eq(now))
+                .execute(conn)?;
+            let endpoint: Endpoint = target.select(Endpoint::as_select()).first(conn)?;
+            if endpoint.consecutive_failures >= *threshold {
+                diesel::update(target).set(endpoints::circuit_open_until.eq(now + *open_for)).execute(conn)?;
+            }
+            if endpoint.enabled && endpoint.failing_since.is_some_and(|since| now - since >= *disable_after) {
+                let reason = format!(
+                    "failing continuously since {} UTC",
+                    endpoint.failing_since.unwrap_or(now).format("%Y-%m-%d %H:%M:%S")
+                );
+                disable(conn, &endpoint, &reason, (now, default_max_attempts), on_disabled)?;
+            }
+        }
+        Health::Gone => {
+            let endpoint: Endpoint = target.select(Endpoint::as_select()).first(conn)?;
+            if endpoint.enabled {
+                disable(conn, &endpoint, "the receiver answered 410 Gone", (now, default_max_attempts), on_disabled)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn disable(
+    conn: &mut DbConn,
+    endpoint: &Endpoint,
+    reason: &str,
+    (now, default_max_attempts): (NaiveDateTime, i32),
+    on_disabled: DisabledEvent<'_>,
+) -> StoreResult<()> {
+    diesel::update(endpoints::table.find(&endpoint.id))
+        .set((endpoints::enabled.eq(false), endpoints::disabled_reason.eq(reason), endpoints::updated_at.eq(now)))
+        .execute(conn)?;
+    let event = on_disabled(endpoint, reason);
+    crate::outbox::enqueue(conn, &event, Target::AllEnabledExcept(&endpoint.id), default_max_attempts, now)?;
+    tracing::warn!(endpoint.id = %endpoint.id, reason, "endpoint disabled");
+    Ok(())
+}
+
+/// Enables or disables the account's endpoint `id` by request. Enabling clears the failure
+/// streak and the circuit, so its waiting deliveries resume. `None` when there is no such
+/// endpoint.
+pub fn set_enabled(
+    conn: &mut DbConn,
+    account_id: &str,
+    id: &str,
+    enabled: bool,
+    now: NaiveDateTime,
+) -> StoreResult<Option<Endpoint>> {
+    let target = endpoints::table.filter(endpoints::account_id.eq(account_id)).filter(endpoints::id.eq(id));
+    let changed = if enabled {
+        diesel::update(target)
+            .set((
+                endpoints::enabled.eq(true),
+                endpoints::disabled_reason.eq(None::<String>),
+                endpoints::consecutive_failures.eq(0),
+                endpoints::failing_since.eq(None::<NaiveDateTime>),
+                endpoints::circuit_open_until.eq(None::<NaiveDateTime>),
+                endpoints::updated_at.eq(now),
+            ))
+            .execute(conn)?
+    } else {
+        diesel::update(target)
+            .set((
+                endpoints::enabled.eq(false),
+                endpoints::disabled_reason.eq("disabled by request"),
+                endpoints::updated_at.eq(now),
+            ))
+            .execute(conn)?
+    };
+    if changed == 0 {
+        return Ok(None);
+    }
+    get_endpoint(conn, account_id, id)
+}
+
+/// Replaces the account's endpoint's secret with `secret`; the old one keeps signing until
+/// `overlap_until`. `None` when there is no such endpoint.
+pub fn rotate_secret(
+    conn: &mut DbConn,
+    account_id: &str,
+    id: &str,
+    secret: &str,
+    overlap_until: NaiveDateTime,
+    now: NaiveDateTime,
+) -> StoreResult<Option<Endpoint>> {
+    conn.transaction(|conn| {
+        let Some(current) = get_endpoint(conn, account_id, id)? else { return Ok(None) };
+        diesel::update(endpoints::table.find(id))
+            .set((
+                endpoints::secret.eq(secret),
+                endpoints::previous_secret.eq(&current.secret),
+                endpoints::previous_secret_expires_at.eq(overlap_until),
+                endpoints::updated_at.eq(now),
+            ))
+            .execute(conn)?;
+        get_endpoint(conn, account_id, id)
+    })
 }

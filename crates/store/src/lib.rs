@@ -16,6 +16,8 @@ pub mod accounts;
 pub mod checks;
 pub mod deliveries;
 pub mod endpoints;
+pub mod outbox;
+pub mod recoveries;
 pub mod watches;
 
 use std::sync::Arc;
@@ -70,9 +72,7 @@ pub struct Store {
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store")
-            .field("backend", &self.url.backend())
-            .finish_non_exhaustive()
+        f.debug_struct("Store").field("backend", &self.url.backend()).finish_non_exhaustive()
     }
 }
 
@@ -81,20 +81,13 @@ impl Store {
     pub fn open(url: &str, options: &PoolOptions) -> StoreResult<Store> {
         let url = DatabaseUrl::parse(url)?;
         if let DatabaseUrl::Sqlite(path) = &url {
-            if let Some(dir) = std::path::Path::new(path)
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-            {
-                std::fs::create_dir_all(dir).map_err(|e| {
-                    StoreError::Config(format!("cannot create {}: {e}", dir.display()))
-                })?;
+            if let Some(dir) = std::path::Path::new(path).parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| StoreError::Config(format!("cannot create {}: {e}", dir.display())))?;
             }
         }
         let pool = db::build_pool(&url, options)?;
-        Ok(Store {
-            pool: Arc::new(pool),
-            url: Arc::new(url),
-        })
+        Ok(Store { pool: Arc::new(pool), url: Arc::new(url) })
     }
 
     /// `sqlite` or `postgres`.
@@ -124,14 +117,11 @@ impl Store {
 }
 
 /// Maps a unique violation to [`StoreError::Conflict`] with `what`.
-pub(crate) fn conflict_on_unique(
-    what: &str,
-) -> impl FnOnce(diesel::result::Error) -> StoreError + '_ {
+pub(crate) fn conflict_on_unique(what: &str) -> impl FnOnce(diesel::result::Error) -> StoreError + '_ {
     move |e| match e {
-        diesel::result::Error::DatabaseError(
-            diesel::result::DatabaseErrorKind::UniqueViolation,
-            _,
-        ) => StoreError::Conflict(what.to_owned()),
+        diesel::result::Error::DatabaseError(diesel::result::DatabaseErrorKind::UniqueViolation, _) => {
+            StoreError::Conflict(what.to_owned())
+        }
         other => StoreError::Query(other),
     }
 }
@@ -159,12 +149,7 @@ pub(crate) fn lease_due(
     due_column: &str,
     lease: &Lease<'_>,
 ) -> StoreResult<usize> {
-    let Lease {
-        owner,
-        now,
-        until: lease_until,
-        limit,
-    } = *lease;
+    let Lease { owner, now, until: lease_until, limit } = *lease;
     use diesel::RunQueryDsl as _;
     use diesel::sql_types::{BigInt, Text, Timestamp};
     let lock = match conn {

@@ -127,8 +127,10 @@ pub struct Event {
     pub id: String,
     /// Owner.
     pub account_id: String,
-    /// The watch.
-    pub watch_id: String,
+    /// The watch, for watch events.
+    pub watch_id: Option<String>,
+    /// The endpoint, for endpoint events (`endpoint.disabled`, `endpoint.test`).
+    pub endpoint_id: Option<String>,
     /// [`driftwatch_core::EventType`].
     pub event_type: String,
     /// The snapshot before the change.
@@ -161,12 +163,33 @@ pub struct Endpoint {
     pub description: String,
     /// Signing secret (`whsec_...`). Never logged, shown once at creation.
     pub secret: String,
-    /// Disabled endpoints get no new deliveries.
+    /// Disabled endpoints get no new deliveries, and their queued ones wait.
     pub enabled: bool,
     /// When it was created.
     pub created_at: NaiveDateTime,
     /// Last change.
     pub updated_at: NaiveDateTime,
+    /// The secret before the last rotation; still signs until `previous_secret_expires_at`.
+    pub previous_secret: Option<String>,
+    /// End of the rotation overlap.
+    pub previous_secret_expires_at: Option<NaiveDateTime>,
+    /// Retry schedule overriding the global one (`1m,5m,...`).
+    pub retry_schedule: Option<String>,
+    /// Attempt budget overriding the global one.
+    pub max_attempts: Option<i32>,
+    /// Most requests per second to this endpoint.
+    pub rate_limit_per_second: Option<i32>,
+    /// Most deliveries in flight to this endpoint (per node) overriding the global cap.
+    pub max_in_flight: Option<i32>,
+    /// Failed attempts in a row (any node).
+    pub consecutive_failures: i32,
+    /// Start of the current failure streak.
+    pub failing_since: Option<NaiveDateTime>,
+    /// While in the future the circuit is open: nothing is sent. Past it, one probe goes out
+    /// (half-open) as long as `consecutive_failures` is at the threshold.
+    pub circuit_open_until: Option<NaiveDateTime>,
+    /// Why it was disabled (by a person, a 410, or a long failure streak).
+    pub disabled_reason: Option<String>,
 }
 
 /// An outbox row without its body (lists and state changes never need the bytes).
@@ -207,6 +230,12 @@ pub struct Delivery {
     pub updated_at: NaiveDateTime,
     /// When it became `sent` or `dead`.
     pub finished_at: Option<NaiveDateTime>,
+    /// Attempts made under earlier budgets (before a redelivery of a dead delivery).
+    pub retry_base: i32,
+    /// Why the next attempt will be made ([`driftwatch_core::AttemptTrigger`]).
+    pub next_trigger: String,
+    /// Set when retention removed the body.
+    pub body_purged_at: Option<NaiveDateTime>,
 }
 
 /// A new outbox row, body included.
@@ -265,4 +294,42 @@ pub struct DeliveryAttempt {
     pub response_snippet: Option<String>,
     /// [`driftwatch_core::AttemptTrigger`].
     pub trigger: String,
+}
+
+/// A bulk re-queue of an endpoint's failed or dead deliveries, processed in pages.
+#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
+#[diesel(table_name = recoveries)]
+pub struct Recovery {
+    /// `rec_...`
+    pub id: String,
+    /// Owner.
+    pub account_id: String,
+    /// The endpoint whose deliveries are re-queued.
+    pub endpoint_id: String,
+    /// Deliveries created at or after this.
+    pub since: NaiveDateTime,
+    /// Deliveries created before this, if set.
+    pub until: Option<NaiveDateTime>,
+    /// Comma-separated statuses to match (`failed,dead`).
+    pub statuses: String,
+    /// Count only.
+    pub dry_run: bool,
+    /// `pending`, `running` or `done`.
+    pub state: String,
+    /// Deliveries that matched so far.
+    pub matched: i64,
+    /// Deliveries re-queued so far.
+    pub requeued: i64,
+    /// The last delivery id processed (progress survives restarts).
+    pub cursor: Option<String>,
+    /// Lease holder while a page is processed.
+    pub lease_owner: Option<String>,
+    /// Lease expiry.
+    pub lease_until: Option<NaiveDateTime>,
+    /// When it was requested.
+    pub created_at: NaiveDateTime,
+    /// Last progress.
+    pub updated_at: NaiveDateTime,
+    /// When it completed.
+    pub finished_at: Option<NaiveDateTime>,
 }

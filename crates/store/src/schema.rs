@@ -56,7 +56,8 @@ diesel::table! {
     events (id) {
         id -> Text,
         account_id -> Text,
-        watch_id -> Text,
+        watch_id -> Nullable<Text>,
+        endpoint_id -> Nullable<Text>,
         event_type -> Text,
         previous_snapshot_id -> Nullable<Text>,
         snapshot_id -> Nullable<Text>,
@@ -94,6 +95,16 @@ diesel::table! {
         enabled -> Bool,
         created_at -> Timestamp,
         updated_at -> Timestamp,
+        previous_secret -> Nullable<Text>,
+        previous_secret_expires_at -> Nullable<Timestamp>,
+        retry_schedule -> Nullable<Text>,
+        max_attempts -> Nullable<Integer>,
+        rate_limit_per_second -> Nullable<Integer>,
+        max_in_flight -> Nullable<Integer>,
+        consecutive_failures -> Integer,
+        failing_since -> Nullable<Timestamp>,
+        circuit_open_until -> Nullable<Timestamp>,
+        disabled_reason -> Nullable<Text>,
     }
 }
 
@@ -117,6 +128,9 @@ diesel::table! {
         created_at -> Timestamp,
         updated_at -> Timestamp,
         finished_at -> Nullable<Timestamp>,
+        retry_base -> Integer,
+        next_trigger -> Text,
+        body_purged_at -> Nullable<Timestamp>,
     }
 }
 
@@ -132,6 +146,27 @@ diesel::table! {
         error -> Nullable<Text>,
         response_snippet -> Nullable<Text>,
         trigger -> Text,
+    }
+}
+
+diesel::table! {
+    recoveries (id) {
+        id -> Text,
+        account_id -> Text,
+        endpoint_id -> Text,
+        since -> Timestamp,
+        until -> Nullable<Timestamp>,
+        statuses -> Text,
+        dry_run -> Bool,
+        state -> Text,
+        matched -> BigInt,
+        requeued -> BigInt,
+        cursor -> Nullable<Text>,
+        lease_owner -> Nullable<Text>,
+        lease_until -> Nullable<Timestamp>,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+        finished_at -> Nullable<Timestamp>,
     }
 }
 

@@ -9,9 +9,7 @@ use crate::{DbConn, Page, Run, Snapshot, StoreResult, Watch};
 
 /// Inserts a new watch.
 pub fn insert_watch(conn: &mut DbConn, watch: &Watch) -> StoreResult<()> {
-    diesel::insert_into(watches::table)
-        .values(watch)
-        .execute(conn)?;
+    diesel::insert_into(watches::table).values(watch).execute(conn)?;
     Ok(())
 }
 
@@ -27,17 +25,11 @@ pub fn get_watch(conn: &mut DbConn, account_id: &str, id: &str) -> StoreResult<O
 
 /// The account's watches in creation order.
 pub fn list_watches(conn: &mut DbConn, account_id: &str, page: &Page) -> StoreResult<Vec<Watch>> {
-    let mut query = watches::table
-        .filter(watches::account_id.eq(account_id))
-        .select(Watch::as_select())
-        .into_boxed();
+    let mut query = watches::table.filter(watches::account_id.eq(account_id)).select(Watch::as_select()).into_boxed();
     if let Some(after) = &page.after {
         query = query.filter(watches::id.gt(after));
     }
-    Ok(query
-        .order(watches::id.asc())
-        .limit(page.limit)
-        .load(conn)?)
+    Ok(query.order(watches::id.asc()).limit(page.limit).load(conn)?)
 }
 
 /// Leases up to `limit` due, active, unleased watches to `owner` until `lease_until` and returns
@@ -56,12 +48,7 @@ pub fn claim_due(
         "watches",
         &condition,
         "next_run_at",
-        &crate::Lease {
-            owner,
-            now,
-            until: lease_until,
-            limit,
-        },
+        &crate::Lease { owner, now, until: lease_until, limit },
     )?;
     if claimed == 0 {
         return Ok(Vec::new());
@@ -87,16 +74,9 @@ pub fn claim_one(
         watches::table
             .filter(watches::account_id.eq(account_id))
             .filter(watches::id.eq(id))
-            .filter(
-                watches::lease_until
-                    .is_null()
-                    .or(watches::lease_until.lt(now)),
-            ),
+            .filter(watches::lease_until.is_null().or(watches::lease_until.lt(now))),
     )
-    .set((
-        watches::lease_owner.eq(owner),
-        watches::lease_until.eq(lease_until),
-    ))
+    .set((watches::lease_owner.eq(owner), watches::lease_until.eq(lease_until)))
     .execute(conn)?;
     let watch = get_watch(conn, account_id, id)?;
     Ok(watch.map(|w| (claimed == 1).then_some(w)))
@@ -108,11 +88,7 @@ pub fn next_wake(conn: &mut DbConn, now: NaiveDateTime) -> StoreResult<Option<Na
     let active = watches::state.eq(WatchState::Active.as_str());
     let unleased: Option<NaiveDateTime> = watches::table
         .filter(active)
-        .filter(
-            watches::lease_until
-                .is_null()
-                .or(watches::lease_until.lt(now)),
-        )
+        .filter(watches::lease_until.is_null().or(watches::lease_until.lt(now)))
         .select(diesel::dsl::min(watches::next_run_at))
         .first(conn)?;
     let lease_expiry: Option<NaiveDateTime> = watches::table
@@ -135,10 +111,7 @@ pub fn latest_snapshot(conn: &mut DbConn, watch_id: &str) -> StoreResult<Option<
 
 /// The runs of a watch, newest first.
 pub fn list_runs(conn: &mut DbConn, watch_id: &str, page: &Page) -> StoreResult<Vec<Run>> {
-    let mut query = runs::table
-        .filter(runs::watch_id.eq(watch_id))
-        .select(Run::as_select())
-        .into_boxed();
+    let mut query = runs::table.filter(runs::watch_id.eq(watch_id)).select(Run::as_select()).into_boxed();
     if let Some(after) = &page.after {
         query = query.filter(runs::id.lt(after));
     }

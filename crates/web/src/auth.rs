@@ -26,25 +26,15 @@ impl FromRequestParts<AppState> for Caller {
         let token = header
             .to_str()
             .ok()
-            .and_then(|h| {
-                h.strip_prefix("Bearer ")
-                    .or_else(|| h.strip_prefix("bearer "))
-            })
+            .and_then(|h| h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer ")))
             .map(str::trim)
             .filter(|t| !t.is_empty())
-            .ok_or_else(|| {
-                ApiError::unauthorized("the Authorization header must be `Bearer <token>`")
-            })?
+            .ok_or_else(|| ApiError::unauthorized("the Authorization header must be `Bearer <token>`"))?
             .to_owned();
         let now = state.clock.now().naive_utc();
-        let found = state
-            .store
-            .run(move |c| accounts::authenticate(c, &token, now))
-            .await?;
+        let found = state.store.run(move |c| accounts::authenticate(c, &token, now)).await?;
         match found {
-            Some(t) => Ok(Caller {
-                account_id: t.account_id,
-            }),
+            Some(t) => Ok(Caller { account_id: t.account_id }),
             None => Err(ApiError::unauthorized("the token is unknown or revoked")),
         }
     }

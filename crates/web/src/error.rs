@@ -26,69 +26,33 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    fn new(
-        status: StatusCode,
-        kind: &'static str,
-        title: &'static str,
-        detail: impl Into<String>,
-    ) -> ApiError {
-        ApiError {
-            kind,
-            title,
-            status: status.as_u16(),
-            detail: detail.into(),
-            errors: Vec::new(),
-        }
+    fn new(status: StatusCode, kind: &'static str, title: &'static str, detail: impl Into<String>) -> ApiError {
+        ApiError { kind, title, status: status.as_u16(), detail: detail.into(), errors: Vec::new() }
     }
 
     /// Any 4xx status with its standard reason as the title.
     pub fn with_status(status: StatusCode, detail: impl Into<String>) -> ApiError {
-        ApiError::new(
-            status,
-            "about:blank",
-            status.canonical_reason().unwrap_or("Error"),
-            detail,
-        )
+        ApiError::new(status, "about:blank", status.canonical_reason().unwrap_or("Error"), detail)
     }
 
     /// 404: no such resource (also for other accounts' ids).
     pub fn not_found(detail: impl Into<String>) -> ApiError {
-        ApiError::new(
-            StatusCode::NOT_FOUND,
-            "about:blank#not-found",
-            "Not Found",
-            detail,
-        )
+        ApiError::new(StatusCode::NOT_FOUND, "about:blank#not-found", "Not Found", detail)
     }
 
     /// 401: no valid token.
     pub fn unauthorized(detail: impl Into<String>) -> ApiError {
-        ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "about:blank#unauthorized",
-            "Unauthorized",
-            detail,
-        )
+        ApiError::new(StatusCode::UNAUTHORIZED, "about:blank#unauthorized", "Unauthorized", detail)
     }
 
     /// 400: the request cannot be read (malformed JSON, bad query string).
     pub fn bad_request(detail: impl Into<String>) -> ApiError {
-        ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "about:blank#bad-request",
-            "Bad Request",
-            detail,
-        )
+        ApiError::new(StatusCode::BAD_REQUEST, "about:blank#bad-request", "Bad Request", detail)
     }
 
     /// 409: the resource is busy or in a conflicting state.
     pub fn conflict(detail: impl Into<String>) -> ApiError {
-        ApiError::new(
-            StatusCode::CONFLICT,
-            "about:blank#conflict",
-            "Conflict",
-            detail,
-        )
+        ApiError::new(StatusCode::CONFLICT, "about:blank#conflict", "Conflict", detail)
     }
 
     /// 422: a field is invalid.
@@ -100,10 +64,7 @@ impl ApiError {
             "Validation Failed",
             format!("{field}: {message}"),
         );
-        error.errors.push(FieldError {
-            field: field.to_owned(),
-            message,
-        });
+        error.errors.push(FieldError { field: field.to_owned(), message });
         error
     }
 
@@ -145,10 +106,7 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let mut response = (status, axum::Json(self)).into_response();
-        response.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/problem+json"),
-        );
+        response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
         response
     }
 }

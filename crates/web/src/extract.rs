@@ -33,9 +33,8 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
                 "send the body as JSON with `Content-Type: application/json`",
             ));
         }
-        let bytes = Bytes::from_request(req, state)
-            .await
-            .map_err(|e| ApiError::with_status(e.status(), e.body_text()))?;
+        let bytes =
+            Bytes::from_request(req, state).await.map_err(|e| ApiError::with_status(e.status(), e.body_text()))?;
         let mut de = serde_json::Deserializer::from_slice(&bytes);
         let value = serde_path_to_error::deserialize::<_, T>(&mut de).map_err(|err| {
             let path = err.path().to_string();
@@ -44,15 +43,10 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
                 return ApiError::bad_request(format!("malformed JSON: {inner}"));
             }
             let message = strip_position(&inner.to_string());
-            let field = if path == "." {
-                backticked(&message).unwrap_or("body").to_owned()
-            } else {
-                path
-            };
+            let field = if path == "." { backticked(&message).unwrap_or("body").to_owned() } else { path };
             ApiError::invalid(&field, message)
         })?;
-        de.end()
-            .map_err(|e| ApiError::bad_request(format!("malformed JSON: {e}")))?;
+        de.end().map_err(|e| ApiError::bad_request(format!("malformed JSON: {e}")))?;
         Ok(Json(value))
     }
 }
@@ -81,9 +75,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         match axum::extract::Query::<T>::from_request_parts(parts, state).await {
             Ok(axum::extract::Query(value)) => Ok(Query(value)),
-            Err(QueryRejection::FailedToDeserializeQueryString(e)) => {
-                Err(ApiError::bad_request(e.body_text()))
-            }
+            Err(QueryRejection::FailedToDeserializeQueryString(e)) => Err(ApiError::bad_request(e.body_text())),
             Err(e) => Err(ApiError::bad_request(e.body_text())),
         }
     }

@@ -15,19 +15,22 @@ use std::sync::Arc;
 use axum::Router;
 use axum::routing::get;
 use driftwatch_core::Clock;
+use driftwatch_delivery::DeliveryWorker;
 use driftwatch_net::TargetPolicy;
 use driftwatch_schedule::Runner;
 use driftwatch_store::Store;
 
 pub use error::ApiError;
 
-/// Limits on what the API accepts.
+/// Limits and defaults of what the API accepts.
 #[derive(Debug, Clone)]
 pub struct ApiLimits {
     /// Shortest allowed check interval.
     pub min_interval_seconds: i64,
     /// Interval of a watch created without one.
     pub default_interval_seconds: i64,
+    /// How long a rotated-out endpoint secret keeps signing.
+    pub secret_rotation_overlap: std::time::Duration,
 }
 
 impl Default for ApiLimits {
@@ -35,6 +38,7 @@ impl Default for ApiLimits {
         ApiLimits {
             min_interval_seconds: 30,
             default_interval_seconds: 3600,
+            secret_rotation_overlap: std::time::Duration::from_secs(86_400),
         }
     }
 }
@@ -46,6 +50,8 @@ pub struct AppState {
     pub store: Store,
     /// For checks on demand, and to wake it when watches change.
     pub runner: Runner,
+    /// For redeliveries, and to wake it when deliveries are queued.
+    pub worker: DeliveryWorker,
     /// Time.
     pub clock: Arc<dyn Clock>,
     /// Which URLs watches and endpoints may name.
@@ -55,14 +61,8 @@ pub struct AppState {
 }
 
 /// Serves the router on `listener` until `shutdown` is cancelled, finishing requests in flight.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    state: AppState,
-    shutdown: tokio_util::sync::CancellationToken,
-) {
-    let served = axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await;
+pub async fn serve(listener: tokio::net::TcpListener, state: AppState, shutdown: tokio_util::sync::CancellationToken) {
+    let served = axum::serve(listener, router(state)).with_graceful_shutdown(shutdown.cancelled_owned()).await;
     if let Err(e) = served {
         tracing::error!(error = %e, "the HTTP server failed");
     }

@@ -91,7 +91,8 @@ pub struct Event {
     id: String,
     #[serde(rename = "type")]
     event_type: String,
-    watch_id: String,
+    watch_id: Option<String>,
+    endpoint_id: Option<String>,
     previous_snapshot_id: Option<String>,
     snapshot_id: Option<String>,
     added: i32,
@@ -106,6 +107,7 @@ impl From<store::Event> for Event {
             id: e.id,
             event_type: e.event_type,
             watch_id: e.watch_id,
+            endpoint_id: e.endpoint_id,
             previous_snapshot_id: e.previous_snapshot_id,
             snapshot_id: e.snapshot_id,
             added: e.added,
@@ -116,7 +118,7 @@ impl From<store::Event> for Event {
     }
 }
 
-/// An endpoint; `secret` only in the answer to its creation.
+/// An endpoint; `secret` only in the answers to its creation and rotation.
 #[derive(Debug, Serialize)]
 pub struct Endpoint {
     id: String,
@@ -124,39 +126,107 @@ pub struct Endpoint {
     url: String,
     description: String,
     enabled: bool,
+    disabled_reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     secret: Option<String>,
+    previous_secret_expires_at: Option<DateTime<Utc>>,
+    retry_schedule: Option<String>,
+    max_attempts: Option<i32>,
+    rate_limit_per_second: Option<i32>,
+    max_in_flight: Option<i32>,
+    health: EndpointHealth,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
 }
 
+/// An endpoint's circuit breaker and failure streak.
+#[derive(Debug, Serialize)]
+pub struct EndpointHealth {
+    /// `closed` (sending), `open` (holding deliveries) or `half_open` (one probe at a time).
+    circuit: &'static str,
+    circuit_open_until: Option<DateTime<Utc>>,
+    consecutive_failures: i32,
+    failing_since: Option<DateTime<Utc>>,
+}
+
 impl Endpoint {
-    /// The view with the signing secret, for the creation response only.
+    /// The view with the signing secret, for the creation and rotation responses only.
     pub fn with_secret(e: store::Endpoint) -> Endpoint {
         let secret = e.secret.clone();
-        Endpoint {
-            secret: Some(secret),
-            ..Endpoint::from(e)
-        }
+        Endpoint { secret: Some(secret), ..Endpoint::from(e) }
     }
 }
 
 impl From<store::Endpoint> for Endpoint {
     fn from(e: store::Endpoint) -> Endpoint {
+        let now = Utc::now().naive_utc();
+        let circuit = match e.circuit_open_until {
+            Some(until) if until > now => "open",
+            Some(_) => "half_open",
+            None => "closed",
+        };
         Endpoint {
             id: e.id,
             kind: e.kind,
             url: e.url,
             description: e.description,
             enabled: e.enabled,
+            disabled_reason: e.disabled_reason,
             secret: None,
+            previous_secret_expires_at: e.previous_secret_expires_at.filter(|t| *t > now).map(utc),
+            retry_schedule: e.retry_schedule,
+            max_attempts: e.max_attempts,
+            rate_limit_per_second: e.rate_limit_per_second,
+            max_in_flight: e.max_in_flight,
+            health: EndpointHealth {
+                circuit,
+                circuit_open_until: e.circuit_open_until.map(utc),
+                consecutive_failures: e.consecutive_failures,
+                failing_since: e.failing_since.map(utc),
+            },
             created_at: utc(e.created_at),
             updated_at: utc(e.updated_at),
         }
     }
 }
 
-/// A delivery; `attempts_detail` only on the single-resource read.
+/// A recovery (bulk re-queue) and its progress.
+#[derive(Debug, Serialize)]
+pub struct Recovery {
+    id: String,
+    endpoint_id: String,
+    since: DateTime<Utc>,
+    until: Option<DateTime<Utc>>,
+    statuses: Vec<String>,
+    dry_run: bool,
+    state: String,
+    matched: i64,
+    requeued: i64,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+    finished_at: Option<DateTime<Utc>>,
+}
+
+impl From<store::Recovery> for Recovery {
+    fn from(r: store::Recovery) -> Recovery {
+        Recovery {
+            id: r.id,
+            endpoint_id: r.endpoint_id,
+            since: utc(r.since),
+            until: r.until.map(utc),
+            statuses: r.statuses.split(',').filter(|s| !s.is_empty()).map(str::to_owned).collect(),
+            dry_run: r.dry_run,
+            state: r.state,
+            matched: r.matched,
+            requeued: r.requeued,
+            created_at: utc(r.created_at),
+            updated_at: utc(r.updated_at),
+            finished_at: r.finished_at.map(utc),
+        }
+    }
+}
+
+/// A delivery; `attempt_log` only on the single-resource read, `last_attempt` only in the dead-letter queue.
 #[derive(Debug, Serialize)]
 pub struct Delivery {
     id: String,
@@ -173,17 +243,24 @@ pub struct Delivery {
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
     finished_at: Option<DateTime<Utc>>,
-    #[serde(rename = "attempt_log", skip_serializing_if = "Option::is_none")]
+    body_purged: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
     attempt_log: Option<Vec<Attempt>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_attempt: Option<Attempt>,
 }
 
 impl Delivery {
     /// The view with its attempts.
     pub fn with_attempts(d: store::Delivery, attempts: Vec<store::DeliveryAttempt>) -> Delivery {
-        Delivery {
-            attempt_log: Some(attempts.into_iter().map(Attempt::from).collect()),
-            ..Delivery::from(d)
-        }
+        Delivery { attempt_log: Some(attempts.into_iter().map(Attempt::from).collect()), ..Delivery::from(d) }
+    }
+}
+
+impl Delivery {
+    /// The dead-letter view: with its last attempt.
+    pub fn with_last_attempt(d: store::Delivery, last: Option<store::DeliveryAttempt>) -> Delivery {
+        Delivery { last_attempt: last.map(Attempt::from), ..Delivery::from(d) }
     }
 }
 
@@ -205,7 +282,9 @@ impl From<store::Delivery> for Delivery {
             created_at: utc(d.created_at),
             updated_at: utc(d.updated_at),
             finished_at: d.finished_at.map(utc),
+            body_purged: d.body_purged_at.is_some(),
             attempt_log: None,
+            last_attempt: None,
         }
     }
 }

@@ -48,10 +48,37 @@ CREATE TABLE snapshots (
 );
 CREATE INDEX snapshots_watch ON snapshots (watch_id, id);
 
+CREATE TABLE endpoints (
+    id           TEXT PRIMARY KEY,
+    account_id   TEXT NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+    kind         TEXT NOT NULL,
+    url          TEXT NOT NULL,
+    description  TEXT NOT NULL,
+    secret       TEXT NOT NULL,
+    enabled      BOOLEAN NOT NULL,
+    created_at   TIMESTAMP NOT NULL,
+    updated_at   TIMESTAMP NOT NULL,
+    -- secret rotation: the previous secret keeps signing until it expires
+    previous_secret             TEXT,
+    previous_secret_expires_at  TIMESTAMP,
+    -- per-endpoint overrides of the global delivery settings
+    retry_schedule              TEXT,
+    max_attempts                INTEGER,
+    rate_limit_per_second       INTEGER,
+    max_in_flight               INTEGER,
+    -- health: circuit breaker and auto-disable
+    consecutive_failures        INTEGER NOT NULL DEFAULT 0,
+    failing_since               TIMESTAMP,
+    circuit_open_until          TIMESTAMP,
+    disabled_reason             TEXT
+);
+CREATE INDEX endpoints_account ON endpoints (account_id, id);
+
 CREATE TABLE events (
     id                    TEXT PRIMARY KEY,
     account_id            TEXT NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
-    watch_id              TEXT NOT NULL REFERENCES watches (id) ON DELETE CASCADE,
+    watch_id              TEXT REFERENCES watches (id) ON DELETE CASCADE,
+    endpoint_id           TEXT REFERENCES endpoints (id) ON DELETE CASCADE,
     event_type            TEXT NOT NULL,
     previous_snapshot_id  TEXT REFERENCES snapshots (id) ON DELETE SET NULL,
     snapshot_id           TEXT REFERENCES snapshots (id) ON DELETE SET NULL,
@@ -62,6 +89,7 @@ CREATE TABLE events (
 );
 CREATE INDEX events_account ON events (account_id, id);
 CREATE INDEX events_watch ON events (watch_id, id);
+CREATE INDEX events_endpoint ON events (endpoint_id);
 
 CREATE TABLE runs (
     id           TEXT PRIMARY KEY,
@@ -78,18 +106,6 @@ CREATE TABLE runs (
 );
 CREATE INDEX runs_watch ON runs (watch_id, id);
 
-CREATE TABLE endpoints (
-    id           TEXT PRIMARY KEY,
-    account_id   TEXT NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
-    kind         TEXT NOT NULL,
-    url          TEXT NOT NULL,
-    description  TEXT NOT NULL,
-    secret       TEXT NOT NULL,
-    enabled      BOOLEAN NOT NULL,
-    created_at   TIMESTAMP NOT NULL,
-    updated_at   TIMESTAMP NOT NULL
-);
-CREATE INDEX endpoints_account ON endpoints (account_id, id);
 
 CREATE TABLE deliveries (
     id                TEXT PRIMARY KEY,
@@ -109,8 +125,15 @@ CREATE TABLE deliveries (
     last_error        TEXT,
     created_at        TIMESTAMP NOT NULL,
     updated_at        TIMESTAMP NOT NULL,
-    finished_at       TIMESTAMP
+    finished_at       TIMESTAMP,
+    -- attempts before this one belong to an earlier budget (a redelivery of a dead delivery)
+    retry_base        INTEGER NOT NULL DEFAULT 0,
+    -- why the next attempt happens: scheduled, or manual (redelivery, recovery)
+    next_trigger      TEXT NOT NULL DEFAULT 'scheduled',
+    -- set when retention removed the body; the row keeps its metadata
+    body_purged_at    TIMESTAMP
 );
+CREATE INDEX deliveries_finished ON deliveries (status, finished_at);
 CREATE INDEX deliveries_account ON deliveries (account_id, id);
 CREATE INDEX deliveries_due ON deliveries (next_attempt_at) WHERE status IN ('queued', 'failed');
 CREATE INDEX deliveries_lease ON deliveries (lease_owner);
@@ -130,3 +153,25 @@ CREATE TABLE delivery_attempts (
     trigger           TEXT NOT NULL
 );
 CREATE INDEX delivery_attempts_delivery ON delivery_attempts (delivery_id, attempt_number);
+
+-- Bulk re-queue requests (`POST /endpoints/{id}/recover`), processed durably in pages.
+CREATE TABLE recoveries (
+    id            TEXT PRIMARY KEY,
+    account_id    TEXT NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+    endpoint_id   TEXT NOT NULL REFERENCES endpoints (id) ON DELETE CASCADE,
+    since         TIMESTAMP NOT NULL,
+    until         TIMESTAMP,
+    statuses      TEXT NOT NULL,
+    dry_run       BOOLEAN NOT NULL,
+    state         TEXT NOT NULL,
+    matched       BIGINT NOT NULL DEFAULT 0,
+    requeued      BIGINT NOT NULL DEFAULT 0,
+    cursor        TEXT,
+    lease_owner   TEXT,
+    lease_until   TIMESTAMP,
+    created_at    TIMESTAMP NOT NULL,
+    updated_at    TIMESTAMP NOT NULL,
+    finished_at   TIMESTAMP
+);
+CREATE INDEX recoveries_account ON recoveries (account_id, id);
+CREATE INDEX recoveries_pending ON recoveries (state);

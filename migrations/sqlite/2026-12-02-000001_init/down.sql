@@ -1,8 +1,9 @@
+DROP TABLE recoveries;
 DROP TABLE delivery_attempts;
 DROP TABLE deliveries;
-DROP TABLE endpoints;
 DROP TABLE runs;
 DROP TABLE events;
+DROP TABLE endpoints;
 DROP TABLE snapshots;
 DROP TABLE watches;
 DROP TABLE api_tokens;

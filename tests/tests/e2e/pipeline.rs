@@ -13,26 +13,15 @@ fn page(price: &str) -> String {
 }
 
 async fn endpoint(app: &TestApp, token: &str, url: &str) -> (String, String) {
-    let (status, body) = app
-        .post(
-            "/endpoints",
-            token,
-            json!({"url": url, "description": "test receiver"}),
-        )
-        .await;
+    let (status, body) = app.post("/endpoints", token, json!({"url": url, "description": "test receiver"})).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
-    let secret = body["secret"]
-        .as_str()
-        .expect("secret shown at creation")
-        .to_owned();
+    let secret = body["secret"].as_str().expect("secret shown at creation").to_owned();
     assert!(secret.starts_with("whsec_"));
     (body["id"].as_str().expect("id").to_owned(), secret)
 }
 
 async fn check(app: &TestApp, token: &str, watch_id: &str) -> Value {
-    let (status, run) = app
-        .post(&format!("/watches/{watch_id}/check"), token, json!({}))
-        .await;
+    let (status, run) = app.post(&format!("/watches/{watch_id}/check"), token, json!({})).await;
     assert_eq!(status, StatusCode::OK, "{run}");
     run
 }
@@ -48,19 +37,11 @@ pub async fn a_change_is_delivered_once_and_signed(backend: Backend) {
     let receiver = Receiver::start(200).await;
     let (endpoint_id, secret) = endpoint(&app, &token, &receiver.url).await;
 
-    let watch = app
-        .watch_with_baseline(
-            &token,
-            json!({"url": site.url, "name": "Widget price", "selector": "#price"}),
-        )
-        .await;
+    let watch =
+        app.watch_with_baseline(&token, json!({"url": site.url, "name": "Widget price", "selector": "#price"})).await;
     let watch_id = watch["id"].as_str().expect("id");
     let runs = app.ok(&format!("/watches/{watch_id}/runs"), &token).await;
-    assert_eq!(
-        items(&runs)[0]["outcome"],
-        "baseline",
-        "the first check records a baseline"
-    );
+    assert_eq!(items(&runs)[0]["outcome"], "baseline", "the first check records a baseline");
     assert_eq!(items(&runs)[0]["http_status"], 200);
 
     // Unchanged page: nothing is raised.
@@ -76,21 +57,13 @@ pub async fn a_change_is_delivered_once_and_signed(backend: Backend) {
     site.set(&page("12 EUR"));
     let run = check(&app, &token, watch_id).await;
     assert_eq!(run["outcome"], "changed", "{run}");
-    let event_id = run["event_id"]
-        .as_str()
-        .expect("a change raises an event")
-        .to_owned();
+    let event_id = run["event_id"].as_str().expect("a change raises an event").to_owned();
 
     let received = receiver.wait_for(1).await;
     assert_eq!(received.len(), 1);
     let hook = &received[0];
-    hook.verify(&secret)
-        .expect("the signature verifies with the endpoint's secret");
-    assert!(
-        hook.verify("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
-            .is_err(),
-        "another secret does not verify"
-    );
+    hook.verify(&secret).expect("the signature verifies with the endpoint's secret");
+    assert!(hook.verify("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").is_err(), "another secret does not verify");
     assert_eq!(hook.header("content-type"), "application/json");
     assert_eq!(hook.header("driftwatch-event-type"), "change.detected");
     assert_eq!(hook.header("driftwatch-attempt"), "1");
@@ -102,28 +75,14 @@ pub async fn a_change_is_delivered_once_and_signed(backend: Backend) {
     assert_eq!(payload["data"]["watch"]["name"], "Widget price");
     assert_eq!(payload["data"]["diff"]["added"], 1);
     assert_eq!(payload["data"]["diff"]["removed"], 1);
-    let unified = payload["data"]["diff"]["unified"]
-        .as_str()
-        .expect("unified diff");
-    assert!(
-        unified.contains("-Price: 10 EUR") && unified.contains("+Price: 12 EUR"),
-        "{unified}"
-    );
-    assert!(
-        !unified.contains("visited"),
-        "text outside the selector is not in the diff: {unified}"
-    );
+    let unified = payload["data"]["diff"]["unified"].as_str().expect("unified diff");
+    assert!(unified.contains("-Price: 10 EUR") && unified.contains("+Price: 12 EUR"), "{unified}");
+    assert!(!unified.contains("visited"), "text outside the selector is not in the diff: {unified}");
 
-    let deliveries = app
-        .ok(&format!("/deliveries?watch_id={watch_id}"), &token)
-        .await;
+    let deliveries = app.ok(&format!("/deliveries?watch_id={watch_id}"), &token).await;
     assert_eq!(items(&deliveries).len(), 1);
     let delivery_id = items(&deliveries)[0]["id"].as_str().expect("id");
-    assert_eq!(
-        hook.header("webhook-id"),
-        delivery_id,
-        "webhook-id is the delivery id"
-    );
+    assert_eq!(hook.header("webhook-id"), delivery_id, "webhook-id is the delivery id");
     assert_eq!(items(&deliveries)[0]["endpoint_id"], endpoint_id.as_str());
 
     let delivery = eventually("the delivery to be marked sent", || async {
@@ -138,25 +97,15 @@ pub async fn a_change_is_delivered_once_and_signed(backend: Backend) {
     assert_eq!(log[0]["trigger"], "scheduled");
     assert_eq!(log[0]["response_snippet"], "receiver says hi");
 
-    let events = app
-        .ok(&format!("/events?watch_id={watch_id}"), &token)
-        .await;
+    let events = app.ok(&format!("/events?watch_id={watch_id}"), &token).await;
     assert_eq!(items(&events).len(), 1);
     assert_eq!(items(&events)[0]["id"], event_id.as_str());
-    assert_eq!(
-        items(&events)[0]["payload"],
-        payload,
-        "the event stores the exact payload delivered"
-    );
+    assert_eq!(items(&events)[0]["payload"], payload, "the event stores the exact payload delivered");
 
     // Checking the changed page again raises nothing more.
     assert_eq!(check(&app, &token, watch_id).await["outcome"], "unchanged");
     let deliveries = app.ok("/deliveries", &token).await;
-    assert_eq!(
-        items(&deliveries).len(),
-        1,
-        "no new delivery for an unchanged page"
-    );
+    assert_eq!(items(&deliveries).len(), 1, "no new delivery for an unchanged page");
     assert_eq!(receiver.received().len(), 1);
 }
 
@@ -170,9 +119,7 @@ pub async fn a_failing_receiver_is_retried_then_dead_lettered(backend: Backend) 
     let site = PageServer::start(&page("1")).await;
     let receiver = Receiver::start(500).await;
     let (_, secret) = endpoint(&app, &token, &receiver.url).await;
-    let watch = app
-        .watch_with_baseline(&token, json!({"url": site.url, "selector": "#price"}))
-        .await;
+    let watch = app.watch_with_baseline(&token, json!({"url": site.url, "selector": "#price"})).await;
     let watch_id = watch["id"].as_str().expect("id");
     site.set(&page("2"));
     assert_eq!(check(&app, &token, watch_id).await["outcome"], "changed");
@@ -188,39 +135,20 @@ pub async fn a_failing_receiver_is_retried_then_dead_lettered(backend: Backend) 
     assert_eq!(delivery["last_status_code"], 500);
     assert!(delivery["finished_at"].is_string() && delivery["next_attempt_at"].is_null());
     let log = delivery["attempt_log"].as_array().expect("attempts");
-    assert_eq!(
-        log.iter()
-            .map(|a| a["attempt_number"].as_i64().unwrap_or(0))
-            .collect::<Vec<_>>(),
-        vec![1, 2, 3]
-    );
-    assert!(
-        log.iter()
-            .all(|a| a["status_code"] == 500 && a["error_kind"] == "http"),
-        "{log:?}"
-    );
+    assert_eq!(log.iter().map(|a| a["attempt_number"].as_i64().unwrap_or(0)).collect::<Vec<_>>(), vec![1, 2, 3]);
+    assert!(log.iter().all(|a| a["status_code"] == 500 && a["error_kind"] == "http"), "{log:?}");
 
     let received = receiver.wait_for(3).await;
     assert_eq!(received.len(), 3);
     for (i, hook) in received.iter().enumerate() {
         hook.verify(&secret).expect("every attempt is signed");
-        assert_eq!(
-            hook.header("webhook-id"),
-            delivery_id,
-            "the webhook-id never changes"
-        );
-        assert_eq!(
-            hook.body, received[0].body,
-            "the body is byte-identical on every attempt"
-        );
+        assert_eq!(hook.header("webhook-id"), delivery_id, "the webhook-id never changes");
+        assert_eq!(hook.body, received[0].body, "the body is byte-identical on every attempt");
         assert_eq!(hook.header("driftwatch-attempt"), (i + 1).to_string());
     }
     let dead = app.ok("/deliveries?status=dead", &token).await;
     assert_eq!(items(&dead).len(), 1);
-    assert_eq!(
-        items(&app.ok("/deliveries?status=sent", &token).await).len(),
-        0
-    );
+    assert_eq!(items(&app.ok("/deliveries?status=sent", &token).await).len(), 0);
 }
 
 pub async fn a_failing_page_is_a_failed_run_not_a_change(backend: Backend) {
@@ -229,9 +157,7 @@ pub async fn a_failing_page_is_a_failed_run_not_a_change(backend: Backend) {
     let site = PageServer::start(&page("1")).await;
     let receiver = Receiver::start(200).await;
     endpoint(&app, &token, &receiver.url).await;
-    let watch = app
-        .watch_with_baseline(&token, json!({"url": site.url, "selector": "#price"}))
-        .await;
+    let watch = app.watch_with_baseline(&token, json!({"url": site.url, "selector": "#price"})).await;
     let watch_id = watch["id"].as_str().expect("id");
 
     site.set_status(500);
@@ -239,92 +165,50 @@ pub async fn a_failing_page_is_a_failed_run_not_a_change(backend: Backend) {
     assert_eq!(run["outcome"], "failed");
     assert_eq!(run["http_status"], 500);
     assert_eq!(run["error"], "HTTP 500");
-    assert_eq!(
-        app.ok(&format!("/watches/{watch_id}"), &token).await["consecutive_failures"],
-        1
-    );
+    assert_eq!(app.ok(&format!("/watches/{watch_id}"), &token).await["consecutive_failures"], 1);
 
     site.set_status(200);
     site.set("<html><body><p>no price here</p></body></html>");
     let run = check(&app, &token, watch_id).await;
     assert_eq!(run["outcome"], "failed");
-    assert!(
-        run["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("matched nothing")),
-        "{run}"
-    );
-    assert_eq!(
-        app.ok(&format!("/watches/{watch_id}"), &token).await["consecutive_failures"],
-        2
-    );
+    assert!(run["error"].as_str().is_some_and(|e| e.contains("matched nothing")), "{run}");
+    assert_eq!(app.ok(&format!("/watches/{watch_id}"), &token).await["consecutive_failures"], 2);
 
     // Back to the original content: not a change, and the failure streak resets.
     site.set(&page("1"));
     assert_eq!(check(&app, &token, watch_id).await["outcome"], "unchanged");
-    assert_eq!(
-        app.ok(&format!("/watches/{watch_id}"), &token).await["consecutive_failures"],
-        0
-    );
-    assert!(
-        items(&app.ok("/events", &token).await).is_empty(),
-        "failures raise no change event"
-    );
+    assert_eq!(app.ok(&format!("/watches/{watch_id}"), &token).await["consecutive_failures"], 0);
+    assert!(items(&app.ok("/events", &token).await).is_empty(), "failures raise no change event");
     assert!(items(&app.ok("/deliveries", &token).await).is_empty());
     let runs = app.ok(&format!("/watches/{watch_id}/runs"), &token).await;
-    let outcomes: Vec<&str> = items(&runs)
-        .iter()
-        .map(|r| r["outcome"].as_str().unwrap_or(""))
-        .collect();
-    assert_eq!(
-        outcomes,
-        vec!["unchanged", "failed", "failed", "baseline"],
-        "every run is recorded, newest first"
-    );
+    let outcomes: Vec<&str> = items(&runs).iter().map(|r| r["outcome"].as_str().unwrap_or("")).collect();
+    assert_eq!(outcomes, vec!["unchanged", "failed", "failed", "baseline"], "every run is recorded, newest first");
 }
 
 pub async fn each_endpoint_of_the_owner_gets_one_delivery(backend: Backend) {
     let app = TestApp::start(backend).await;
     let (alice, bob) = (app.account("alice").await, app.account("bob").await);
     let site = PageServer::start(&page("1")).await;
-    let (first, second, bobs) = (
-        Receiver::start(200).await,
-        Receiver::start(204).await,
-        Receiver::start(200).await,
-    );
+    let (first, second, bobs) = (Receiver::start(200).await, Receiver::start(204).await, Receiver::start(200).await);
     let (_, first_secret) = endpoint(&app, &alice, &first.url).await;
     let (_, second_secret) = endpoint(&app, &alice, &second.url).await;
     endpoint(&app, &bob, &bobs.url).await;
 
-    let watch = app
-        .watch_with_baseline(&alice, json!({"url": site.url}))
-        .await;
+    let watch = app.watch_with_baseline(&alice, json!({"url": site.url})).await;
     site.set(&page("2"));
-    assert_eq!(
-        check(&app, &alice, watch["id"].as_str().expect("id")).await["outcome"],
-        "changed"
-    );
+    assert_eq!(check(&app, &alice, watch["id"].as_str().expect("id")).await["outcome"], "changed");
 
     let a = first.wait_for(1).await;
     let b = second.wait_for(1).await;
-    a[0].verify(&first_secret)
-        .expect("signed with the first endpoint's secret");
-    b[0].verify(&second_secret)
-        .expect("signed with the second endpoint's secret");
-    assert_ne!(
-        a[0].header("webhook-id"),
-        b[0].header("webhook-id"),
-        "one delivery per endpoint"
-    );
+    a[0].verify(&first_secret).expect("signed with the first endpoint's secret");
+    b[0].verify(&second_secret).expect("signed with the second endpoint's secret");
+    assert_ne!(a[0].header("webhook-id"), b[0].header("webhook-id"), "one delivery per endpoint");
     assert_eq!(a[0].body, b[0].body, "the same event body");
     eventually("both deliveries sent", || async {
         let sent = app.ok("/deliveries?status=sent", &alice).await;
         (items(&sent).len() == 2).then_some(())
     })
     .await;
-    assert!(
-        bobs.received().is_empty(),
-        "another owner's endpoint gets nothing"
-    );
+    assert!(bobs.received().is_empty(), "another owner's endpoint gets nothing");
     assert!(items(&app.ok("/deliveries", &bob).await).is_empty());
 }

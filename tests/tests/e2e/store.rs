@@ -6,9 +6,8 @@ use std::sync::Arc;
 use chrono::TimeDelta;
 use driftwatch_core::{Clock as _, IdKind, RunOutcome, SystemClock, WatchState, new_id};
 use driftwatch_store::checks::{self, CheckResult};
-use driftwatch_store::{
-    Endpoint, Event, PoolOptions, Run, Store, Watch, accounts, deliveries, endpoints, watches,
-};
+use driftwatch_store::outbox::NewEvent;
+use driftwatch_store::{Endpoint, Event, PoolOptions, Run, Store, Watch, accounts, deliveries, endpoints, watches};
 
 use crate::support::{Backend, TestDb};
 
@@ -16,14 +15,7 @@ const DELIVERIES: usize = 120;
 
 pub async fn concurrent_claims_never_overlap(backend: Backend) {
     let db = TestDb::new(backend);
-    let store = Store::open(
-        &db.url,
-        &PoolOptions {
-            max_size: 6,
-            ..PoolOptions::default()
-        },
-    )
-    .expect("open");
+    let store = Store::open(&db.url, &PoolOptions { max_size: 6, ..PoolOptions::default() }).expect("open");
     store.migrate().await.expect("migrate");
     let now = SystemClock.now().naive_utc();
 
@@ -44,6 +36,16 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
                         enabled: true,
                         created_at: now,
                         updated_at: now,
+                        previous_secret: None,
+                        previous_secret_expires_at: None,
+                        retry_schedule: None,
+                        max_attempts: None,
+                        rate_limit_per_second: None,
+                        max_in_flight: None,
+                        consecutive_failures: 0,
+                        failing_since: None,
+                        circuit_open_until: None,
+                        disabled_reason: None,
                     },
                 )?;
             }
@@ -83,17 +85,21 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
                     event_id: Some(event_id.clone()),
                 },
                 snapshot: None,
-                event: Some(Event {
-                    id: event_id,
-                    account_id: account.id,
-                    watch_id: watch.id.clone(),
-                    event_type: "change.detected".into(),
-                    previous_snapshot_id: None,
-                    snapshot_id: None,
-                    added: 1,
-                    removed: 0,
-                    payload: "{}".into(),
-                    created_at: now,
+                event: Some(NewEvent {
+                    slack_body: String::new(),
+                    event: Event {
+                        id: event_id,
+                        account_id: account.id,
+                        watch_id: Some(watch.id.clone()),
+                        endpoint_id: None,
+                        event_type: "change.detected".into(),
+                        previous_snapshot_id: None,
+                        snapshot_id: None,
+                        added: 1,
+                        removed: 0,
+                        payload: "{}".into(),
+                        created_at: now,
+                    },
                 }),
                 max_attempts: 3,
                 consecutive_failures: 0,
@@ -104,18 +110,9 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
             // The write released the lease: a second write under it is refused and changes nothing.
             let again = checks::record(
                 c,
-                &CheckResult {
-                    run: Run {
-                        id: new_id(IdKind::Run),
-                        ..result.run.clone()
-                    },
-                    ..result.clone()
-                },
+                &CheckResult { run: Run { id: new_id(IdKind::Run), ..result.run.clone() }, ..result.clone() },
             );
-            assert!(
-                matches!(again, Err(driftwatch_store::StoreError::LeaseLost)),
-                "{again:?}"
-            );
+            assert!(matches!(again, Err(driftwatch_store::StoreError::LeaseLost)), "{again:?}");
             Ok(queued)
         })
         .await
@@ -123,9 +120,7 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
     assert_eq!(queued, DELIVERIES, "one delivery per enabled endpoint");
 
     // The watch is not due again for an hour, and its lease was released with the write.
-    let due = store
-        .run(move |c| watches::claim_due(c, "other", now, now + TimeDelta::minutes(1), 10))
-        .await;
+    let due = store.run(move |c| watches::claim_due(c, "other", now, now + TimeDelta::minutes(1), 10)).await;
     assert!(due.expect("claim").is_empty());
 
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -137,9 +132,7 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
                 let owner = format!("claimer-{n}-{}", new_id(IdKind::Run));
                 let now = SystemClock.now().naive_utc();
                 let jobs = store
-                    .run(move |c| {
-                        deliveries::claim_due(c, &owner, now, now + TimeDelta::minutes(5), 7)
-                    })
+                    .run(move |c| deliveries::claim_due(c, &owner, now, now + TimeDelta::minutes(5), 7, &[]))
                     .await
                     .expect("claim");
                 if jobs.is_empty() {
@@ -147,17 +140,12 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
                 }
                 for job in &jobs {
                     assert_eq!(
-                        job.delivery
-                            .lease_owner
-                            .as_deref()
-                            .map(|o| o.starts_with(&format!("claimer-{n}-"))),
+                        job.delivery.lease_owner.as_deref().map(|o| o.starts_with(&format!("claimer-{n}-"))),
                         Some(true)
                     );
                     assert_eq!(job.body, b"{}", "the stored body comes with the claim");
                 }
-                seen.lock()
-                    .expect("lock")
-                    .extend(jobs.into_iter().map(|j| j.delivery.id));
+                seen.lock().expect("lock").extend(jobs.into_iter().map(|j| j.delivery.id));
             }
         }));
     }
@@ -166,10 +154,6 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
     }
     let seen = seen.lock().expect("lock").clone();
     let unique: HashSet<&String> = seen.iter().collect();
-    assert_eq!(
-        seen.len(),
-        DELIVERIES,
-        "every delivery claimed exactly once"
-    );
+    assert_eq!(seen.len(), DELIVERIES, "every delivery claimed exactly once");
     assert_eq!(unique.len(), DELIVERIES, "no delivery claimed twice");
 }

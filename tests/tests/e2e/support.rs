@@ -37,31 +37,18 @@ impl TestDb {
         match backend {
             Backend::Sqlite => {
                 let url = format!("sqlite://{}", dir.path().join("driftwatch.db").display());
-                TestDb {
-                    url,
-                    _dir: dir,
-                    postgres: None,
-                }
+                TestDb { url, _dir: dir, postgres: None }
             }
             Backend::Postgres => {
                 let admin = std::env::var("DRIFTWATCH_TEST_POSTGRES_URL")
                     .expect("DRIFTWATCH_TEST_POSTGRES_URL must be set for the PostgreSQL half");
-                let name = format!(
-                    "dw_test_{}",
-                    driftwatch_core::new_id(driftwatch_core::IdKind::Run).replace("run_", "")
-                );
-                let mut conn =
-                    diesel::PgConnection::establish(&admin).expect("connect to the admin database");
-                diesel::sql_query(format!("CREATE DATABASE {name}"))
-                    .execute(&mut conn)
-                    .expect("create database");
+                let name =
+                    format!("dw_test_{}", driftwatch_core::new_id(driftwatch_core::IdKind::Run).replace("run_", ""));
+                let mut conn = diesel::PgConnection::establish(&admin).expect("connect to the admin database");
+                diesel::sql_query(format!("CREATE DATABASE {name}")).execute(&mut conn).expect("create database");
                 let mut url = url::Url::parse(&admin).expect("postgres URL");
                 url.set_path(&format!("/{name}"));
-                TestDb {
-                    url: url.to_string(),
-                    _dir: dir,
-                    postgres: Some((admin, name)),
-                }
+                TestDb { url: url.to_string(), _dir: dir, postgres: Some((admin, name)) }
             }
         }
     }
@@ -71,8 +58,7 @@ impl Drop for TestDb {
     fn drop(&mut self) {
         if let Some((admin, name)) = &self.postgres {
             if let Ok(mut conn) = diesel::PgConnection::establish(admin) {
-                let _ = diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                    .execute(&mut conn);
+                let _ = diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut conn);
             }
         }
     }
@@ -110,22 +96,9 @@ impl TestApp {
         let db = TestDb::new(backend);
         let mut settings = test_settings(&db);
         tweak(&mut settings);
-        let app = App::start(
-            &settings,
-            Roles {
-                web: true,
-                background: true,
-            },
-        )
-        .await
-        .expect("app starts");
+        let app = App::start(&settings, Roles { web: true, background: true }).await.expect("app starts");
         let addr = app.addr.expect("web role listens");
-        TestApp {
-            base: format!("http://{addr}/api/v1"),
-            http: reqwest::Client::new(),
-            app: Some(app),
-            _db: db,
-        }
+        TestApp { base: format!("http://{addr}/api/v1"), http: reqwest::Client::new(), app: Some(app), _db: db }
     }
 
     /// Creates an account and a token for it, as `driftwatch account create` and
@@ -137,8 +110,7 @@ impl TestApp {
         store
             .run(move |c| {
                 let account = accounts::create_account(c, &name, now)?;
-                accounts::create_token(c, &account.id, "test", "read write", now)
-                    .map(|(_, token)| token)
+                accounts::create_token(c, &account.id, "test", "read write", now).map(|(_, token)| token)
             })
             .await
             .expect("account and token")
@@ -151,27 +123,20 @@ impl TestApp {
         token: &str,
         body: Option<Value>,
     ) -> (StatusCode, Value) {
-        let mut request = self
-            .http
-            .request(method, format!("{}{path}", self.base))
-            .bearer_auth(token);
+        let mut request = self.http.request(method, format!("{}{path}", self.base)).bearer_auth(token);
         if let Some(body) = body {
             request = request.json(&body);
         }
         let response = request.send().await.expect("request");
         let status = StatusCode::from_u16(response.status().as_u16()).expect("status");
-        let problem = response.headers().get("content-type").is_some_and(|v| {
-            v.to_str()
-                .unwrap_or("")
-                .starts_with("application/problem+json")
-        });
+        let problem = response
+            .headers()
+            .get("content-type")
+            .is_some_and(|v| v.to_str().unwrap_or("").starts_with("application/problem+json"));
         let text = response.text().await.expect("body");
         let value: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
         if !status.is_success() {
-            assert!(
-                problem,
-                "an error must be application/problem+json: {status} {value}"
-            );
+            assert!(problem, "an error must be application/problem+json: {status} {value}");
             assert_eq!(value["status"], status.as_u16(), "problem status matches");
         }
         (status, value)
@@ -182,8 +147,7 @@ impl TestApp {
     }
 
     pub async fn post(&self, path: &str, token: &str, body: Value) -> (StatusCode, Value) {
-        self.call(reqwest::Method::POST, path, token, Some(body))
-            .await
+        self.call(reqwest::Method::POST, path, token, Some(body)).await
     }
 
     /// GET that must succeed.
@@ -229,10 +193,7 @@ where
         if let Some(value) = probe().await {
             return value;
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
+        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -262,10 +223,7 @@ impl PageServer {
             }),
         );
         let addr = serve(app).await;
-        PageServer {
-            url: format!("http://{addr}/page"),
-            state,
-        }
+        PageServer { url: format!("http://{addr}/page"), state }
     }
 
     pub fn set(&self, html: &str) {
@@ -338,20 +296,12 @@ impl Receiver {
                     };
                     tx.send_replace(n);
                     let code = *s.lock().expect("lock");
-                    (
-                        StatusCode::from_u16(code).expect("status"),
-                        "receiver says hi",
-                    )
+                    (StatusCode::from_u16(code).expect("status"), "receiver says hi")
                 }
             }),
         );
         let addr = serve(app).await;
-        Receiver {
-            url: format!("http://{addr}/hook"),
-            status,
-            received,
-            count,
-        }
+        Receiver { url: format!("http://{addr}/hook"), status, received, count }
     }
 
     #[allow(dead_code)] // for scenarios where a receiver recovers
@@ -368,21 +318,14 @@ impl Receiver {
         let mut count = self.count.clone();
         tokio::time::timeout(Duration::from_secs(15), count.wait_for(|c| *c >= n))
             .await
-            .unwrap_or_else(|_| {
-                panic!(
-                    "timed out waiting for {n} webhooks; got {}",
-                    self.received().len()
-                )
-            })
+            .unwrap_or_else(|_| panic!("timed out waiting for {n} webhooks; got {}", self.received().len()))
             .expect("receiver alive");
         self.received()
     }
 }
 
 async fn serve(app: axum::Router) -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;

@@ -1,7 +1,9 @@
-//! `/deliveries`: the outbox, with every attempt.
+//! `/deliveries` and `/dlq`: the outbox, every attempt, redelivery.
 
 use axum::extract::{Path, State};
+use chrono::{DateTime, NaiveDateTime};
 use driftwatch_core::DeliveryStatus;
+use driftwatch_delivery::RedeliverError;
 use driftwatch_store::deliveries::{self, DeliveryFilter};
 use serde::Deserialize;
 
@@ -19,8 +21,21 @@ pub struct DeliveryParams {
     status: Option<String>,
     endpoint_id: Option<String>,
     watch_id: Option<String>,
+    since: Option<String>,
+    until: Option<String>,
     limit: Option<i64>,
     cursor: Option<String>,
+}
+
+/// An RFC 3339 time from a query parameter.
+pub(super) fn parse_time(field: &str, value: Option<&str>) -> Result<Option<NaiveDateTime>, ApiError> {
+    value
+        .map(|v| {
+            DateTime::parse_from_rfc3339(v)
+                .map(|t| t.naive_utc())
+                .map_err(|_| ApiError::invalid(field, "must be an RFC 3339 time such as 2026-12-02T12:00:00Z"))
+        })
+        .transpose()
 }
 
 pub async fn list(
@@ -38,17 +53,60 @@ pub async fn list(
         status,
         endpoint_id: params.endpoint_id,
         watch_id: params.watch_id,
+        since: parse_time("since", params.since.as_deref())?,
+        until: parse_time("until", params.until.as_deref())?,
     };
-    let (page, limit) = PageParams {
-        limit: params.limit,
-        cursor: params.cursor,
-    }
-    .to_page()?;
-    let rows = state
-        .store
-        .run(move |c| deliveries::list_deliveries(c, &caller.account_id, &filter, &page))
-        .await?;
+    let (page, limit) = PageParams { limit: params.limit, cursor: params.cursor }.to_page()?;
+    let rows = state.store.run(move |c| deliveries::list_deliveries(c, &caller.account_id, &filter, &page)).await?;
     Ok(axum::Json(page_of(rows, limit, |d| &d.id)))
+}
+
+/// Query of `GET /dlq`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DlqParams {
+    since: Option<String>,
+    endpoint_id: Option<String>,
+    limit: Option<i64>,
+    cursor: Option<String>,
+}
+
+/// The dead-letter queue: dead deliveries, newest first, each with its last attempt.
+pub async fn dlq(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(params): Query<DlqParams>,
+) -> Result<axum::Json<List<views::Delivery>>, ApiError> {
+    let filter = DeliveryFilter {
+        status: Some(DeliveryStatus::Dead),
+        endpoint_id: params.endpoint_id,
+        since: parse_time("since", params.since.as_deref())?,
+        ..DeliveryFilter::default()
+    };
+    let (page, limit) = PageParams { limit: params.limit, cursor: params.cursor }.to_page()?;
+    let (mut rows, last) = state
+        .store
+        .run(move |c| {
+            let rows = deliveries::list_deliveries(c, &caller.account_id, &filter, &page)?;
+            let ids: Vec<String> = rows.iter().map(|d| d.id.clone()).collect();
+            Ok((rows, deliveries::last_attempts(c, &ids)?))
+        })
+        .await?;
+    let next_cursor = if rows.len() > limit {
+        rows.truncate(limit);
+        rows.last().map(|d| d.id.clone())
+    } else {
+        None
+    };
+    let mut last = last;
+    let items = rows
+        .into_iter()
+        .map(|d| {
+            let attempt = last.remove(&d.id);
+            views::Delivery::with_last_attempt(d, attempt)
+        })
+        .collect();
+    Ok(axum::Json(List { items, next_cursor }))
 }
 
 pub async fn get(
@@ -59,15 +117,29 @@ pub async fn get(
     let found = state
         .store
         .run(move |c| {
-            let Some(delivery) = deliveries::get_delivery(c, &caller.account_id, &id)? else {
-                return Ok(None);
-            };
+            let Some(delivery) = deliveries::get_delivery(c, &caller.account_id, &id)? else { return Ok(None) };
             let attempts = deliveries::list_attempts(c, &delivery.id)?;
             Ok(Some((delivery, attempts)))
         })
         .await?;
     let (delivery, attempts) = found.ok_or_else(|| ApiError::not_found("no such delivery"))?;
-    Ok(axum::Json(views::Delivery::with_attempts(
-        delivery, attempts,
-    )))
+    Ok(axum::Json(views::Delivery::with_attempts(delivery, attempts)))
+}
+
+/// Sends the delivery again now (same `webhook-id` and body, a manual attempt) and answers
+/// with the delivery and its attempts afterwards.
+pub async fn redeliver(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<axum::Json<views::Delivery>, ApiError> {
+    match state.worker.redeliver(&caller.account_id, &id).await {
+        Ok(Some(delivery)) => {
+            let attempts = state.store.run(move |c| deliveries::list_attempts(c, &id)).await?;
+            Ok(axum::Json(views::Delivery::with_attempts(delivery, attempts)))
+        }
+        Ok(None) => Err(ApiError::not_found("no such delivery")),
+        Err(RedeliverError::Store(e)) => Err(e.into()),
+        Err(e) => Err(ApiError::conflict(e.to_string())),
+    }
 }

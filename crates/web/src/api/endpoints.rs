@@ -1,9 +1,12 @@
-//! `/endpoints`: where events are delivered.
+//! `/endpoints`: where events are delivered, their health, secrets and recoveries.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use driftwatch_core::{EndpointKind, IdKind, new_id, new_webhook_secret};
-use driftwatch_store::endpoints;
+use chrono::{DateTime, TimeDelta, Utc};
+use driftwatch_alert::{EndpointRef, endpoint_payload, slack_message};
+use driftwatch_core::{DeliveryStatus, EndpointKind, EventType, IdKind, RecoveryState, new_id, new_webhook_secret};
+use driftwatch_store::outbox::{self, NewEvent};
+use driftwatch_store::{Event, Recovery, deliveries, endpoints, recoveries};
 use serde::Deserialize;
 
 use super::watches::valid_target;
@@ -21,6 +24,19 @@ pub struct CreateEndpoint {
     url: String,
     description: Option<String>,
     kind: Option<EndpointKind>,
+    retry_schedule: Option<String>,
+    max_attempts: Option<i32>,
+    rate_limit_per_second: Option<i32>,
+    max_in_flight: Option<i32>,
+}
+
+fn in_range(field: &str, value: Option<i32>, range: std::ops::RangeInclusive<i32>) -> Result<Option<i32>, ApiError> {
+    match value {
+        Some(v) if !range.contains(&v) => {
+            Err(ApiError::invalid(field, format!("must be between {} and {}", range.start(), range.end())))
+        }
+        other => Ok(other),
+    }
 }
 
 pub async fn create(
@@ -31,37 +47,45 @@ pub async fn create(
     let url = valid_target(&state, "url", &body.url)?;
     let description = body.description.unwrap_or_default().trim().to_owned();
     if description.chars().count() > 500 {
-        return Err(ApiError::invalid(
-            "description",
-            "longer than 500 characters",
-        ));
+        return Err(ApiError::invalid("description", "longer than 500 characters"));
     }
+    let retry_schedule = match body.retry_schedule.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+        Some(schedule) => {
+            let parsed =
+                driftwatch_delivery::parse_schedule(schedule).map_err(|e| ApiError::invalid("retry_schedule", e))?;
+            if parsed.len() > 20 || parsed.iter().any(|d| *d > std::time::Duration::from_secs(7 * 86_400)) {
+                return Err(ApiError::invalid("retry_schedule", "at most 20 delays of at most 7 days each"));
+            }
+            Some(schedule.to_owned())
+        }
+        None => None,
+    };
     let now = state.clock.now().naive_utc();
     let endpoint = driftwatch_store::Endpoint {
         id: new_id(IdKind::Endpoint),
         account_id: caller.account_id,
-        kind: body
-            .kind
-            .unwrap_or(EndpointKind::Webhook)
-            .as_str()
-            .to_owned(),
+        kind: body.kind.unwrap_or(EndpointKind::Webhook).as_str().to_owned(),
         url,
         description,
         secret: new_webhook_secret(),
         enabled: true,
         created_at: now,
         updated_at: now,
+        previous_secret: None,
+        previous_secret_expires_at: None,
+        retry_schedule,
+        max_attempts: in_range("max_attempts", body.max_attempts, 1..=50)?,
+        rate_limit_per_second: in_range("rate_limit_per_second", body.rate_limit_per_second, 1..=10_000)?,
+        max_in_flight: in_range("max_in_flight", body.max_in_flight, 1..=1_000)?,
+        consecutive_failures: 0,
+        failing_since: None,
+        circuit_open_until: None,
+        disabled_reason: None,
     };
     let stored = endpoint.clone();
-    state
-        .store
-        .run(move |c| endpoints::insert_endpoint(c, &stored))
-        .await?;
-    tracing::info!(endpoint.id = %endpoint.id, account.id = %endpoint.account_id, "endpoint created");
-    Ok((
-        StatusCode::CREATED,
-        axum::Json(views::Endpoint::with_secret(endpoint)),
-    ))
+    state.store.run(move |c| endpoints::insert_endpoint(c, &stored)).await?;
+    tracing::info!(endpoint.id = %endpoint.id, account.id = %endpoint.account_id, kind = %endpoint.kind, "endpoint created");
+    Ok((StatusCode::CREATED, axum::Json(views::Endpoint::with_secret(endpoint))))
 }
 
 pub async fn list(
@@ -70,11 +94,17 @@ pub async fn list(
     Query(params): Query<PageParams>,
 ) -> Result<axum::Json<List<views::Endpoint>>, ApiError> {
     let (page, limit) = params.to_page()?;
-    let rows = state
-        .store
-        .run(move |c| endpoints::list_endpoints(c, &caller.account_id, &page))
-        .await?;
+    let rows = state.store.run(move |c| endpoints::list_endpoints(c, &caller.account_id, &page)).await?;
     Ok(axum::Json(page_of(rows, limit, |e| &e.id)))
+}
+
+async fn find(state: &AppState, caller: &Caller, id: &str) -> Result<driftwatch_store::Endpoint, ApiError> {
+    let (account, id) = (caller.account_id.clone(), id.to_owned());
+    state
+        .store
+        .run(move |c| endpoints::get_endpoint(c, &account, &id))
+        .await?
+        .ok_or_else(|| ApiError::not_found("no such endpoint"))
 }
 
 pub async fn get(
@@ -82,10 +112,167 @@ pub async fn get(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<axum::Json<views::Endpoint>, ApiError> {
+    Ok(axum::Json(find(&state, &caller, &id).await?.into()))
+}
+
+async fn set_enabled(
+    state: AppState,
+    caller: Caller,
+    id: String,
+    enabled: bool,
+) -> Result<axum::Json<views::Endpoint>, ApiError> {
+    let now = state.clock.now().naive_utc();
     let endpoint = state
         .store
-        .run(move |c| endpoints::get_endpoint(c, &caller.account_id, &id))
+        .run(move |c| endpoints::set_enabled(c, &caller.account_id, &id, enabled, now))
         .await?
         .ok_or_else(|| ApiError::not_found("no such endpoint"))?;
+    tracing::info!(endpoint.id = %endpoint.id, enabled, "endpoint switched by request");
+    if enabled {
+        state.worker.wake(); // its waiting deliveries resume
+    }
     Ok(axum::Json(endpoint.into()))
+}
+
+pub async fn enable(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<axum::Json<views::Endpoint>, ApiError> {
+    set_enabled(state, caller, id, true).await
+}
+
+pub async fn disable(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<axum::Json<views::Endpoint>, ApiError> {
+    set_enabled(state, caller, id, false).await
+}
+
+pub async fn rotate_secret(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<axum::Json<views::Endpoint>, ApiError> {
+    let now = state.clock.now().naive_utc();
+    let overlap = TimeDelta::from_std(state.limits.secret_rotation_overlap).unwrap_or(TimeDelta::days(1));
+    let secret = new_webhook_secret();
+    let endpoint = state
+        .store
+        .run(move |c| endpoints::rotate_secret(c, &caller.account_id, &id, &secret, now + overlap, now))
+        .await?
+        .ok_or_else(|| ApiError::not_found("no such endpoint"))?;
+    tracing::info!(endpoint.id = %endpoint.id, "endpoint secret rotated");
+    Ok(axum::Json(views::Endpoint::with_secret(endpoint)))
+}
+
+pub async fn test(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<(StatusCode, axum::Json<views::Delivery>), ApiError> {
+    let endpoint = find(&state, &caller, &id).await?;
+    if !endpoint.enabled {
+        return Err(ApiError::conflict("the endpoint is disabled; enable it first"));
+    }
+    let at = state.clock.now();
+    let event_id = new_id(IdKind::Event);
+    let payload = endpoint_payload(
+        EventType::EndpointTest,
+        &event_id,
+        EndpointRef { id: &endpoint.id, url: &endpoint.url, description: &endpoint.description },
+        None,
+        at,
+    );
+    let new = NewEvent {
+        slack_body: slack_message(&payload),
+        event: Event {
+            id: event_id.clone(),
+            account_id: endpoint.account_id.clone(),
+            watch_id: None,
+            endpoint_id: Some(endpoint.id.clone()),
+            event_type: EventType::EndpointTest.as_str().to_owned(),
+            previous_snapshot_id: None,
+            snapshot_id: None,
+            added: 0,
+            removed: 0,
+            payload,
+            created_at: at.naive_utc(),
+        },
+    };
+    let max_attempts = state.worker.config().retry.max_attempts as i32;
+    let endpoint_id = endpoint.id.clone();
+    let delivery = state
+        .store
+        .run(move |c| outbox::enqueue_for_endpoint(c, &new, &endpoint_id, max_attempts, at.naive_utc()))
+        .await?
+        .ok_or_else(|| ApiError::internal(&"the test delivery was not queued"))?;
+    state.worker.wake();
+    Ok((StatusCode::ACCEPTED, axum::Json(delivery.into())))
+}
+
+/// Body of `POST /endpoints/{id}/recover`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Recover {
+    since: DateTime<Utc>,
+    until: Option<DateTime<Utc>>,
+    statuses: Option<Vec<DeliveryStatus>>,
+    dry_run: Option<bool>,
+}
+
+pub async fn recover(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Json(body): Json<Recover>,
+) -> Result<(StatusCode, axum::Json<views::Recovery>), ApiError> {
+    let endpoint = find(&state, &caller, &id).await?;
+    if body.until.is_some_and(|until| until <= body.since) {
+        return Err(ApiError::invalid("until", "must be after `since`"));
+    }
+    let statuses = body.statuses.unwrap_or_else(|| vec![DeliveryStatus::Failed, DeliveryStatus::Dead]);
+    if statuses.is_empty() || statuses.iter().any(|s| !matches!(s, DeliveryStatus::Failed | DeliveryStatus::Dead)) {
+        return Err(ApiError::invalid("statuses", "only `failed` and `dead` deliveries can be recovered"));
+    }
+    let dry_run = body.dry_run.unwrap_or(false);
+    let now = state.clock.now().naive_utc();
+    let mut recovery = Recovery {
+        id: new_id(IdKind::Recovery),
+        account_id: caller.account_id,
+        endpoint_id: endpoint.id,
+        since: body.since.naive_utc(),
+        until: body.until.map(|u| u.naive_utc()),
+        statuses: statuses.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(","),
+        dry_run,
+        state: RecoveryState::Pending.as_str().to_owned(),
+        matched: 0,
+        requeued: 0,
+        cursor: None,
+        lease_owner: None,
+        lease_until: None,
+        created_at: now,
+        updated_at: now,
+        finished_at: None,
+    };
+    if dry_run {
+        // A dry run only counts: answer with the count at once.
+        let probe = Recovery { dry_run: true, ..recovery.clone() };
+        let matched = state
+            .store
+            .run(move |c| Ok(deliveries::requeue_page(c, &probe, 0, i64::MAX / 2, now)?.len() as i64))
+            .await?;
+        recovery.matched = matched;
+        recovery.state = RecoveryState::Done.as_str().to_owned();
+        recovery.finished_at = Some(now);
+    }
+    let stored = recovery.clone();
+    state.store.run(move |c| recoveries::insert_recovery(c, &stored)).await?;
+    tracing::info!(recovery.id = %recovery.id, endpoint.id = %recovery.endpoint_id, dry_run, "recovery requested");
+    if dry_run {
+        return Ok((StatusCode::OK, axum::Json(recovery.into())));
+    }
+    state.worker.wake_recoveries();
+    Ok((StatusCode::ACCEPTED, axum::Json(recovery.into())))
 }

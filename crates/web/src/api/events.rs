@@ -25,15 +25,8 @@ pub async fn list(
     caller: Caller,
     Query(params): Query<EventParams>,
 ) -> Result<axum::Json<List<views::Event>>, ApiError> {
-    let (page, limit) = PageParams {
-        limit: params.limit,
-        cursor: params.cursor,
-    }
-    .to_page()?;
+    let (page, limit) = PageParams { limit: params.limit, cursor: params.cursor }.to_page()?;
     let watch_id = params.watch_id;
-    let rows = state
-        .store
-        .run(move |c| checks::list_events(c, &caller.account_id, watch_id.as_deref(), &page))
-        .await?;
+    let rows = state.store.run(move |c| checks::list_events(c, &caller.account_id, watch_id.as_deref(), &page)).await?;
     Ok(axum::Json(page_of(rows, limit, |e| &e.id)))
 }

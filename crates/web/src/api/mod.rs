@@ -3,6 +3,7 @@
 mod deliveries;
 mod endpoints;
 mod events;
+mod recoveries;
 mod watches;
 
 use axum::Router;
@@ -23,8 +24,16 @@ pub fn routes() -> Router<AppState> {
         .route("/events", get(events::list))
         .route("/endpoints", post(endpoints::create).get(endpoints::list))
         .route("/endpoints/{id}", get(endpoints::get))
+        .route("/endpoints/{id}/enable", post(endpoints::enable))
+        .route("/endpoints/{id}/disable", post(endpoints::disable))
+        .route("/endpoints/{id}/rotate-secret", post(endpoints::rotate_secret))
+        .route("/endpoints/{id}/test", post(endpoints::test))
+        .route("/endpoints/{id}/recover", post(endpoints::recover))
+        .route("/recoveries/{id}", get(recoveries::get))
         .route("/deliveries", get(deliveries::list))
         .route("/deliveries/{id}", get(deliveries::get))
+        .route("/deliveries/{id}/redeliver", post(deliveries::redeliver))
+        .route("/dlq", get(deliveries::dlq))
 }
 
 /// `limit` and `cursor` of list requests.
@@ -43,18 +52,9 @@ impl PageParams {
     fn to_page(&self) -> Result<(driftwatch_store::Page, usize), ApiError> {
         let limit = self.limit.unwrap_or(DEFAULT_LIMIT);
         if !(1..=MAX_LIMIT).contains(&limit) {
-            return Err(ApiError::invalid(
-                "limit",
-                format!("must be between 1 and {MAX_LIMIT}"),
-            ));
+            return Err(ApiError::invalid("limit", format!("must be between 1 and {MAX_LIMIT}")));
         }
-        Ok((
-            driftwatch_store::Page {
-                after: self.cursor.clone(),
-                limit: limit + 1,
-            },
-            limit as usize,
-        ))
+        Ok((driftwatch_store::Page { after: self.cursor.clone(), limit: limit + 1 }, limit as usize))
     }
 }
 
@@ -69,8 +69,5 @@ where
     } else {
         None
     };
-    List {
-        items: rows.into_iter().map(V::from).collect(),
-        next_cursor,
-    }
+    List { items: rows.into_iter().map(V::from).collect(), next_cursor }
 }

@@ -30,15 +30,10 @@ const MAX_URL: usize = 2048;
 /// Validates a URL that the server will request on the caller's behalf.
 pub(super) fn valid_target(state: &AppState, field: &str, raw: &str) -> Result<String, ApiError> {
     if raw.len() > MAX_URL {
-        return Err(ApiError::invalid(
-            field,
-            format!("longer than {MAX_URL} characters"),
-        ));
+        return Err(ApiError::invalid(field, format!("longer than {MAX_URL} characters")));
     }
-    let url = url::Url::parse(raw.trim())
-        .map_err(|e| ApiError::invalid(field, format!("not a valid URL: {e}")))?;
-    driftwatch_net::check_url(&url, state.policy)
-        .map_err(|e| ApiError::invalid(field, e.to_string()))?;
+    let url = url::Url::parse(raw.trim()).map_err(|e| ApiError::invalid(field, format!("not a valid URL: {e}")))?;
+    driftwatch_net::check_url(&url, state.policy).map_err(|e| ApiError::invalid(field, e.to_string()))?;
     Ok(url.to_string())
 }
 
@@ -48,37 +43,20 @@ pub async fn create(
     Json(body): Json<CreateWatch>,
 ) -> Result<(StatusCode, axum::Json<views::Watch>), ApiError> {
     let url = valid_target(&state, "url", &body.url)?;
-    let name = body
-        .name
-        .map(|n| n.trim().to_owned())
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| url.clone());
+    let name = body.name.map(|n| n.trim().to_owned()).filter(|n| !n.is_empty()).unwrap_or_else(|| url.clone());
     if name.chars().count() > MAX_NAME {
-        return Err(ApiError::invalid(
-            "name",
-            format!("longer than {MAX_NAME} characters"),
-        ));
+        return Err(ApiError::invalid("name", format!("longer than {MAX_NAME} characters")));
     }
-    let selector = body
-        .selector
-        .map(|s| s.trim().to_owned())
-        .filter(|s| !s.is_empty());
+    let selector = body.selector.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
     if let Some(selector) = &selector {
-        driftwatch_scrape::validate_selector(selector)
-            .map_err(|e| ApiError::invalid("selector", e.to_string()))?;
+        driftwatch_scrape::validate_selector(selector).map_err(|e| ApiError::invalid("selector", e.to_string()))?;
     }
     let limits = &state.limits;
-    let interval = body
-        .interval_seconds
-        .unwrap_or(limits.default_interval_seconds);
+    let interval = body.interval_seconds.unwrap_or(limits.default_interval_seconds);
     if !(limits.min_interval_seconds..=366 * 86_400).contains(&interval) {
         return Err(ApiError::invalid(
             "interval_seconds",
-            format!(
-                "must be between {} and {} seconds",
-                limits.min_interval_seconds,
-                366 * 86_400
-            ),
+            format!("must be between {} and {} seconds", limits.min_interval_seconds, 366 * 86_400),
         ));
     }
     let now = state.clock.now().naive_utc();
@@ -100,10 +78,7 @@ pub async fn create(
         updated_at: now,
     };
     let stored = watch.clone();
-    state
-        .store
-        .run(move |c| watches::insert_watch(c, &stored))
-        .await?;
+    state.store.run(move |c| watches::insert_watch(c, &stored)).await?;
     tracing::info!(watch.id = %watch.id, account.id = %watch.account_id, "watch created");
     state.runner.wake();
     Ok((StatusCode::CREATED, axum::Json(watch.into())))
@@ -115,18 +90,11 @@ pub async fn list(
     Query(params): Query<PageParams>,
 ) -> Result<axum::Json<List<views::Watch>>, ApiError> {
     let (page, limit) = params.to_page()?;
-    let rows = state
-        .store
-        .run(move |c| watches::list_watches(c, &caller.account_id, &page))
-        .await?;
+    let rows = state.store.run(move |c| watches::list_watches(c, &caller.account_id, &page)).await?;
     Ok(axum::Json(page_of(rows, limit, |w| &w.id)))
 }
 
-async fn find(
-    state: &AppState,
-    caller: &Caller,
-    id: &str,
-) -> Result<driftwatch_store::Watch, ApiError> {
+async fn find(state: &AppState, caller: &Caller, id: &str) -> Result<driftwatch_store::Watch, ApiError> {
     let (account, id) = (caller.account_id.clone(), id.to_owned());
     state
         .store
@@ -151,9 +119,7 @@ pub async fn check(
     match state.runner.check_now(&caller.account_id, &id).await {
         Ok(Some(run)) => Ok(axum::Json(run.into())),
         Ok(None) => Err(ApiError::not_found("no such watch")),
-        Err(CheckError::Busy) => Err(ApiError::conflict(
-            "a check of this watch is already running; try again shortly",
-        )),
+        Err(CheckError::Busy) => Err(ApiError::conflict("a check of this watch is already running; try again shortly")),
         Err(CheckError::Store(e)) => Err(e.into()),
     }
 }
@@ -166,9 +132,6 @@ pub async fn runs(
 ) -> Result<axum::Json<List<views::Run>>, ApiError> {
     let watch = find(&state, &caller, &id).await?;
     let (page, limit): (Page, usize) = params.to_page()?;
-    let rows = state
-        .store
-        .run(move |c| watches::list_runs(c, &watch.id, &page))
-        .await?;
+    let rows = state.store.run(move |c| watches::list_runs(c, &watch.id, &page)).await?;
     Ok(axum::Json(page_of(rows, limit, |r| &r.id)))
 }

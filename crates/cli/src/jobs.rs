@@ -1,0 +1,49 @@
+//! Periodic jobs (tokio-cron-scheduler): the safety-net sweep and retention.
+
+use anyhow::Context as _;
+use chrono::TimeDelta;
+use driftwatch_core::{Clock as _, SystemClock};
+use driftwatch_delivery::DeliveryWorker;
+use driftwatch_schedule::Runner;
+use driftwatch_store::{Store, deliveries};
+use tokio_cron_scheduler::{Job, JobScheduler};
+
+use crate::Settings;
+
+/// Starts the scheduler with the sweep (wakes both loops, in case a wake-up was missed or work
+/// arrived from another node) and the retention job.
+pub(crate) async fn start(
+    settings: &Settings,
+    store: Store,
+    runner: Runner,
+    worker: DeliveryWorker,
+) -> anyhow::Result<JobScheduler> {
+    let scheduler = JobScheduler::new().await.context("starting the job scheduler")?;
+    let sweep = Job::new_async(settings.sweep_cron.as_str(), move |_, _| {
+        let (runner, worker) = (runner.clone(), worker.clone());
+        Box::pin(async move {
+            runner.wake();
+            worker.wake();
+            worker.wake_recoveries();
+        })
+    })
+    .with_context(|| format!("DRIFTWATCH_SWEEP_CRON `{}`", settings.sweep_cron))?;
+    scheduler.add(sweep).await.context("adding the sweep job")?;
+
+    let ages = [settings.retain_sent.0, settings.retain_dead.0, settings.retain_attempts.0];
+    let retention = Job::new_async(settings.retention_cron.as_str(), move |_, _| {
+        let store = store.clone();
+        Box::pin(async move {
+            let now = SystemClock.now().naive_utc();
+            let [sent, dead, attempts] = ages.map(|age| now - TimeDelta::from_std(age).unwrap_or(TimeDelta::days(30)));
+            match store.run(move |c| deliveries::purge(c, sent, dead, attempts, now)).await {
+                Ok((bodies, attempts)) => tracing::info!(bodies, attempts, "retention purged old data"),
+                Err(e) => tracing::error!(error = %e, "retention failed"),
+            }
+        })
+    })
+    .with_context(|| format!("DRIFTWATCH_RETENTION_CRON `{}`", settings.retention_cron))?;
+    scheduler.add(retention).await.context("adding the retention job")?;
+    scheduler.start().await.context("starting the job scheduler")?;
+    Ok(scheduler)
+}

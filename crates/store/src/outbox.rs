@@ -1,0 +1,94 @@
+//! Recording events and queueing their deliveries.
+
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+use driftwatch_core::{DeliveryStatus, EndpointKind, IdKind, new_id};
+
+use crate::schema::{deliveries, endpoints, events};
+use crate::{DbConn, Event, NewDelivery, StoreResult};
+
+/// An event with its bodies: `event.payload` is POSTed to webhook endpoints, `slack_body` to
+/// Slack ones. Both are rendered before the transaction; the bytes never change afterwards.
+#[derive(Debug, Clone)]
+pub struct NewEvent {
+    /// The event row.
+    pub event: Event,
+    /// The Slack message for the same event.
+    pub slack_body: String,
+}
+
+/// Which endpoints of the event's account receive it.
+#[derive(Debug, Clone, Copy)]
+pub enum Target<'a> {
+    /// Every enabled endpoint.
+    AllEnabled,
+    /// Every enabled endpoint but this one.
+    AllEnabledExcept(&'a str),
+    /// Just this endpoint.
+    One(&'a str),
+}
+
+/// Inserts the event and one queued delivery per target endpoint; returns how many were queued.
+///
+/// Call inside a transaction that has already written (see [`crate::checks::record`]).
+pub fn enqueue(
+    conn: &mut DbConn,
+    new: &NewEvent,
+    target: Target<'_>,
+    default_max_attempts: i32,
+    now: NaiveDateTime,
+) -> StoreResult<usize> {
+    let event = &new.event;
+    diesel::insert_into(events::table).values(event).execute(conn)?;
+    let mut query = endpoints::table
+        .filter(endpoints::account_id.eq(&event.account_id))
+        .select((endpoints::id, endpoints::kind, endpoints::max_attempts))
+        .order(endpoints::id.asc())
+        .into_boxed();
+    query = match target {
+        Target::AllEnabled => query.filter(endpoints::enabled.eq(true)),
+        Target::AllEnabledExcept(id) => query.filter(endpoints::enabled.eq(true)).filter(endpoints::id.ne(id)),
+        Target::One(id) => query.filter(endpoints::id.eq(id)),
+    };
+    let targets: Vec<(String, String, Option<i32>)> = query.load(conn)?;
+    for (endpoint_id, kind, max_attempts) in &targets {
+        let body = if kind == EndpointKind::Slack.as_str() { &new.slack_body } else { &event.payload };
+        let delivery = NewDelivery {
+            id: new_id(IdKind::Delivery),
+            account_id: event.account_id.clone(),
+            event_id: event.id.clone(),
+            endpoint_id: endpoint_id.clone(),
+            watch_id: event.watch_id.clone(),
+            event_type: event.event_type.clone(),
+            body: body.as_bytes().to_vec(),
+            status: DeliveryStatus::Queued.as_str().to_owned(),
+            attempts: 0,
+            max_attempts: max_attempts.unwrap_or(default_max_attempts).max(1),
+            next_attempt_at: now,
+            created_at: now,
+            updated_at: now,
+        };
+        diesel::insert_into(deliveries::table).values(&delivery).execute(conn)?;
+    }
+    Ok(targets.len())
+}
+
+/// Records `new` and queues it for the one endpoint `endpoint_id`, in a transaction; returns
+/// the delivery (for test events sent on request).
+pub fn enqueue_for_endpoint(
+    conn: &mut DbConn,
+    new: &NewEvent,
+    endpoint_id: &str,
+    default_max_attempts: i32,
+    now: NaiveDateTime,
+) -> StoreResult<Option<crate::Delivery>> {
+    conn.transaction(|conn| {
+        enqueue(conn, new, Target::One(endpoint_id), default_max_attempts, now)?;
+        Ok(deliveries::table
+            .filter(deliveries::event_id.eq(&new.event.id))
+            .filter(deliveries::endpoint_id.eq(endpoint_id))
+            .select(crate::Delivery::as_select())
+            .first(conn)
+            .optional()?)
+    })
+}
