@@ -18,7 +18,7 @@ use driftwatch_store::{PoolOptions, Store};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-pub use settings::Settings;
+pub use settings::{HumanDuration, Settings};
 
 /// Which parts of the application a process runs.
 #[derive(Debug, Clone, Copy)]

@@ -6,6 +6,7 @@
 mod support;
 
 mod api;
+mod delivery;
 mod pipeline;
 mod store;
 
@@ -43,4 +44,16 @@ on_both_backends!(
     api::lists_page_with_a_cursor,
     api::private_targets_are_refused_unless_allowed,
     store::concurrent_claims_never_overlap,
+    delivery::retries_follow_the_schedule_then_dead_letter,
+    delivery::a_recovering_endpoint_succeeds_on_retry,
+    delivery::redelivery_resends_the_same_bytes,
+    delivery::gone_disables_the_endpoint,
+    delivery::retry_after_is_honoured,
+    delivery::a_hanging_receiver_times_out,
+    delivery::the_circuit_opens_holds_and_closes,
+    delivery::rotation_signs_with_both_secrets,
+    delivery::recover_requeues_exactly_the_matching_set,
+    delivery::slack_endpoints_get_slack_messages,
+    delivery::per_endpoint_settings_are_validated_and_used,
+    delivery::retention_purges_bodies_but_keeps_rows,
 );

@@ -240,6 +240,7 @@ impl PageServer {
 pub struct Received {
     pub headers: HashMap<String, String>,
     pub body: Bytes,
+    pub at: std::time::Instant,
 }
 
 impl Received {
@@ -265,17 +266,25 @@ impl Received {
     }
 }
 
+/// How the receiver answers, set on cue.
+#[derive(Debug, Clone)]
+struct Answer {
+    status: u16,
+    retry_after: Option<String>,
+    delay: Duration,
+}
+
 /// A webhook receiver that records every request and answers with a status set on cue.
 pub struct Receiver {
     pub url: String,
-    status: Arc<Mutex<u16>>,
+    status: Arc<Mutex<Answer>>,
     received: Arc<Mutex<Vec<Received>>>,
     count: watch::Receiver<usize>,
 }
 
 impl Receiver {
     pub async fn start(status: u16) -> Receiver {
-        let status = Arc::new(Mutex::new(status));
+        let status = Arc::new(Mutex::new(Answer { status, retry_after: None, delay: Duration::ZERO }));
         let received = Arc::new(Mutex::new(Vec::new()));
         let (tx, count) = watch::channel(0usize);
         let tx = Arc::new(tx);
@@ -289,14 +298,25 @@ impl Receiver {
                         .iter()
                         .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
                         .collect();
+                    // Decide the answer before anyone can see this request arrived.
+                    let answer = s.lock().expect("lock").clone();
                     let n = {
                         let mut all = r.lock().expect("lock");
-                        all.push(Received { headers, body });
+                        all.push(Received { headers, body, at: std::time::Instant::now() });
                         all.len()
                     };
                     tx.send_replace(n);
-                    let code = *s.lock().expect("lock");
-                    (StatusCode::from_u16(code).expect("status"), "receiver says hi")
+                    if !answer.delay.is_zero() {
+                        tokio::time::sleep(answer.delay).await;
+                    }
+                    let mut response = axum::response::IntoResponse::into_response((
+                        StatusCode::from_u16(answer.status).expect("status"),
+                        "receiver says hi",
+                    ));
+                    if let Some(value) = answer.retry_after {
+                        response.headers_mut().insert("retry-after", value.parse().expect("header value"));
+                    }
+                    response
                 }
             }),
         );
@@ -304,9 +324,18 @@ impl Receiver {
         Receiver { url: format!("http://{addr}/hook"), status, received, count }
     }
 
-    #[allow(dead_code)] // for scenarios where a receiver recovers
     pub fn set_status(&self, status: u16) {
-        *self.status.lock().expect("lock") = status;
+        self.status.lock().expect("lock").status = status;
+    }
+
+    /// Sends `Retry-After: value` with every answer (or none).
+    pub fn set_retry_after(&self, value: Option<&str>) {
+        self.status.lock().expect("lock").retry_after = value.map(str::to_owned);
+    }
+
+    /// Answers only after `delay` (a slow or hanging receiver).
+    pub fn set_delay(&self, delay: Duration) {
+        self.status.lock().expect("lock").delay = delay;
     }
 
     pub fn received(&self) -> Vec<Received> {
