@@ -416,3 +416,12 @@ pub fn purge(
         .execute(conn)?;
     Ok((purged, attempts))
 }
+
+/// The account's deliveries counted by status.
+pub fn count_by_status(conn: &mut DbConn, account_id: &str) -> StoreResult<Vec<(String, i64)>> {
+    Ok(deliveries::table
+        .filter(deliveries::account_id.eq(account_id))
+        .group_by(deliveries::status)
+        .select((deliveries::status, diesel::dsl::count_star()))
+        .load(conn)?)
+}

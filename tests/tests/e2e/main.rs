@@ -8,6 +8,7 @@ mod support;
 mod api;
 mod delivery;
 mod pipeline;
+mod scale;
 mod store;
 
 /// Declares each scenario `async fn name(backend: Backend)` as a test on SQLite and, when
@@ -44,6 +45,7 @@ on_both_backends!(
     api::lists_page_with_a_cursor,
     api::private_targets_are_refused_unless_allowed,
     store::concurrent_claims_never_overlap,
+    scale::three_workers_send_each_delivery_once,
     delivery::retries_follow_the_schedule_then_dead_letter,
     delivery::a_recovering_endpoint_succeeds_on_retry,
     delivery::redelivery_resends_the_same_bytes,
