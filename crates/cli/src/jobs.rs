@@ -36,7 +36,7 @@ pub(crate) async fn start(
         Box::pin(async move {
             let now = SystemClock.now().naive_utc();
             let [sent, dead, attempts] = ages.map(|age| now - TimeDelta::from_std(age).unwrap_or(TimeDelta::days(30)));
-            match store.run(move |c| deliveries::purge(c, sent, dead, attempts, now)).await {
+            match store.write(move |c| deliveries::purge(c, sent, dead, attempts, now)).await {
                 Ok((bodies, attempts)) => tracing::info!(bodies, attempts, "retention purged old data"),
                 Err(e) => tracing::error!(error = %e, "retention failed"),
             }

@@ -29,6 +29,9 @@ enum Command {
     /// Manage API tokens.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Measure the pipeline against a local receiver.
+    #[command(subcommand)]
+    Bench(BenchCommand),
     /// Verify a webhook as a receiver would: exit 0 when the signature is valid.
     ///
     /// The body is read from standard input; headers are given as `--header 'name: value'`.
@@ -42,6 +45,25 @@ enum Command {
         /// Accepted clock skew, in seconds.
         #[arg(long, default_value_t = 300)]
         tolerance: i64,
+    },
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Durable delivery rate and enqueue-to-2xx latency, next to the raw HTTP rate.
+    Delivery {
+        /// Deliveries to send.
+        #[arg(long, default_value_t = 20_000)]
+        count: usize,
+        /// Requests in flight at once.
+        #[arg(long, default_value_t = 64)]
+        concurrency: usize,
+        /// Deliveries enqueued per transaction.
+        #[arg(long, default_value_t = 100)]
+        batch: usize,
+        /// An empty database to use (default: a temporary SQLite file).
+        #[arg(long)]
+        database_url: Option<String>,
     },
 }
 
@@ -122,6 +144,17 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Verify { secret, headers, tolerance } => verify(&secret, &headers, tolerance),
+        Command::Bench(BenchCommand::Delivery { count, concurrency, batch, database_url }) => {
+            let report = driftwatch_bench::delivery(&driftwatch_bench::DeliveryBench {
+                count,
+                concurrency,
+                database_url,
+                batch,
+            })
+            .await?;
+            println!("{report}");
+            Ok(())
+        }
     }
 }
 

@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use chrono::{NaiveDateTime, TimeDelta};
 use driftwatch_core::{AttemptTrigger, Clock, DeliveryStatus, EventType, IdKind, new_id};
-use driftwatch_store::deliveries::{self, Completion, Health, Job};
+use driftwatch_store::deliveries::{self, AttemptRecord, Completion, Health, Job};
 use driftwatch_store::outbox::NewEvent;
 use driftwatch_store::{Delivery, DeliveryAttempt, Endpoint, Event, Store, StoreError};
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::{Notify, Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
@@ -86,6 +86,7 @@ pub struct DeliveryWorker {
 }
 
 struct Inner {
+    completions: mpsc::UnboundedSender<PendingRecord>,
     store: Store,
     sender: Sender,
     clock: Arc<dyn Clock>,
@@ -124,6 +125,48 @@ impl EndpointLoad {
     }
 }
 
+/// A finished attempt waiting to be written, and who waits for the answer.
+struct PendingRecord {
+    record: AttemptRecord,
+    recorded: oneshot::Sender<Result<bool, String>>,
+}
+
+/// Longest sleep of the loop while attempts are in flight.
+const BUSY_POLL: Duration = Duration::from_millis(200);
+
+/// Most attempts recorded in one transaction.
+const COMPLETION_BATCH: usize = 256;
+
+/// Writes finished attempts in batches: one transaction for whatever accumulated while the
+/// previous one was being written. Ends when every worker handle is gone.
+async fn write_completions(store: Store, mut queue: mpsc::UnboundedReceiver<PendingRecord>) {
+    while let Some(first) = queue.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < COMPLETION_BATCH {
+            match queue.try_recv() {
+                Ok(next) => batch.push(next),
+                Err(_) => break,
+            }
+        }
+        let (records, waiting): (Vec<AttemptRecord>, Vec<_>) =
+            batch.into_iter().map(|p| (p.record, p.recorded)).unzip();
+        let written = store.write(move |c| deliveries::complete_all(c, &records, &disabled_event)).await;
+        match written {
+            Ok(flags) => {
+                for (recorded, flag) in waiting.into_iter().zip(flags) {
+                    let _ = recorded.send(Ok(flag));
+                }
+            }
+            Err(e) => {
+                let message = e.to_string();
+                for recorded in waiting {
+                    let _ = recorded.send(Err(message.clone()));
+                }
+            }
+        }
+    }
+}
+
 /// What to do with a claimed job.
 enum Dispatch {
     Send,
@@ -132,11 +175,16 @@ enum Dispatch {
 }
 
 impl DeliveryWorker {
-    /// A worker over `store`, sending with `sender`.
+    /// A worker over `store`, sending with `sender`. Call inside a tokio runtime: it starts the
+    /// task that records attempts (redeliveries on request need it even where `run` is not
+    /// called).
     pub fn new(store: Store, sender: Sender, clock: Arc<dyn Clock>, config: DeliveryConfig) -> DeliveryWorker {
         let slots = Arc::new(Semaphore::new(config.concurrency.max(1)));
+        let (completions, queue) = mpsc::unbounded_channel();
+        tokio::spawn(write_completions(store.clone(), queue));
         DeliveryWorker {
             inner: Arc::new(Inner {
+                completions,
                 store,
                 sender,
                 clock,
@@ -184,9 +232,14 @@ impl DeliveryWorker {
         let tracker = TaskTracker::new();
         tracker.spawn(self.clone().run_recoveries(shutdown.clone()));
         tracing::info!(node = %inner.config.node_id, concurrency = inner.config.concurrency, "delivery worker started");
+        let concurrency = inner.config.concurrency.max(1) as i64;
+        // Claim in batches: waiting for a quarter of the slots to free up costs little latency
+        // and saves many tiny claim queries.
+        let threshold = (concurrency / 4).max(1);
         while !shutdown.is_cancelled() {
             let free = inner.slots.available_permits() as i64;
-            if free > 0 {
+            let in_flight = concurrency - free;
+            if free >= threshold || (free > 0 && in_flight == 0) {
                 let wanted = free.min(inner.config.batch_size);
                 match self.claim_and_dispatch(wanted, &tracker).await {
                     Ok(claimed) if claimed == wanted => continue, // there may be more due right now
@@ -194,7 +247,13 @@ impl DeliveryWorker {
                     Err(e) => tracing::error!(error = %e, "claiming deliveries failed"),
                 }
             }
-            let wait = self.idle_wait().await;
+            // With attempts in flight, each completion wakes the loop; a short timer covers
+            // retries falling due meanwhile. Idle, sleep until the next due time.
+            let wait = if concurrency - inner.slots.available_permits() as i64 > 0 {
+                inner.config.poll_interval.min(BUSY_POLL)
+            } else {
+                self.idle_wait().await
+            };
             tokio::select! {
                 () = inner.wake.notified() => {}
                 () = tokio::time::sleep(wait) => {}
@@ -214,7 +273,7 @@ impl DeliveryWorker {
         let until = self.lease_until(now);
         let skip = self.load().saturated();
         let lease = owner.clone();
-        let jobs = self.inner.store.run(move |c| deliveries::claim_due(c, &lease, now, until, wanted, &skip)).await?;
+        let jobs = self.inner.store.write(move |c| deliveries::claim_due(c, &lease, now, until, wanted, &skip)).await?;
         let claimed = jobs.len() as i64;
         let mut released: HashMap<Option<NaiveDateTime>, Vec<String>> = HashMap::new();
         for job in jobs {
@@ -235,7 +294,7 @@ impl DeliveryWorker {
         }
         for (not_before, ids) in released {
             let owner = owner.clone();
-            self.inner.store.run(move |c| deliveries::release(c, &ids, &owner, not_before)).await?;
+            self.inner.store.write(move |c| deliveries::release(c, &ids, &owner, not_before)).await?;
         }
         Ok(claimed)
     }
@@ -298,7 +357,7 @@ impl DeliveryWorker {
         let claimed = self
             .inner
             .store
-            .run(move |c| deliveries::claim_for_redelivery(c, &account, &delivery_id, &lease, now, until, budget))
+            .write(move |c| deliveries::claim_for_redelivery(c, &account, &delivery_id, &lease, now, until, budget))
             .await?;
         let job = match claimed {
             None => return Ok(None),
@@ -314,7 +373,7 @@ impl DeliveryWorker {
         };
         if let Some(refusal) = refusal {
             let ids = vec![job.delivery.id.clone()];
-            self.inner.store.run(move |c| deliveries::release(c, &ids, &owner, None)).await?;
+            self.inner.store.write(move |c| deliveries::release(c, &ids, &owner, None)).await?;
             return Err(refusal);
         }
         let endpoint_id = job.endpoint.id.clone();
@@ -381,7 +440,7 @@ impl DeliveryWorker {
             now,
             default_max_attempts: config.retry.max_attempts as i32,
         };
-        let row = DeliveryAttempt {
+        let attempt = DeliveryAttempt {
             id: new_id(IdKind::Attempt),
             delivery_id: delivery.id.clone(),
             attempt_number: number,
@@ -393,15 +452,23 @@ impl DeliveryWorker {
             response_snippet: result.snippet.clone(),
             trigger: trigger.as_str().to_owned(),
         };
-        let id = delivery.id.clone();
-        let recorded = inner
-            .store
-            .run(move |c| deliveries::complete(c, &id, &owner, &completion, &row, &health, &disabled_event))
-            .await;
+        let record = AttemptRecord {
+            delivery_id: delivery.id.clone(),
+            endpoint_id: endpoint.id.clone(),
+            owner,
+            completion,
+            attempt,
+            health,
+        };
+        let (recorded, answer) = oneshot::channel();
+        let recorded = match inner.completions.send(PendingRecord { record, recorded }) {
+            Ok(()) => answer.await.unwrap_or_else(|_| Err("the attempt writer stopped".into())),
+            Err(_) => Err("the attempt writer stopped".into()),
+        };
         match recorded {
             Ok(true) => match decision.status {
                 DeliveryStatus::Sent => {
-                    tracing::info!(status = ?status_code, ms = result.duration.as_millis() as u64, "delivered");
+                    tracing::debug!(status = ?status_code, ms = result.duration.as_millis() as u64, "delivered");
                 }
                 DeliveryStatus::Dead => tracing::warn!(status = ?status_code, error = ?result.error, "delivery dead"),
                 _ => tracing::info!(
@@ -424,14 +491,14 @@ impl DeliveryWorker {
             let until = now + TimeDelta::minutes(5);
             let lease = owner.clone();
             let claimed =
-                inner.store.run(move |c| driftwatch_store::recoveries::claim_next(c, &lease, now, until)).await;
+                inner.store.write(move |c| driftwatch_store::recoveries::claim_next(c, &lease, now, until)).await;
             match claimed {
                 Ok(Some(recovery)) => {
                     let (budget, page) = (inner.config.retry.max_attempts as i32, inner.config.recovery_page);
                     let now = self.now();
                     let advanced = inner
                         .store
-                        .run(move |c| driftwatch_store::recoveries::advance(c, &recovery, &owner, budget, page, now))
+                        .write(move |c| driftwatch_store::recoveries::advance(c, &recovery, &owner, budget, page, now))
                         .await;
                     match advanced {
                         Ok(r) => {

@@ -29,7 +29,7 @@ impl Runner {
         let now = self.now();
         let until = now + self.lease_length();
         let (account, id, lease) = (account_id.to_owned(), watch_id.to_owned(), owner.clone());
-        let claimed = self.store().run(move |c| watches::claim_one(c, &account, &id, &lease, now, until)).await?;
+        let claimed = self.store().write(move |c| watches::claim_one(c, &account, &id, &lease, now, until)).await?;
         match claimed {
             None => Ok(None),
             Some(None) => Err(CheckError::Busy),
@@ -145,7 +145,7 @@ impl Runner {
             next_run_at: finished + TimeDelta::seconds(watch.interval_seconds.max(1)),
             now: finished,
         };
-        let queued = self.store().run(move |c| checks::record(c, &result)).await?;
+        let queued = self.store().write(move |c| checks::record(c, &result)).await?;
         match run.error.as_deref() {
             Some(error) => tracing::warn!(watch.id = %watch.id, error, "check failed"),
             None => {

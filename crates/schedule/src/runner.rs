@@ -125,7 +125,7 @@ impl Runner {
                 let now = self.now();
                 let until = now + self.lease_length();
                 let lease = owner.clone();
-                match inner.store.run(move |c| watches::claim_due(c, &lease, now, until, wanted)).await {
+                match inner.store.write(move |c| watches::claim_due(c, &lease, now, until, wanted)).await {
                     Ok(due) => {
                         let claimed = due.len() as i64;
                         for watch in due {

@@ -92,7 +92,8 @@ impl r2d2::ManageConnection for Manager {
                 // instead of failing; foreign keys are off by default in SQLite.
                 conn.batch_execute(&format!(
                     "PRAGMA busy_timeout = {}; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
-                     PRAGMA foreign_keys = ON;",
+                     PRAGMA foreign_keys = ON; PRAGMA cache_size = -32000; PRAGMA temp_store = MEMORY; \
+                     PRAGMA mmap_size = 268435456;",
                     self.busy_timeout.as_millis()
                 ))
                 .map_err(diesel::r2d2::Error::QueryError)?;

@@ -266,53 +266,72 @@ pub enum Health {
 /// The endpoint was disabled by this attempt; the caller renders the `endpoint.disabled` event.
 pub type DisabledEvent<'a> = &'a dyn Fn(&Endpoint, &str) -> NewEvent;
 
-/// Records an attempt, moves its delivery on and updates its endpoint's health, releasing the
-/// lease; only the lease holder can do this (compare-and-set on the owner). Returns false,
-/// writing nothing, if the lease was lost.
+/// One finished attempt, to be recorded.
+#[derive(Debug, Clone)]
+pub struct AttemptRecord {
+    /// The delivery.
+    pub delivery_id: String,
+    /// Its endpoint.
+    pub endpoint_id: String,
+    /// The lease under which the attempt was made.
+    pub owner: String,
+    /// How the delivery moves on.
+    pub completion: Completion,
+    /// The attempt row.
+    pub attempt: DeliveryAttempt,
+    /// What the attempt says about the endpoint.
+    pub health: Health,
+}
+
+/// Records finished attempts in one transaction: for each, moves its delivery on, inserts the
+/// attempt row and updates its endpoint's health, releasing the lease. Only the lease holder
+/// can record (compare-and-set on the owner); the result says, per record, whether it was
+/// recorded (false: the lease was lost and nothing was written for it).
 ///
-/// When the endpoint gets disabled, `on_disabled` renders an `endpoint.disabled` event, which is
-/// queued for the account's other enabled endpoints in the same transaction.
-pub fn complete(
+/// Batching is what makes the outbox fast: one commit for many attempts. When an endpoint gets
+/// disabled, `on_disabled` renders an `endpoint.disabled` event, queued for the account's other
+/// enabled endpoints in the same transaction.
+pub fn complete_all(
     conn: &mut DbConn,
-    delivery_id: &str,
-    owner: &str,
-    completion: &Completion,
-    attempt: &DeliveryAttempt,
-    health: &Health,
+    records: &[AttemptRecord],
     on_disabled: DisabledEvent<'_>,
-) -> StoreResult<bool> {
-    conn.transaction(|conn| {
-        let done = matches!(completion.status, DeliveryStatus::Sent | DeliveryStatus::Dead);
-        let updated = diesel::update(
-            deliveries::table.filter(deliveries::id.eq(delivery_id)).filter(deliveries::lease_owner.eq(owner)),
-        )
-        .set((
-            deliveries::status.eq(completion.status.as_str()),
-            deliveries::attempts.eq(completion.attempts),
-            deliveries::next_attempt_at.eq(completion.next_attempt_at),
-            deliveries::last_status_code.eq(completion.last_status_code),
-            deliveries::last_error.eq(&completion.last_error),
-            deliveries::lease_owner.eq(None::<String>),
-            deliveries::lease_until.eq(None::<NaiveDateTime>),
-            deliveries::next_trigger.eq(AttemptTrigger::Scheduled.as_str()),
-            deliveries::updated_at.eq(completion.now),
-            deliveries::finished_at.eq(done.then_some(completion.now)),
-        ))
-        .execute(conn)?;
-        if updated != 1 {
-            return Ok(false);
-        }
-        diesel::insert_into(delivery_attempts::table).values(attempt).execute(conn)?;
-        let endpoint_id = deliveries::table.find(delivery_id).select(deliveries::endpoint_id).first::<String>(conn)?;
-        crate::endpoints::record_health(
-            conn,
-            &endpoint_id,
-            health,
-            (completion.now, completion.default_max_attempts),
-            on_disabled,
-        )?;
-        Ok(true)
-    })
+) -> StoreResult<Vec<bool>> {
+    conn.transaction(|conn| records.iter().map(|record| complete_one(conn, record, on_disabled)).collect())
+}
+
+fn complete_one(conn: &mut DbConn, record: &AttemptRecord, on_disabled: DisabledEvent<'_>) -> StoreResult<bool> {
+    let completion = &record.completion;
+    let done = matches!(completion.status, DeliveryStatus::Sent | DeliveryStatus::Dead);
+    let updated = diesel::update(
+        deliveries::table
+            .filter(deliveries::id.eq(&record.delivery_id))
+            .filter(deliveries::lease_owner.eq(&record.owner)),
+    )
+    .set((
+        deliveries::status.eq(completion.status.as_str()),
+        deliveries::attempts.eq(completion.attempts),
+        deliveries::next_attempt_at.eq(completion.next_attempt_at),
+        deliveries::last_status_code.eq(completion.last_status_code),
+        deliveries::last_error.eq(&completion.last_error),
+        deliveries::lease_owner.eq(None::<String>),
+        deliveries::lease_until.eq(None::<NaiveDateTime>),
+        deliveries::next_trigger.eq(AttemptTrigger::Scheduled.as_str()),
+        deliveries::updated_at.eq(completion.now),
+        deliveries::finished_at.eq(done.then_some(completion.now)),
+    ))
+    .execute(conn)?;
+    if updated != 1 {
+        return Ok(false);
+    }
+    diesel::insert_into(delivery_attempts::table).values(&record.attempt).execute(conn)?;
+    crate::endpoints::record_health(
+        conn,
+        &record.endpoint_id,
+        &record.health,
+        (completion.now, completion.default_max_attempts),
+        on_disabled,
+    )?;
+    Ok(true)
 }
 
 /// When the worker next has something to do: the earliest due time of an unleased pending

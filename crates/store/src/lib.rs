@@ -68,6 +68,10 @@ pub struct Page {
 pub struct Store {
     pool: Arc<Pool>,
     url: Arc<DatabaseUrl>,
+    /// SQLite has one writer at a time, and a writer that finds the file locked sleeps in
+    /// SQLite's busy handler (milliseconds at a time). Hot write paths queue here instead, so
+    /// they take turns without sleeping. `None` on PostgreSQL, which has row locks.
+    write_gate: Option<Arc<tokio::sync::Mutex<()>>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -87,7 +91,8 @@ impl Store {
             }
         }
         let pool = db::build_pool(&url, options)?;
-        Ok(Store { pool: Arc::new(pool), url: Arc::new(url) })
+        let write_gate = matches!(url, DatabaseUrl::Sqlite(_)).then(|| Arc::new(tokio::sync::Mutex::new(())));
+        Ok(Store { pool: Arc::new(pool), url: Arc::new(url), write_gate })
     }
 
     /// `sqlite` or `postgres`.
@@ -98,6 +103,20 @@ impl Store {
     /// Applies pending migrations; returns how many ran.
     pub async fn migrate(&self) -> StoreResult<usize> {
         self.run(db::migrate).await
+    }
+
+    /// Runs `f`, which writes, with a pooled connection on the blocking pool, taking turns with
+    /// the other writers of this process on SQLite (see `write_gate`).
+    pub async fn write<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut DbConn) -> StoreResult<T> + Send + 'static,
+    {
+        let _turn = match &self.write_gate {
+            Some(gate) => Some(gate.lock().await),
+            None => None,
+        };
+        self.run(f).await
     }
 
     /// Runs `f` with a pooled connection on the blocking pool.

@@ -83,7 +83,7 @@ pub async fn create(
         disabled_reason: None,
     };
     let stored = endpoint.clone();
-    state.store.run(move |c| endpoints::insert_endpoint(c, &stored)).await?;
+    state.store.write(move |c| endpoints::insert_endpoint(c, &stored)).await?;
     tracing::info!(endpoint.id = %endpoint.id, account.id = %endpoint.account_id, kind = %endpoint.kind, "endpoint created");
     Ok((StatusCode::CREATED, axum::Json(views::Endpoint::with_secret(endpoint))))
 }
@@ -124,7 +124,7 @@ async fn set_enabled(
     let now = state.clock.now().naive_utc();
     let endpoint = state
         .store
-        .run(move |c| endpoints::set_enabled(c, &caller.account_id, &id, enabled, now))
+        .write(move |c| endpoints::set_enabled(c, &caller.account_id, &id, enabled, now))
         .await?
         .ok_or_else(|| ApiError::not_found("no such endpoint"))?;
     tracing::info!(endpoint.id = %endpoint.id, enabled, "endpoint switched by request");
@@ -160,7 +160,7 @@ pub async fn rotate_secret(
     let secret = new_webhook_secret();
     let endpoint = state
         .store
-        .run(move |c| endpoints::rotate_secret(c, &caller.account_id, &id, &secret, now + overlap, now))
+        .write(move |c| endpoints::rotate_secret(c, &caller.account_id, &id, &secret, now + overlap, now))
         .await?
         .ok_or_else(|| ApiError::not_found("no such endpoint"))?;
     tracing::info!(endpoint.id = %endpoint.id, "endpoint secret rotated");
@@ -205,7 +205,7 @@ pub async fn test(
     let endpoint_id = endpoint.id.clone();
     let delivery = state
         .store
-        .run(move |c| outbox::enqueue_for_endpoint(c, &new, &endpoint_id, max_attempts, at.naive_utc()))
+        .write(move |c| outbox::enqueue_for_endpoint(c, &new, &endpoint_id, max_attempts, at.naive_utc()))
         .await?
         .ok_or_else(|| ApiError::internal(&"the test delivery was not queued"))?;
     state.worker.wake();
@@ -268,7 +268,7 @@ pub async fn recover(
         recovery.finished_at = Some(now);
     }
     let stored = recovery.clone();
-    state.store.run(move |c| recoveries::insert_recovery(c, &stored)).await?;
+    state.store.write(move |c| recoveries::insert_recovery(c, &stored)).await?;
     tracing::info!(recovery.id = %recovery.id, endpoint.id = %recovery.endpoint_id, dry_run, "recovery requested");
     if dry_run {
         return Ok((StatusCode::OK, axum::Json(recovery.into())));

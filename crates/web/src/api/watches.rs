@@ -78,7 +78,7 @@ pub async fn create(
         updated_at: now,
     };
     let stored = watch.clone();
-    state.store.run(move |c| watches::insert_watch(c, &stored)).await?;
+    state.store.write(move |c| watches::insert_watch(c, &stored)).await?;
     tracing::info!(watch.id = %watch.id, account.id = %watch.account_id, "watch created");
     state.runner.wake();
     Ok((StatusCode::CREATED, axum::Json(watch.into())))
