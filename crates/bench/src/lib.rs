@@ -31,6 +31,8 @@ pub struct DeliveryBench {
     pub database_url: Option<String>,
     /// Deliveries enqueued per transaction.
     pub batch: usize,
+    /// Tasks enqueueing side by side.
+    pub producers: usize,
 }
 
 /// The figures of one run.
@@ -136,6 +138,35 @@ fn sender() -> anyhow::Result<Sender> {
     Ok(Sender::new(SenderOptions { policy: TargetPolicy { allow_private: true }, ..SenderOptions::default() })?)
 }
 
+/// Enqueues one event per `n` in `range`, for one endpoint, in one transaction.
+fn enqueue_batch(
+    c: &mut driftwatch_store::DbConn,
+    account_id: &str,
+    endpoint_id: &str,
+    range: std::ops::Range<usize>,
+) -> driftwatch_store::StoreResult<()> {
+    c.transaction(|c| {
+        let now = SystemClock.now().naive_utc();
+        for n in range {
+            let event = Event {
+                id: new_id(IdKind::Event),
+                account_id: account_id.to_owned(),
+                watch_id: None,
+                endpoint_id: Some(endpoint_id.to_owned()),
+                event_type: EventType::EndpointTest.as_str().into(),
+                previous_snapshot_id: None,
+                snapshot_id: None,
+                added: 0,
+                removed: 0,
+                payload: format!("{{\"n\":{n}}}"),
+                created_at: now,
+            };
+            outbox::enqueue(c, &NewEvent { event, slack_body: String::new() }, Target::One(endpoint_id), 5, now)?;
+        }
+        Ok(())
+    })
+}
+
 /// Runs the benchmark.
 pub async fn delivery(bench: &DeliveryBench) -> anyhow::Result<Report> {
     let count = bench.count.max(1);
@@ -198,38 +229,26 @@ pub async fn delivery(bench: &DeliveryBench) -> anyhow::Result<Report> {
     let enqueued = Arc::new(Mutex::new(vec![None; count]));
     let started = Instant::now();
     let batch = bench.batch.max(1);
-    for first in (0..count).step_by(batch) {
-        let last = (first + batch).min(count);
-        let (account_id, endpoint_id) = endpoint_id.clone();
-        store
-            .write(move |c| {
-                c.transaction(|c| {
-                    let now = SystemClock.now().naive_utc();
-                    for n in first..last {
-                        let event = Event {
-                            id: new_id(IdKind::Event),
-                            account_id: account_id.clone(),
-                            watch_id: None,
-                            endpoint_id: Some(endpoint_id.clone()),
-                            event_type: EventType::EndpointTest.as_str().into(),
-                            previous_snapshot_id: None,
-                            snapshot_id: None,
-                            added: 0,
-                            removed: 0,
-                            payload: format!("{{\"n\":{n}}}"),
-                            created_at: now,
-                        };
-                        let new = NewEvent { event, slack_body: String::new() };
-                        outbox::enqueue(c, &new, Target::One(&endpoint_id), 5, now)?;
-                    }
-                    Ok(())
-                })
-            })
-            .await
-            .context("enqueueing")?;
-        let at = Instant::now();
-        enqueued.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[first..last].fill(Some(at));
-        worker.wake();
+    let producers = bench.producers.max(1);
+    let mut tasks = Vec::new();
+    for p in 0..producers {
+        let (store, worker, enqueued, ids) =
+            (store.clone(), worker.clone(), Arc::clone(&enqueued), endpoint_id.clone());
+        tasks.push(tokio::spawn(async move {
+            // Producer p takes every producers-th batch.
+            for first in (p * batch..count).step_by(batch * producers) {
+                let last = (first + batch).min(count);
+                let (account_id, endpoint_id) = ids.clone();
+                store.write(move |c| enqueue_batch(c, &account_id, &endpoint_id, first..last)).await?;
+                let at = Instant::now();
+                enqueued.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[first..last].fill(Some(at));
+                worker.wake();
+            }
+            anyhow::Ok(())
+        }));
+    }
+    for task in tasks {
+        task.await?.context("enqueueing")?;
     }
     let enqueue_elapsed = started.elapsed();
     let mut seen = durable.count.clone();

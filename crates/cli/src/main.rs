@@ -61,6 +61,9 @@ enum BenchCommand {
         /// Deliveries enqueued per transaction.
         #[arg(long, default_value_t = 100)]
         batch: usize,
+        /// Tasks enqueueing side by side.
+        #[arg(long, default_value_t = 4)]
+        producers: usize,
         /// An empty database to use (default: a temporary SQLite file).
         #[arg(long)]
         database_url: Option<String>,
@@ -144,12 +147,13 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Verify { secret, headers, tolerance } => verify(&secret, &headers, tolerance),
-        Command::Bench(BenchCommand::Delivery { count, concurrency, batch, database_url }) => {
+        Command::Bench(BenchCommand::Delivery { count, concurrency, batch, producers, database_url }) => {
             let report = driftwatch_bench::delivery(&driftwatch_bench::DeliveryBench {
                 count,
                 concurrency,
                 database_url,
                 batch,
+                producers,
             })
             .await?;
             println!("{report}");

@@ -139,15 +139,20 @@ const COMPLETION_BATCH: usize = 256;
 
 /// Writes finished attempts in batches: one transaction for whatever accumulated while the
 /// previous one was being written. Ends when every worker handle is gone.
-async fn write_completions(store: Store, mut queue: mpsc::UnboundedReceiver<PendingRecord>) {
-    while let Some(first) = queue.recv().await {
-        let mut batch = vec![first];
-        while batch.len() < COMPLETION_BATCH {
-            match queue.try_recv() {
-                Ok(next) => batch.push(next),
-                Err(_) => break,
+async fn write_completions(store: Store, queue: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<PendingRecord>>>) {
+    loop {
+        let batch = {
+            let mut queue = queue.lock().await;
+            let Some(first) = queue.recv().await else { return };
+            let mut batch = vec![first];
+            while batch.len() < COMPLETION_BATCH {
+                match queue.try_recv() {
+                    Ok(next) => batch.push(next),
+                    Err(_) => break,
+                }
             }
-        }
+            batch
+        };
         let (records, waiting): (Vec<AttemptRecord>, Vec<_>) =
             batch.into_iter().map(|p| (p.record, p.recorded)).unzip();
         let written = store.write(move |c| deliveries::complete_all(c, &records, &disabled_event)).await;
@@ -181,7 +186,12 @@ impl DeliveryWorker {
     pub fn new(store: Store, sender: Sender, clock: Arc<dyn Clock>, config: DeliveryConfig) -> DeliveryWorker {
         let slots = Arc::new(Semaphore::new(config.concurrency.max(1)));
         let (completions, queue) = mpsc::unbounded_channel();
-        tokio::spawn(write_completions(store.clone(), queue));
+        // SQLite takes one writer at a time; PostgreSQL commits several batches side by side.
+        let writers = if store.backend() == "postgres" { 4 } else { 1 };
+        let queue = Arc::new(tokio::sync::Mutex::new(queue));
+        for _ in 0..writers {
+            tokio::spawn(write_completions(store.clone(), Arc::clone(&queue)));
+        }
         DeliveryWorker {
             inner: Arc::new(Inner {
                 completions,

@@ -356,3 +356,82 @@ pub async fn retention_purges_bodies_but_keeps_rows(backend: Backend) {
     let (status, problem) = app.post(&format!("/deliveries/{id}/redeliver"), &token, json!({})).await;
     assert_eq!(status, StatusCode::CONFLICT, "{problem}");
 }
+
+pub async fn a_long_failing_endpoint_is_disabled(backend: Backend) {
+    let app = TestApp::start_with(backend, |s| {
+        s.disable_after = driftwatch::HumanDuration(Duration::from_millis(500));
+        s.circuit_threshold = 1000;
+        s.max_attempts = 50;
+        s.retry_schedule = "100ms".into();
+    })
+    .await;
+    let token = app.account("acme").await;
+    let failing = Receiver::start(500).await;
+    let (endpoint_id, _) = endpoint(&app, &token, &failing.url, json!({})).await;
+    let id = send_test(&app, &token, &endpoint_id).await;
+    let disabled = eventually("the endpoint to be disabled", || async {
+        let e = app.ok(&format!("/endpoints/{endpoint_id}"), &token).await;
+        (e["enabled"] == false).then_some(e)
+    })
+    .await;
+    assert!(disabled["disabled_reason"].as_str().is_some_and(|r| r.contains("failing continuously")), "{disabled}");
+    // Its delivery waits (not dead-lettered) until the endpoint is enabled again.
+    let waiting = app.ok(&format!("/deliveries/{id}"), &token).await;
+    assert_eq!(waiting["status"], "failed", "{waiting}");
+    let attempts = waiting["attempts"].as_i64().expect("attempts");
+    assert_eq!(app.ok(&format!("/deliveries/{id}"), &token).await["attempts"], attempts, "no attempts while disabled");
+    failing.set_status(200);
+    app.post(&format!("/endpoints/{endpoint_id}/enable"), &token, json!({})).await;
+    let sent = wait_status(&app, &token, &id, "sent").await;
+    assert_eq!(sent["attempts"].as_i64(), Some(attempts + 1), "enabling resumed the waiting delivery");
+    let events = app.ok("/events", &token).await;
+    assert!(events["items"].as_array().expect("items").iter().any(|e| e["type"] == "endpoint.disabled"));
+}
+
+pub async fn a_hanging_endpoint_does_not_delay_healthy_ones(backend: Backend) {
+    let app = TestApp::start_with(backend, |s| {
+        s.delivery_concurrency = 8;
+        s.per_endpoint_concurrency = 2;
+        s.webhook_timeout = driftwatch::HumanDuration(Duration::from_secs(6));
+    })
+    .await;
+    let token = app.account("acme").await;
+    let hanging = Receiver::start(200).await;
+    hanging.set_delay(Duration::from_secs(4));
+    let healthy = Receiver::start(200).await;
+    let (hanging_id, _) = endpoint(&app, &token, &hanging.url, json!({})).await;
+    let (healthy_id, _) = endpoint(&app, &token, &healthy.url, json!({})).await;
+    let mut stuck = Vec::new();
+    for _ in 0..12 {
+        stuck.push(send_test(&app, &token, &hanging_id).await);
+    }
+    hanging.wait_for(2).await;
+    let quick = send_test(&app, &token, &healthy_id).await;
+    wait_status(&app, &token, &quick, "sent").await;
+    assert_eq!(hanging.received().len(), 2, "at most the per-endpoint cap is spent on the hanging endpoint");
+    let mut pending = 0;
+    for id in &stuck {
+        pending += usize::from(app.ok(&format!("/deliveries/{id}"), &token).await["status"] == "queued");
+    }
+    assert_eq!(pending, 12, "two in flight (hanging), ten waiting their turn, none finished");
+}
+
+pub async fn a_rate_limited_endpoint_is_paced(backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let token = app.account("acme").await;
+    let receiver = Receiver::start(200).await;
+    let (endpoint_id, _) = endpoint(&app, &token, &receiver.url, json!({"rate_limit_per_second": 5})).await;
+    let mut ids = Vec::new();
+    for _ in 0..6 {
+        ids.push(send_test(&app, &token, &endpoint_id).await);
+    }
+    let received = receiver.wait_for(6).await;
+    for id in &ids {
+        wait_status(&app, &token, id, "sent").await;
+    }
+    let span = received[5].at - received[0].at;
+    assert!(span >= Duration::from_millis(900), "6 requests at 5/s span at least a second: {span:?}");
+    for id in &ids {
+        assert_eq!(app.ok(&format!("/deliveries/{id}"), &token).await["attempts"], 1, "pacing spends no attempts");
+    }
+}

@@ -58,4 +58,7 @@ on_both_backends!(
     delivery::slack_endpoints_get_slack_messages,
     delivery::per_endpoint_settings_are_validated_and_used,
     delivery::retention_purges_bodies_but_keeps_rows,
+    delivery::a_long_failing_endpoint_is_disabled,
+    delivery::a_hanging_endpoint_does_not_delay_healthy_ones,
+    delivery::a_rate_limited_endpoint_is_paced,
 );
