@@ -54,9 +54,13 @@ impl App {
             jitter: settings.retry_jitter.clamp(0.0, 1.0),
             max_retry_after: settings.max_retry_after.into(),
         };
-        let sender =
-            Sender::new(SenderOptions { policy, timeout: settings.webhook_timeout.into(), ..SenderOptions::default() })
-                .context("building the webhook client")?;
+        let sender = Sender::new(SenderOptions {
+            policy,
+            timeout: settings.webhook_timeout.into(),
+            connect_timeout: settings.webhook_connect_timeout.into(),
+            ..SenderOptions::default()
+        })
+        .context("building the webhook client")?;
         let worker = DeliveryWorker::new(
             store.clone(),
             sender,

@@ -43,7 +43,8 @@ impl Default for SenderOptions {
 pub struct SendResult {
     /// Status or network failure.
     pub outcome: Outcome,
-    /// `timeout`, `connect`, `dns`, `blocked`, `http`, `redirect`, `request` or `secret`, when not 2xx.
+    /// `timeout`, `connect`, `dns`, `tls`, `request` (other transport errors), `http`, `redirect`;
+    /// for requests that cannot be sent `blocked`, `url` or `secret`; none on 2xx.
     pub error_kind: Option<&'static str>,
     /// A readable reason, when not 2xx.
     pub error: Option<String>,
@@ -94,7 +95,7 @@ impl Sender {
     ) -> SendResult {
         let started = Instant::now();
         let failure = |kind: &'static str, error: String| SendResult {
-            outcome: if matches!(kind, "blocked" | "request" | "secret") {
+            outcome: if matches!(kind, "blocked" | "url" | "secret") {
                 Outcome::Unsendable
             } else {
                 Outcome::NetworkError
@@ -107,7 +108,7 @@ impl Sender {
         };
         let url = match url::Url::parse(&endpoint.url) {
             Ok(url) => url,
-            Err(e) => return failure("request", format!("invalid endpoint URL: {e}")),
+            Err(e) => return failure("url", format!("invalid endpoint URL: {e}")),
         };
         if let Err(e) = check_url(&url, self.options.policy) {
             return failure("blocked", e.to_string());

@@ -192,8 +192,21 @@ fn finished(status: &str) -> bool {
     status == DeliveryStatus::Sent.as_str() || status == DeliveryStatus::Dead.as_str()
 }
 
-/// Re-opens a finished delivery with `budget` more attempts, numbered on from `attempts`.
-fn fresh_budget(conn: &mut DbConn, id: &str, attempts: i32, budget: i32, now: NaiveDateTime) -> StoreResult<()> {
+/// Re-opens a finished delivery with its endpoint's attempt budget (or `default_budget`) more
+/// attempts, numbered on from `attempts`.
+fn fresh_budget(
+    conn: &mut DbConn,
+    id: &str,
+    attempts: i32,
+    default_budget: i32,
+    now: NaiveDateTime,
+) -> StoreResult<()> {
+    let own: Option<i32> = deliveries::table
+        .inner_join(endpoints::table)
+        .filter(deliveries::id.eq(id))
+        .select(endpoints::max_attempts)
+        .first(conn)?;
+    let budget = own.unwrap_or(default_budget);
     diesel::update(deliveries::table.find(id))
         .set((
             deliveries::status.eq(DeliveryStatus::Failed.as_str()),
