@@ -84,6 +84,45 @@ pub fn endpoint_payload(
     .to_string()
 }
 
+/// What a health event says about the check that changed the watch's health.
+#[derive(Debug, Clone, Copy)]
+pub struct CheckRef<'a> {
+    /// The run.
+    pub run_id: &'a str,
+    /// The page's status, when it answered.
+    pub http_status: Option<i32>,
+    /// Why the check failed (absent on recovery).
+    pub error: Option<&'a str>,
+    /// Failed checks in a row.
+    pub consecutive_failures: i32,
+}
+
+/// The JSON body of a watch health event (`check.failed`, `check.selector_missing`,
+/// `check.recovered`).
+pub fn check_payload(
+    event_type: EventType,
+    event_id: &str,
+    watch: WatchRef<'_>,
+    check: CheckRef<'_>,
+    at: DateTime<Utc>,
+) -> String {
+    json!({
+        "type": event_type,
+        "timestamp": at.to_rfc3339_opts(SecondsFormat::Millis, true),
+        "data": {
+            "event_id": event_id,
+            "watch": {"id": watch.id, "name": watch.name, "url": watch.url},
+            "check": {
+                "run_id": check.run_id,
+                "http_status": check.http_status,
+                "error": check.error,
+                "consecutive_failures": check.consecutive_failures,
+            },
+        }
+    })
+    .to_string()
+}
+
 /// The endpoint an endpoint event is about.
 #[derive(Debug, Clone, Copy)]
 pub struct EndpointRef<'a> {
@@ -141,6 +180,20 @@ pub fn slack_message(payload: &str) -> String {
                     {"type": "section", "text": {"type": "mrkdwn", "text": format!("```{}```", slack_escape(excerpt.trim_end()))}},
                 ]
             })
+        }
+        "check.failed" | "check.selector_missing" | "check.recovered" => {
+            let name = data["watch"]["name"].as_str().unwrap_or("a watched page");
+            let url = data["watch"]["url"].as_str().unwrap_or("");
+            let error = data["check"]["error"].as_str().unwrap_or("unknown error");
+            let failures = data["check"]["consecutive_failures"].as_i64().unwrap_or(0);
+            let text = match kind {
+                "check.recovered" => format!("{name} ({url}) is being checked successfully again."),
+                "check.selector_missing" => {
+                    format!("{name} ({url}): the watched element is missing ({failures} checks in a row): {error}")
+                }
+                _ => format!("{name} ({url}) is failing ({failures} checks in a row): {error}"),
+            };
+            json!({"text": text, "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": slack_escape(&text)}}]})
         }
         other => {
             let url = data["endpoint"]["url"].as_str().unwrap_or("");

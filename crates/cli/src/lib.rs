@@ -94,6 +94,7 @@ impl App {
                 concurrency: settings.check_concurrency,
                 poll_interval: settings.poll_interval.into(),
                 max_attempts: settings.max_attempts.max(1) as i32,
+                failure_threshold: settings.failure_threshold.max(1),
                 node_id: settings.node_id(),
                 ..RunnerConfig::default()
             },

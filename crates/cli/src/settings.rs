@@ -107,6 +107,10 @@ pub struct Settings {
     #[arg(long, env = "DRIFTWATCH_POLL_INTERVAL", default_value = "5s", value_parser = parse_duration)]
     pub poll_interval: HumanDuration,
 
+    /// Failed checks in a row that make a watch `failing` and raise `check.failed`.
+    #[arg(long, env = "DRIFTWATCH_FAILURE_THRESHOLD", default_value_t = 3)]
+    pub failure_threshold: i32,
+
     /// Shortest check interval a watch may have, in seconds.
     #[arg(long, env = "DRIFTWATCH_MIN_INTERVAL_SECONDS", default_value_t = 30)]
     pub min_interval_seconds: i64,

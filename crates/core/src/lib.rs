@@ -12,5 +12,6 @@ pub use clock::{Clock, SystemClock};
 pub use id::{IdKind, new_id};
 pub use secret::{API_TOKEN_PREFIX, WEBHOOK_SECRET_PREFIX, hash_token, hex, new_api_token, new_webhook_secret};
 pub use status::{
-    AttemptTrigger, DeliveryStatus, EndpointKind, EventType, ParseEnumError, RecoveryState, RunOutcome, WatchState,
+    AttemptTrigger, DeliveryStatus, EndpointKind, EventType, ParseEnumError, RecoveryState, RunOutcome, WatchHealth,
+    WatchState,
 };

@@ -59,6 +59,18 @@ text_enum! {
 }
 
 text_enum! {
+    /// Whether a watch's checks succeed.
+    WatchHealth {
+        /// The last check succeeded (or too few failed in a row to say otherwise).
+        Ok => "ok",
+        /// Several checks in a row failed.
+        Failing => "failing",
+        /// Several checks in a row found the page but not the selected element.
+        SelectorMissing => "selector_missing",
+    }
+}
+
+text_enum! {
     /// What one check of a watch found.
     RunOutcome {
         /// The first successful check: content recorded, nothing to compare against.
@@ -127,6 +139,12 @@ text_enum! {
         EndpointDisabled => "endpoint.disabled",
         /// A test event sent on request to one endpoint.
         EndpointTest => "endpoint.test",
+        /// A watch's checks have failed several times in a row.
+        CheckFailed => "check.failed",
+        /// A watch's selector has matched nothing several times in a row.
+        SelectorMissing => "check.selector_missing",
+        /// A failing watch's check succeeded again.
+        CheckRecovered => "check.recovered",
     }
 }
 

@@ -1,15 +1,15 @@
 //! One check of one watch.
 
-use chrono::TimeDelta;
 use driftwatch_alert::{SnapshotPair, WatchRef, change_payload, is_alert};
-use driftwatch_core::{EventType, IdKind, RunOutcome, hex, new_id};
-use driftwatch_scrape::extract;
+use driftwatch_core::{EventType, IdKind, RunOutcome, WatchHealth, hex, new_id};
+use driftwatch_scrape::{ExtractError, extract};
 use driftwatch_store::checks::{self, CheckResult};
 use driftwatch_store::outbox::NewEvent;
 use driftwatch_store::{Event, Run, Snapshot, StoreError, Watch, watches};
 use sha2::{Digest, Sha256};
 
 use crate::runner::Runner;
+use crate::timing::Timing;
 
 /// Why a check on demand did not run.
 #[derive(Debug, thiserror::Error)]
@@ -56,11 +56,15 @@ impl Runner {
             snapshot_id: None,
             event_id: None,
         };
+        let mut selector_missing = false;
         let text = match fetched {
             Ok(page) => {
                 run.http_status = Some(i32::from(page.status));
                 run.bytes = page.body.len() as i64;
-                extract(&page, watch.selector.as_deref()).map_err(|e| e.to_string())
+                extract(&page, watch.selector.as_deref()).map_err(|e| {
+                    selector_missing = matches!(e, ExtractError::SelectorMissing(_));
+                    e.to_string()
+                })
             }
             Err(e) => {
                 run.http_status = e.status().map(i32::from);
@@ -68,7 +72,7 @@ impl Runner {
             }
         };
         let mut snapshot = None;
-        let mut event = None;
+        let mut events = Vec::new();
         match text {
             Err(error) => run.error = Some(error),
             Ok(text) => {
@@ -106,20 +110,22 @@ impl Runner {
                                 now.and_utc(),
                             );
                             let slack_body = driftwatch_alert::slack_message(&payload);
-                            event = Some(Event {
-                                id: event_id.clone(),
-                                account_id: watch.account_id.clone(),
-                                watch_id: Some(watch.id.clone()),
-                                endpoint_id: None,
-                                event_type: EventType::ChangeDetected.as_str().to_owned(),
-                                previous_snapshot_id: Some(prev.id.clone()),
-                                snapshot_id: Some(s.id.clone()),
-                                added: change.added as i32,
-                                removed: change.removed as i32,
-                                payload,
-                                created_at: now,
-                            })
-                            .map(|event| NewEvent { event, slack_body });
+                            events.extend(
+                                Some(Event {
+                                    id: event_id.clone(),
+                                    account_id: watch.account_id.clone(),
+                                    watch_id: Some(watch.id.clone()),
+                                    endpoint_id: None,
+                                    event_type: EventType::ChangeDetected.as_str().to_owned(),
+                                    previous_snapshot_id: Some(prev.id.clone()),
+                                    snapshot_id: Some(s.id.clone()),
+                                    added: change.added as i32,
+                                    removed: change.removed as i32,
+                                    payload,
+                                    created_at: now,
+                                })
+                                .map(|event| NewEvent { event, slack_body }),
+                            );
                             run.event_id = Some(event_id);
                         }
                         run.outcome = RunOutcome::Changed.as_str().to_owned();
@@ -133,16 +139,28 @@ impl Runner {
         run.finished_at = finished;
         run.duration_ms = clock.elapsed().as_millis() as i64;
         let failed = run.error.is_some();
+        let consecutive_failures = if failed { watch.consecutive_failures + 1 } else { 0 };
+        let before = watch.health.parse().unwrap_or(WatchHealth::Ok);
+        let health = match (failed, selector_missing) {
+            (false, _) => WatchHealth::Ok,
+            _ if consecutive_failures < self.config().failure_threshold => before,
+            (true, true) => WatchHealth::SelectorMissing,
+            (true, false) => WatchHealth::Failing,
+        };
+        if health != before {
+            events.push(self.health_event(&watch, &run, health, consecutive_failures, finished));
+        }
         let result = CheckResult {
             watch_id: watch.id.clone(),
             account_id: watch.account_id.clone(),
             lease_owner: owner,
             run: run.clone(),
             snapshot,
-            event,
+            events,
+            health: health.as_str().to_owned(),
             max_attempts: self.config().max_attempts,
-            consecutive_failures: if failed { watch.consecutive_failures + 1 } else { 0 },
-            next_run_at: finished + TimeDelta::seconds(watch.interval_seconds.max(1)),
+            consecutive_failures,
+            next_run_at: Timing::of(&watch).next_after(finished.and_utc(), &watch.id).naive_utc(),
             now: finished,
         };
         let queued = self.store().write(move |c| checks::record(c, &result)).await?;
@@ -152,9 +170,57 @@ impl Runner {
                 tracing::info!(watch.id = %watch.id, outcome = %run.outcome, queued, ms = run.duration_ms, "checked")
             }
         }
+        if health != before {
+            tracing::warn!(watch.id = %watch.id, from = %before, to = %health, "watch health changed");
+        }
         if queued > 0 {
             self.deliveries_queued();
         }
         Ok(run)
+    }
+
+    /// The event announcing that a watch's health changed to `health`.
+    fn health_event(
+        &self,
+        watch: &Watch,
+        run: &Run,
+        health: WatchHealth,
+        consecutive_failures: i32,
+        at: chrono::NaiveDateTime,
+    ) -> NewEvent {
+        let event_type = match health {
+            WatchHealth::Ok => EventType::CheckRecovered,
+            WatchHealth::Failing => EventType::CheckFailed,
+            WatchHealth::SelectorMissing => EventType::SelectorMissing,
+        };
+        let event_id = new_id(IdKind::Event);
+        let payload = driftwatch_alert::check_payload(
+            event_type,
+            &event_id,
+            WatchRef { id: &watch.id, name: &watch.name, url: &watch.url },
+            driftwatch_alert::CheckRef {
+                run_id: &run.id,
+                http_status: run.http_status,
+                error: run.error.as_deref(),
+                consecutive_failures,
+            },
+            at.and_utc(),
+        );
+        NewEvent {
+            slack_body: driftwatch_alert::slack_message(&payload),
+            event: Event {
+                id: event_id,
+                account_id: watch.account_id.clone(),
+                watch_id: Some(watch.id.clone()),
+                endpoint_id: None,
+                event_type: event_type.as_str().to_owned(),
+                previous_snapshot_id: None,
+                snapshot_id: None,
+                added: 0,
+                removed: 0,
+                payload,
+                created_at: at,
+            },
+        }
     }
 }

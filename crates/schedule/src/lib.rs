@@ -6,6 +6,8 @@
 
 mod check;
 mod runner;
+mod timing;
 
 pub use check::CheckError;
 pub use runner::{Runner, RunnerConfig};
+pub use timing::{Timing, TimingError};

@@ -22,6 +22,8 @@ pub struct RunnerConfig {
     pub poll_interval: Duration,
     /// Attempt budget of the deliveries a change queues.
     pub max_attempts: i32,
+    /// Failed checks in a row that make a watch `failing` (and raise `check.failed`).
+    pub failure_threshold: i32,
     /// A name for this node, in lease owners and logs.
     pub node_id: String,
 }
@@ -33,6 +35,7 @@ impl Default for RunnerConfig {
             batch_size: 100,
             poll_interval: Duration::from_secs(5),
             max_attempts: 5,
+            failure_threshold: 3,
             node_id: "node".into(),
         }
     }

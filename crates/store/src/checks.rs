@@ -21,8 +21,11 @@ pub struct CheckResult {
     pub run: Run,
     /// A new snapshot (first check or changed content).
     pub snapshot: Option<Snapshot>,
-    /// An event to deliver, to every enabled endpoint of the owner.
-    pub event: Option<NewEvent>,
+    /// Events to deliver, each to every enabled endpoint of the owner (a change, a health
+    /// change, or both).
+    pub events: Vec<NewEvent>,
+    /// The watch's health after this check ([`driftwatch_core::WatchHealth`]).
+    pub health: String,
     /// Attempt budget for the deliveries created.
     pub max_attempts: i32,
     /// Failed checks in a row, this one included (the lease holder is the only writer).
@@ -50,6 +53,7 @@ pub fn record(conn: &mut DbConn, result: &CheckResult) -> StoreResult<usize> {
             watches::next_run_at.eq(result.next_run_at),
             watches::last_run_at.eq(result.run.started_at),
             watches::consecutive_failures.eq(result.consecutive_failures),
+            watches::health.eq(&result.health),
             watches::lease_owner.eq(None::<String>),
             watches::lease_until.eq(None::<NaiveDateTime>),
         ))
@@ -60,10 +64,10 @@ pub fn record(conn: &mut DbConn, result: &CheckResult) -> StoreResult<usize> {
         if let Some(snapshot) = &result.snapshot {
             diesel::insert_into(snapshots::table).values(snapshot).execute(conn)?;
         }
-        let queued = match &result.event {
-            Some(event) => crate::outbox::enqueue(conn, event, Target::AllEnabled, result.max_attempts, result.now)?,
-            None => 0,
-        };
+        let mut queued = 0;
+        for event in &result.events {
+            queued += crate::outbox::enqueue(conn, event, Target::AllEnabled, result.max_attempts, result.now)?;
+        }
         diesel::insert_into(runs::table).values(&result.run).execute(conn)?;
         Ok(queued)
     })

@@ -55,10 +55,16 @@ pub struct Watch {
     pub url: String,
     /// CSS selector of the part that matters; the whole page when absent.
     pub selector: Option<String>,
-    /// Seconds between checks.
-    pub interval_seconds: i64,
+    /// Seconds between checks (interval schedules).
+    pub interval_seconds: Option<i64>,
+    /// Cron expression, seconds optional (cron schedules).
+    pub cron: Option<String>,
+    /// IANA time zone the cron expression is read in (UTC when absent).
+    pub time_zone: Option<String>,
     /// `active` or `paused` ([`driftwatch_core::WatchState`]).
     pub state: String,
+    /// `ok`, `failing` or `selector_missing` ([`driftwatch_core::WatchHealth`]).
+    pub health: String,
     /// When the runner should check next.
     pub next_run_at: NaiveDateTime,
     /// When it was last checked.

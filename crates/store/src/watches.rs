@@ -117,3 +117,96 @@ pub fn list_runs(conn: &mut DbConn, watch_id: &str, page: &Page) -> StoreResult<
     }
     Ok(query.order(runs::id.desc()).limit(page.limit).load(conn)?)
 }
+
+/// The changes `PATCH /watches/{id}` may make; `None` leaves a column as it is.
+#[derive(Debug, Clone, Default, AsChangeset)]
+#[diesel(table_name = watches)]
+pub struct WatchChanges {
+    /// New name.
+    pub name: Option<String>,
+    /// New URL.
+    pub url: Option<String>,
+    /// New selector (`Some(None)` clears it).
+    pub selector: Option<Option<String>>,
+    /// New interval (`Some(None)` when switching to cron).
+    pub interval_seconds: Option<Option<i64>>,
+    /// New cron expression (`Some(None)` when switching to an interval).
+    pub cron: Option<Option<String>>,
+    /// New time zone.
+    pub time_zone: Option<Option<String>>,
+    /// New state (pause, resume).
+    pub state: Option<String>,
+    /// When it is due next (recomputed when the schedule changes or it resumes).
+    pub next_run_at: Option<NaiveDateTime>,
+    /// Now.
+    pub updated_at: Option<NaiveDateTime>,
+}
+
+/// Applies `changes` to the account's watch `id`; `None` when there is no such watch.
+pub fn update_watch(
+    conn: &mut DbConn,
+    account_id: &str,
+    id: &str,
+    changes: &WatchChanges,
+) -> StoreResult<Option<Watch>> {
+    let updated = diesel::update(watches::table.filter(watches::account_id.eq(account_id)).filter(watches::id.eq(id)))
+        .set(changes)
+        .execute(conn)?;
+    if updated == 0 {
+        return Ok(None);
+    }
+    get_watch(conn, account_id, id)
+}
+
+/// Deletes the account's watch `id` with its snapshots, runs and events (and their
+/// deliveries); false when there is no such watch.
+pub fn delete_watch(conn: &mut DbConn, account_id: &str, id: &str) -> StoreResult<bool> {
+    let deleted = diesel::delete(watches::table.filter(watches::account_id.eq(account_id)).filter(watches::id.eq(id)))
+        .execute(conn)?;
+    Ok(deleted == 1)
+}
+
+/// A snapshot's metadata, for listings.
+#[derive(Debug, Clone, Queryable, Selectable)]
+#[diesel(table_name = snapshots)]
+pub struct SnapshotInfo {
+    /// `snp_...`
+    pub id: String,
+    /// The watch.
+    pub watch_id: String,
+    /// Hex SHA-256 of the content.
+    pub content_hash: String,
+    /// When it was fetched.
+    pub created_at: NaiveDateTime,
+}
+
+/// The snapshots of a watch, newest first, without their content.
+pub fn list_snapshots(conn: &mut DbConn, watch_id: &str, page: &Page) -> StoreResult<Vec<SnapshotInfo>> {
+    let mut query =
+        snapshots::table.filter(snapshots::watch_id.eq(watch_id)).select(SnapshotInfo::as_select()).into_boxed();
+    if let Some(after) = &page.after {
+        query = query.filter(snapshots::id.lt(after));
+    }
+    Ok(query.order(snapshots::id.desc()).limit(page.limit).load(conn)?)
+}
+
+/// The account's snapshot `id`, with its content.
+pub fn get_snapshot(conn: &mut DbConn, account_id: &str, id: &str) -> StoreResult<Option<Snapshot>> {
+    Ok(snapshots::table
+        .inner_join(watches::table)
+        .filter(watches::account_id.eq(account_id))
+        .filter(snapshots::id.eq(id))
+        .select(Snapshot::as_select())
+        .first(conn)
+        .optional()?)
+}
+
+/// The two newest snapshots of a watch (newest first).
+pub fn latest_two_snapshots(conn: &mut DbConn, watch_id: &str) -> StoreResult<Vec<Snapshot>> {
+    Ok(snapshots::table
+        .filter(snapshots::watch_id.eq(watch_id))
+        .order(snapshots::id.desc())
+        .limit(2)
+        .select(Snapshot::as_select())
+        .load(conn)?)
+}

@@ -24,8 +24,11 @@ pub struct Watch {
     name: String,
     url: String,
     selector: Option<String>,
-    interval_seconds: i64,
+    interval_seconds: Option<i64>,
+    cron: Option<String>,
+    time_zone: Option<String>,
     state: String,
+    health: String,
     next_run_at: DateTime<Utc>,
     last_run_at: Option<DateTime<Utc>>,
     consecutive_failures: i32,
@@ -41,7 +44,10 @@ impl From<store::Watch> for Watch {
             url: w.url,
             selector: w.selector,
             interval_seconds: w.interval_seconds,
+            cron: w.cron,
+            time_zone: w.time_zone,
             state: w.state,
+            health: w.health,
             next_run_at: utc(w.next_run_at),
             last_run_at: w.last_run_at.map(utc),
             consecutive_failures: w.consecutive_failures,
@@ -317,4 +323,51 @@ impl From<store::DeliveryAttempt> for Attempt {
             trigger: a.trigger,
         }
     }
+}
+
+/// A snapshot; `content` only on the single-resource read.
+#[derive(Debug, Serialize)]
+pub struct Snapshot {
+    id: String,
+    watch_id: String,
+    content_hash: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content: Option<String>,
+    created_at: DateTime<Utc>,
+}
+
+impl From<store::Snapshot> for Snapshot {
+    fn from(s: store::Snapshot) -> Snapshot {
+        Snapshot {
+            id: s.id,
+            watch_id: s.watch_id,
+            content_hash: s.content_hash,
+            content: Some(s.content),
+            created_at: utc(s.created_at),
+        }
+    }
+}
+
+impl From<store::watches::SnapshotInfo> for Snapshot {
+    fn from(s: store::watches::SnapshotInfo) -> Snapshot {
+        Snapshot {
+            id: s.id,
+            watch_id: s.watch_id,
+            content_hash: s.content_hash,
+            content: None,
+            created_at: utc(s.created_at),
+        }
+    }
+}
+
+/// The difference between two snapshots of a watch.
+#[derive(Debug, Serialize)]
+pub struct Diff {
+    /// The older snapshot.
+    pub from: String,
+    /// The newer snapshot.
+    pub to: String,
+    /// Lines, hunks and the unified text.
+    #[serde(flatten)]
+    pub change: driftwatch_diff::TextChange,
 }

@@ -25,8 +25,13 @@ CREATE TABLE watches (
     name                  TEXT NOT NULL,
     url                   TEXT NOT NULL,
     selector              TEXT,
-    interval_seconds      BIGINT NOT NULL,
+    -- the schedule: an interval, or a cron expression (seconds optional) in a time zone
+    interval_seconds      BIGINT,
+    cron                  TEXT,
+    time_zone             TEXT,
     state                 TEXT NOT NULL,
+    -- ok, failing (a run of failed checks) or selector_missing
+    health                TEXT NOT NULL DEFAULT 'ok',
     next_run_at           TIMESTAMP NOT NULL,
     last_run_at           TIMESTAMP,
     consecutive_failures  INTEGER NOT NULL DEFAULT 0,

@@ -10,6 +10,7 @@ mod delivery;
 mod pipeline;
 mod scale;
 mod store;
+mod watches;
 
 /// Declares each scenario `async fn name(backend: Backend)` as a test on SQLite and, when
 /// configured, on PostgreSQL.
@@ -45,6 +46,9 @@ on_both_backends!(
     api::lists_page_with_a_cursor,
     api::private_targets_are_refused_unless_allowed,
     store::concurrent_claims_never_overlap,
+    watches::watches_can_be_updated_paused_and_deleted,
+    watches::snapshots_and_diffs_are_readable,
+    watches::failing_checks_raise_failed_then_recovered,
     scale::three_workers_send_each_delivery_once,
     delivery::retries_follow_the_schedule_then_dead_letter,
     delivery::a_recovering_endpoint_succeeds_on_retry,

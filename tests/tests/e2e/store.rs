@@ -55,8 +55,11 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
                 name: "w".into(),
                 url: "http://127.0.0.1:9/".into(),
                 selector: None,
-                interval_seconds: 3600,
+                interval_seconds: Some(3600),
+                cron: None,
+                time_zone: None,
                 state: WatchState::Active.as_str().into(),
+                health: "ok".into(),
                 next_run_at: now,
                 last_run_at: None,
                 consecutive_failures: 0,
@@ -85,7 +88,7 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
                     event_id: Some(event_id.clone()),
                 },
                 snapshot: None,
-                event: Some(NewEvent {
+                events: vec![NewEvent {
                     slack_body: String::new(),
                     event: Event {
                         id: event_id,
@@ -100,7 +103,8 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
                         payload: "{}".into(),
                         created_at: now,
                     },
-                }),
+                }],
+                health: "ok".into(),
                 max_attempts: 3,
                 consecutive_failures: 0,
                 next_run_at: now + TimeDelta::hours(1),

@@ -1,11 +1,15 @@
-//! `/watches`: create, read, list, check now, runs.
+//! `/watches`: create, read, list, update, delete, pause, resume, check now, runs, snapshots and
+//! diffs.
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use driftwatch_core::{IdKind, WatchState, new_id};
-use driftwatch_schedule::CheckError;
-use driftwatch_store::{Page, watches};
-use serde::Deserialize;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use chrono::NaiveDateTime;
+use driftwatch_core::{IdKind, WatchHealth, WatchState, new_id};
+use driftwatch_schedule::{CheckError, Timing, TimingError};
+use driftwatch_store::watches::{self, WatchChanges};
+use driftwatch_store::{Page, Watch};
+use serde::{Deserialize, Deserializer};
 
 use super::{PageParams, page_of};
 use crate::AppState;
@@ -22,10 +26,35 @@ pub struct CreateWatch {
     name: Option<String>,
     selector: Option<String>,
     interval_seconds: Option<i64>,
+    cron: Option<String>,
+    time_zone: Option<String>,
+    paused: Option<bool>,
+}
+
+/// Body of `PATCH /watches/{id}`: only the fields given change; `null` clears `selector`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateWatch {
+    url: Option<String>,
+    name: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    selector: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    interval_seconds: Option<Option<i64>>,
+    #[serde(default, deserialize_with = "present")]
+    cron: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    time_zone: Option<Option<String>>,
+}
+
+/// Tells a field given as `null` (`Some(None)`) from one left out (`None`).
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
 }
 
 const MAX_NAME: usize = 200;
 const MAX_URL: usize = 2048;
+const MAX_INTERVAL: i64 = 366 * 86_400;
 
 /// Validates a URL that the server will request on the caller's behalf.
 pub(super) fn valid_target(state: &AppState, field: &str, raw: &str) -> Result<String, ApiError> {
@@ -37,37 +66,88 @@ pub(super) fn valid_target(state: &AppState, field: &str, raw: &str) -> Result<S
     Ok(url.to_string())
 }
 
+fn valid_name(name: &str) -> Result<String, ApiError> {
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(ApiError::invalid("name", "must not be empty"));
+    }
+    if name.chars().count() > MAX_NAME {
+        return Err(ApiError::invalid("name", format!("longer than {MAX_NAME} characters")));
+    }
+    Ok(name.to_owned())
+}
+
+fn valid_selector(selector: Option<String>) -> Result<Option<String>, ApiError> {
+    let selector = selector.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
+    if let Some(selector) = &selector {
+        driftwatch_scrape::validate_selector(selector).map_err(|e| ApiError::invalid("selector", e.to_string()))?;
+    }
+    Ok(selector)
+}
+
+/// Checks a schedule against the API's limits; returns it parsed.
+fn valid_timing(
+    state: &AppState,
+    interval: Option<i64>,
+    cron: Option<&str>,
+    zone: Option<&str>,
+) -> Result<Timing, ApiError> {
+    let min = state.limits.min_interval_seconds;
+    if let Some(seconds) = interval {
+        if !(min..=MAX_INTERVAL).contains(&seconds) {
+            return Err(ApiError::invalid(
+                "interval_seconds",
+                format!("must be between {min} and {MAX_INTERVAL} seconds"),
+            ));
+        }
+    }
+    if zone.is_some() && cron.is_none() {
+        return Err(ApiError::invalid("time_zone", "only applies to a cron schedule"));
+    }
+    let timing = Timing::parse(interval, cron, zone)
+        .map_err(|TimingError { field, message }| ApiError::invalid(field, message))?;
+    if let Timing::Cron { .. } = timing {
+        let probe = chrono::Utc::now();
+        let first = timing.next_after(probe, "wat_probe");
+        let second = timing.next_after(first, "wat_probe");
+        if (second - first).num_seconds() < min - 1 {
+            return Err(ApiError::invalid("cron", format!("fires more often than every {min} seconds")));
+        }
+    }
+    Ok(timing)
+}
+
 pub async fn create(
     State(state): State<AppState>,
     caller: Caller,
     Json(body): Json<CreateWatch>,
 ) -> Result<(StatusCode, axum::Json<views::Watch>), ApiError> {
     let url = valid_target(&state, "url", &body.url)?;
-    let name = body.name.map(|n| n.trim().to_owned()).filter(|n| !n.is_empty()).unwrap_or_else(|| url.clone());
-    if name.chars().count() > MAX_NAME {
-        return Err(ApiError::invalid("name", format!("longer than {MAX_NAME} characters")));
-    }
-    let selector = body.selector.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
-    if let Some(selector) = &selector {
-        driftwatch_scrape::validate_selector(selector).map_err(|e| ApiError::invalid("selector", e.to_string()))?;
-    }
-    let limits = &state.limits;
-    let interval = body.interval_seconds.unwrap_or(limits.default_interval_seconds);
-    if !(limits.min_interval_seconds..=366 * 86_400).contains(&interval) {
-        return Err(ApiError::invalid(
-            "interval_seconds",
-            format!("must be between {} and {} seconds", limits.min_interval_seconds, 366 * 86_400),
-        ));
-    }
+    let name = match body.name.as_deref().map(str::trim).filter(|n| !n.is_empty()) {
+        Some(name) => valid_name(name)?,
+        None => url.chars().take(MAX_NAME).collect(),
+    };
+    let selector = valid_selector(body.selector)?;
+    let cron = body.cron.map(|c| c.trim().to_owned()).filter(|c| !c.is_empty());
+    let interval = match (&cron, body.interval_seconds) {
+        (None, None) => Some(state.limits.default_interval_seconds),
+        (_, given) => given,
+    };
+    let time_zone = body.time_zone.map(|z| z.trim().to_owned()).filter(|z| !z.is_empty());
+    valid_timing(&state, interval, cron.as_deref(), time_zone.as_deref())?;
     let now = state.clock.now().naive_utc();
-    let watch = driftwatch_store::Watch {
+    let paused = body.paused.unwrap_or(false);
+    let watch = Watch {
         id: new_id(IdKind::Watch),
         account_id: caller.account_id,
         name,
         url,
         selector,
         interval_seconds: interval,
-        state: WatchState::Active.as_str().to_owned(),
+        cron,
+        time_zone,
+        state: if paused { WatchState::Paused } else { WatchState::Active }.as_str().to_owned(),
+        health: WatchHealth::Ok.as_str().to_owned(),
         // The first check, which records the baseline, is due at once.
         next_run_at: now,
         last_run_at: None,
@@ -94,7 +174,7 @@ pub async fn list(
     Ok(axum::Json(page_of(rows, limit, |w| &w.id)))
 }
 
-async fn find(state: &AppState, caller: &Caller, id: &str) -> Result<driftwatch_store::Watch, ApiError> {
+async fn find(state: &AppState, caller: &Caller, id: &str) -> Result<Watch, ApiError> {
     let (account, id) = (caller.account_id.clone(), id.to_owned());
     state
         .store
@@ -109,6 +189,110 @@ pub async fn get(
     Path(id): Path<String>,
 ) -> Result<axum::Json<views::Watch>, ApiError> {
     Ok(axum::Json(find(&state, &caller, &id).await?.into()))
+}
+
+async fn apply(state: &AppState, caller: &Caller, id: String, changes: WatchChanges) -> Result<Watch, ApiError> {
+    let account = caller.account_id.clone();
+    let watch = state
+        .store
+        .write(move |c| watches::update_watch(c, &account, &id, &changes))
+        .await?
+        .ok_or_else(|| ApiError::not_found("no such watch"))?;
+    state.runner.wake();
+    Ok(watch)
+}
+
+pub async fn update(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Json(body): Json<UpdateWatch>,
+) -> Result<axum::Json<views::Watch>, ApiError> {
+    let current = find(&state, &caller, &id).await?;
+    let now = state.clock.now();
+    let mut changes = WatchChanges { updated_at: Some(now.naive_utc()), ..WatchChanges::default() };
+    if let Some(url) = &body.url {
+        changes.url = Some(valid_target(&state, "url", url)?);
+    }
+    if let Some(name) = &body.name {
+        changes.name = Some(valid_name(name)?);
+    }
+    if let Some(selector) = body.selector {
+        changes.selector = Some(valid_selector(selector)?);
+    }
+    let schedule_given = body.interval_seconds.is_some() || body.cron.is_some() || body.time_zone.is_some();
+    if schedule_given {
+        // Setting one kind of schedule replaces the other.
+        let (interval, cron) = match (body.interval_seconds, body.cron) {
+            (Some(interval), None) => (interval, None),
+            (None, Some(cron)) => (None, cron.map(|c| c.trim().to_owned()).filter(|c| !c.is_empty())),
+            (Some(interval), Some(cron)) => (interval, cron),
+            (None, None) => (current.interval_seconds, current.cron.clone()),
+        };
+        let interval =
+            if interval.is_none() && cron.is_none() { Some(state.limits.default_interval_seconds) } else { interval };
+        let zone = match body.time_zone {
+            Some(zone) => zone.map(|z| z.trim().to_owned()).filter(|z| !z.is_empty()),
+            None if cron.is_some() => current.time_zone.clone(),
+            None => None,
+        };
+        let timing = valid_timing(&state, interval, cron.as_deref(), zone.as_deref())?;
+        changes.interval_seconds = Some(interval);
+        changes.cron = Some(cron);
+        changes.time_zone = Some(zone);
+        changes.next_run_at = Some(timing.next_after(now, &current.id).naive_utc());
+    }
+    if changes.url.is_some() || changes.selector.is_some() {
+        // A different page or part of it: check soon so the new baseline comes quickly.
+        changes.next_run_at = Some(now.naive_utc());
+    }
+    let watch = apply(&state, &caller, id, changes).await?;
+    tracing::info!(watch.id = %watch.id, "watch updated");
+    Ok(axum::Json(watch.into()))
+}
+
+pub async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let deleted = state.store.write(move |c| watches::delete_watch(c, &caller.account_id, &id)).await?;
+    if deleted { Ok(StatusCode::NO_CONTENT) } else { Err(ApiError::not_found("no such watch")) }
+}
+
+async fn set_state(
+    state: AppState,
+    caller: Caller,
+    id: String,
+    to: WatchState,
+) -> Result<axum::Json<views::Watch>, ApiError> {
+    let now: NaiveDateTime = state.clock.now().naive_utc();
+    let changes = WatchChanges {
+        state: Some(to.as_str().to_owned()),
+        // Resuming checks at once; the schedule takes over from there.
+        next_run_at: (to == WatchState::Active).then_some(now),
+        updated_at: Some(now),
+        ..WatchChanges::default()
+    };
+    let watch = apply(&state, &caller, id, changes).await?;
+    tracing::info!(watch.id = %watch.id, state = %to, "watch state changed");
+    Ok(axum::Json(watch.into()))
+}
+
+pub async fn pause(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<axum::Json<views::Watch>, ApiError> {
+    set_state(state, caller, id, WatchState::Paused).await
+}
+
+pub async fn resume(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<axum::Json<views::Watch>, ApiError> {
+    set_state(state, caller, id, WatchState::Active).await
 }
 
 pub async fn check(
@@ -134,4 +318,78 @@ pub async fn runs(
     let (page, limit): (Page, usize) = params.to_page()?;
     let rows = state.store.run(move |c| watches::list_runs(c, &watch.id, &page)).await?;
     Ok(axum::Json(page_of(rows, limit, |r| &r.id)))
+}
+
+pub async fn snapshots(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Query(params): Query<PageParams>,
+) -> Result<axum::Json<List<views::Snapshot>>, ApiError> {
+    let watch = find(&state, &caller, &id).await?;
+    let (page, limit) = params.to_page()?;
+    let rows = state.store.run(move |c| watches::list_snapshots(c, &watch.id, &page)).await?;
+    Ok(axum::Json(page_of(rows, limit, |s| &s.id)))
+}
+
+pub async fn snapshot(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<axum::Json<views::Snapshot>, ApiError> {
+    let snapshot = state
+        .store
+        .run(move |c| watches::get_snapshot(c, &caller.account_id, &id))
+        .await?
+        .ok_or_else(|| ApiError::not_found("no such snapshot"))?;
+    Ok(axum::Json(snapshot.into()))
+}
+
+/// Query of `GET /watches/{id}/diff`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiffParams {
+    from: Option<String>,
+    to: Option<String>,
+    format: Option<String>,
+}
+
+/// The diff between two snapshots of the watch (by default the two newest): JSON with stats and
+/// hunks, or with `format=unified` the unified text.
+pub async fn diff(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Query(params): Query<DiffParams>,
+) -> Result<Response, ApiError> {
+    let unified = match params.format.as_deref() {
+        None | Some("json") => false,
+        Some("unified") => true,
+        Some(_) => return Err(ApiError::invalid("format", "must be `json` or `unified`")),
+    };
+    let watch = find(&state, &caller, &id).await?;
+    let account = caller.account_id.clone();
+    let (from, to) = state
+        .store
+        .run(move |c| {
+            // Newest first: by default, the newest snapshot against the one before it.
+            let mut latest = watches::latest_two_snapshots(c, &watch.id)?.into_iter();
+            let (newest, previous) = (latest.next(), latest.next());
+            let mut pick = |id: Option<String>, default: Option<driftwatch_store::Snapshot>| match id {
+                Some(id) => watches::get_snapshot(c, &account, &id).map(|s| s.filter(|s| s.watch_id == watch.id)),
+                None => Ok(default),
+            };
+            let to = pick(params.to, newest)?;
+            let from = pick(params.from, previous)?;
+            Ok((from, to))
+        })
+        .await?;
+    let (Some(from), Some(to)) = (from, to) else {
+        return Err(ApiError::not_found("no such snapshots: a diff needs two snapshots of this watch"));
+    };
+    let change = driftwatch_diff::diff_texts(&from.content, &to.content, &from.id, &to.id);
+    if unified {
+        return Ok(([(header::CONTENT_TYPE, "text/x-diff; charset=utf-8")], change.unified).into_response());
+    }
+    Ok(axum::Json(views::Diff { from: from.id, to: to.id, change }).into_response())
 }

@@ -1,0 +1,167 @@
+//! Watches as a resource (update, pause, delete, schedules, snapshots, diffs) and their health.
+
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use crate::support::{Backend, PageServer, Receiver, TestApp, eventually};
+
+async fn check(app: &TestApp, token: &str, id: &str) -> Value {
+    let (status, run) = app.post(&format!("/watches/{id}/check"), token, json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{run}");
+    run
+}
+
+pub async fn watches_can_be_updated_paused_and_deleted(backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let token = app.account("acme").await;
+    let site = PageServer::start("<p id=a>one</p><p id=b>two</p>").await;
+    let watch = app.watch_with_baseline(&token, json!({"url": site.url, "selector": "#a"})).await;
+    let id = watch["id"].as_str().expect("id");
+    let path = format!("/watches/{id}");
+
+    let (status, updated) = app
+        .call(
+            reqwest::Method::PATCH,
+            &path,
+            &token,
+            Some(json!({"name": "Renamed", "cron": "0 0 9 * * MON-FRI", "time_zone": "Europe/Paris"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{updated}");
+    assert_eq!(updated["name"], "Renamed");
+    assert_eq!(updated["cron"], "0 0 9 * * MON-FRI");
+    assert!(updated["interval_seconds"].is_null(), "a cron schedule replaces the interval");
+    assert_eq!(updated["selector"], "#a", "fields left out stay as they were");
+    let next = chrono::DateTime::parse_from_rfc3339(updated["next_run_at"].as_str().expect("next run")).expect("time");
+    let local = next.with_timezone(&chrono_tz::Europe::Paris);
+    assert_eq!(chrono::Timelike::hour(&local), 9, "next run at 09:00 Paris time: {local}");
+
+    let (status, cleared) =
+        app.call(reqwest::Method::PATCH, &path, &token, Some(json!({"selector": null, "interval_seconds": 600}))).await;
+    assert_eq!(status, StatusCode::OK, "{cleared}");
+    assert!(cleared["selector"].is_null() && cleared["cron"].is_null() && cleared["time_zone"].is_null());
+    assert_eq!(cleared["interval_seconds"], 600);
+
+    for (body, field) in [
+        (json!({"cron": "every day"}), "cron"),
+        (json!({"cron": "0 * * * *", "time_zone": "Mars/Olympus"}), "time_zone"),
+        (json!({"interval_seconds": 600, "cron": "0 * * * *"}), "cron"),
+        (json!({"selector": "p[["}), "selector"),
+        (json!({"name": ""}), "name"),
+        (json!({"url": "gopher://x"}), "url"),
+        (json!({"state": "paused"}), "state"),
+    ] {
+        let (status, problem) = app.call(reqwest::Method::PATCH, &path, &token, Some(body.clone())).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}: {problem}");
+        assert_eq!(problem["errors"][0]["field"], field, "{body}: {problem}");
+    }
+
+    let (status, paused) = app.post(&format!("{path}/pause"), &token, json!({})).await;
+    assert_eq!((status, paused["state"].as_str()), (StatusCode::OK, Some("paused")));
+    let (_, resumed) = app.post(&format!("{path}/resume"), &token, json!({})).await;
+    assert_eq!(resumed["state"], "active");
+
+    let other = app.account("other").await;
+    assert_eq!(app.call(reqwest::Method::DELETE, &path, &other, None).await.0, StatusCode::NOT_FOUND);
+    assert_eq!(
+        app.call(reqwest::Method::PATCH, &path, &other, Some(json!({"name": "x"}))).await.0,
+        StatusCode::NOT_FOUND
+    );
+    let (status, _) = app.call(reqwest::Method::DELETE, &path, &token, None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert_eq!(app.get(&path, &token).await.0, StatusCode::NOT_FOUND);
+}
+
+pub async fn snapshots_and_diffs_are_readable(backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let token = app.account("acme").await;
+    let site = PageServer::start("<ul><li>apples</li><li>pears</li></ul>").await;
+    let watch = app.watch_with_baseline(&token, json!({"url": site.url})).await;
+    let id = watch["id"].as_str().expect("id");
+    site.set("<ul><li>apples</li><li>plums</li></ul>");
+    assert_eq!(check(&app, &token, id).await["outcome"], "changed");
+    site.set("<ul><li>apples</li><li>plums</li><li>figs</li></ul>");
+    assert_eq!(check(&app, &token, id).await["outcome"], "changed");
+
+    let list = app.ok(&format!("/watches/{id}/snapshots"), &token).await;
+    let items = list["items"].as_array().expect("items");
+    assert_eq!(items.len(), 3, "one snapshot per distinct content");
+    assert!(items[0].get("content").is_none(), "listings leave the content out");
+    let (newest, oldest) = (items[0]["id"].as_str().expect("id"), items[2]["id"].as_str().expect("id"));
+    let snapshot = app.ok(&format!("/snapshots/{oldest}"), &token).await;
+    assert_eq!(snapshot["content"], "apples\npears\n");
+
+    let latest = app.ok(&format!("/watches/{id}/diff"), &token).await;
+    assert_eq!(latest["to"], newest);
+    assert_eq!((latest["added"].as_i64(), latest["removed"].as_i64()), (Some(1), Some(0)));
+    let whole = app.ok(&format!("/watches/{id}/diff?from={oldest}&to={newest}"), &token).await;
+    assert_eq!((whole["added"].as_i64(), whole["removed"].as_i64()), (Some(2), Some(1)));
+    let text = app
+        .http
+        .get(format!("{}/watches/{id}/diff?from={oldest}&to={newest}&format=unified", app.base))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .expect("diff");
+    assert_eq!(text.status(), 200);
+    let body = text.text().await.expect("text");
+    assert!(body.contains("-pears") && body.contains("+plums") && body.contains("+figs"), "{body}");
+
+    let other = app.account("other").await;
+    assert_eq!(app.get(&format!("/snapshots/{oldest}"), &other).await.0, StatusCode::NOT_FOUND);
+    assert_eq!(app.get(&format!("/watches/{id}/diff?from=snp_nope"), &token).await.0, StatusCode::NOT_FOUND);
+    assert_eq!(app.get(&format!("/watches/{id}/diff?format=pdf"), &token).await.0, StatusCode::UNPROCESSABLE_ENTITY);
+}
+
+pub async fn failing_checks_raise_failed_then_recovered(backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let token = app.account("acme").await;
+    let site = PageServer::start("<div id=price>10</div>").await;
+    let receiver = Receiver::start(200).await;
+    let (status, endpoint) = app.post("/endpoints", &token, json!({"url": receiver.url})).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let secret = endpoint["secret"].as_str().expect("secret").to_owned();
+    let watch = app.watch_with_baseline(&token, json!({"url": site.url, "selector": "#price", "name": "Price"})).await;
+    let id = watch["id"].as_str().expect("id");
+
+    site.set_status(500);
+    for n in 1..=3 {
+        let run = check(&app, &token, id).await;
+        assert_eq!(run["outcome"], "failed");
+        let health = app.ok(&format!("/watches/{id}"), &token).await["health"].clone();
+        assert_eq!(health, if n < 3 { "ok" } else { "failing" }, "after {n} failures");
+    }
+    check(&app, &token, id).await;
+    let failed = receiver.wait_for(1).await;
+    failed[0].verify(&secret).expect("signed");
+    let event = failed[0].json();
+    assert_eq!(event["type"], "check.failed");
+    assert_eq!(event["data"]["check"]["http_status"], 500);
+    assert_eq!(event["data"]["check"]["consecutive_failures"], 3);
+    assert_eq!(receiver.received().len(), 1, "raised once, when the watch became failing");
+
+    // The page comes back with the watched element gone: its own state and event.
+    site.set_status(200);
+    site.set("<div id=other>10</div>");
+    for _ in 0..3 {
+        check(&app, &token, id).await;
+    }
+    assert_eq!(app.ok(&format!("/watches/{id}"), &token).await["health"], "selector_missing");
+    assert_eq!(receiver.wait_for(2).await[1].json()["type"], "check.selector_missing");
+
+    site.set("<div id=price>10</div>");
+    assert_eq!(check(&app, &token, id).await["outcome"], "unchanged");
+    let recovered = receiver.wait_for(3).await;
+    assert_eq!(recovered[2].json()["type"], "check.recovered");
+    let watch = app.ok(&format!("/watches/{id}"), &token).await;
+    assert_eq!((watch["health"].as_str(), watch["consecutive_failures"].as_i64()), (Some("ok"), Some(0)));
+    let events = app.ok(&format!("/events?watch_id={id}"), &token).await;
+    let types: Vec<&str> =
+        events["items"].as_array().expect("items").iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(types, vec!["check.recovered", "check.selector_missing", "check.failed"]);
+    let _ = eventually("every health event sent", || async {
+        let sent = app.ok("/deliveries?status=sent", &token).await;
+        (sent["items"].as_array().map_or(0, Vec::len) == 3).then_some(())
+    })
+    .await;
+}
