@@ -113,16 +113,15 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
     let n: u64 = number.parse().map_err(|_| format!("`{text}` is not a duration like 500ms, 30s, 5m, 2h"))?;
-    let ms = match unit.trim() {
-        "ms" => n,
-        "s" | "" => n * 1000,
-        "m" => n * 60_000,
-        "h" => n * 3_600_000,
-        "d" => n * 86_400_000,
-        other => {
-            return Err(format!("unknown unit `{other}` in `{text}` (use ms, s, m, h or d)"));
-        }
+    let factor: u64 = match unit.trim() {
+        "ms" => 1,
+        "s" | "" => 1000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        other => return Err(format!("unknown unit `{other}` in `{text}` (use ms, s, m, h or d)")),
     };
+    let ms = n.checked_mul(factor).ok_or_else(|| format!("`{text}` is too long"))?;
     Ok(Duration::from_millis(ms))
 }
 
@@ -188,6 +187,7 @@ mod tests {
         assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
         assert!(parse_duration("5 parsecs").is_err());
         assert!(parse_duration("").is_err());
+        assert!(parse_duration("300000000000000d").is_err(), "overflow is an error, not a panic");
         assert_eq!(parse_schedule("1m,5m").map(|s| s.len()), Ok(2));
         assert_eq!(RetryPolicy::default().schedule.len(), 5);
     }

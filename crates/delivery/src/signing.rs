@@ -57,7 +57,7 @@ pub fn verify(
     tolerance_secs: i64,
 ) -> Result<(), VerifyError> {
     let ts: i64 = timestamp.trim().parse().map_err(|_| VerifyError::BadTimestamp)?;
-    if (now - ts).abs() > tolerance_secs {
+    if now.abs_diff(ts) > tolerance_secs.unsigned_abs() {
         return Err(VerifyError::TimestampOutOfTolerance);
     }
     let key = key(secret)?;
@@ -101,6 +101,8 @@ mod tests {
             Err(VerifyError::TimestampOutOfTolerance)
         );
         assert_eq!(verify(SECRET, ID, "soon", EXPECTED, BODY, TS, 300), Err(VerifyError::BadTimestamp));
+        let hostile = i64::MIN.to_string();
+        assert_eq!(verify(SECRET, ID, &hostile, EXPECTED, BODY, TS, 300), Err(VerifyError::TimestampOutOfTolerance));
         assert_eq!(verify("whsec_!!", ID, &TS.to_string(), EXPECTED, BODY, TS, 300), Err(VerifyError::BadSecret));
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chrono::{NaiveDateTime, TimeDelta};
 use driftwatch_core::{AttemptTrigger, Clock, DeliveryStatus, EventType, IdKind, new_id};
-use driftwatch_store::deliveries::{self, AttemptRecord, Completion, Health, Job};
+use driftwatch_store::deliveries::{self, AttemptRecord, Completion, Health, Job, Redelivery};
 use driftwatch_store::outbox::NewEvent;
 use driftwatch_store::{Delivery, DeliveryAttempt, Endpoint, Event, Store, StoreError};
 use tokio::sync::{Notify, Semaphore, mpsc, oneshot};
@@ -102,26 +102,45 @@ struct Inner {
 struct EndpointLoad {
     in_flight: HashMap<String, usize>,
     caps: HashMap<String, usize>,
+    /// Half-open endpoints (circuit past its open period, failures at the threshold).
+    half_open: HashSet<String>,
+    /// Half-open endpoints with their one probe in flight.
     probing: HashSet<String>,
     /// Earliest time the next request may go to a rate-limited endpoint.
     paced_until: HashMap<String, NaiveDateTime>,
 }
 
 impl EndpointLoad {
-    /// Endpoints this node must not claim for: at their cap, or with a probe in flight.
+    /// Endpoints this node must not claim for: at their cap, or half-open with anything in
+    /// flight (its probe, or a redelivery).
     fn saturated(&self) -> Vec<String> {
-        let full = self.in_flight.iter().filter(|(id, n)| **n >= self.caps.get(*id).copied().unwrap_or(usize::MAX));
-        full.map(|(id, _)| id.clone()).chain(self.probing.iter().cloned()).collect()
+        let busy = self
+            .in_flight
+            .iter()
+            .filter(|(id, n)| **n >= self.caps.get(*id).copied().unwrap_or(usize::MAX) || self.half_open.contains(*id));
+        let mut ids: Vec<String> = busy.map(|(id, _)| id.clone()).chain(self.probing.iter().cloned()).collect();
+        ids.sort();
+        ids.dedup();
+        ids
     }
 
-    fn finish(&mut self, endpoint_id: &str) {
+    fn start(&mut self, endpoint_id: &str) {
+        *self.in_flight.entry(endpoint_id.to_owned()).or_default() += 1;
+    }
+
+    /// An attempt to the endpoint finished; a probe's outcome ends the half-open state here
+    /// (the next claim sees the endpoint's new health).
+    fn finish(&mut self, endpoint_id: &str, probe: bool) {
         if let Some(n) = self.in_flight.get_mut(endpoint_id) {
             *n = n.saturating_sub(1);
             if *n == 0 {
                 self.in_flight.remove(endpoint_id);
             }
         }
-        self.probing.remove(endpoint_id);
+        if probe {
+            self.probing.remove(endpoint_id);
+            self.half_open.remove(endpoint_id);
+        }
     }
 }
 
@@ -174,7 +193,8 @@ async fn write_completions(store: Store, queue: Arc<tokio::sync::Mutex<mpsc::Unb
 
 /// What to do with a claimed job.
 enum Dispatch {
-    Send,
+    /// Send it now; `probe` when it is the one probe of a half-open endpoint.
+    Send { probe: bool },
     /// Give it back, not before this time when set.
     Release(Option<NaiveDateTime>),
 }
@@ -252,7 +272,8 @@ impl DeliveryWorker {
             if free >= threshold || (free > 0 && in_flight == 0) {
                 let wanted = free.min(inner.config.batch_size);
                 match self.claim_and_dispatch(wanted, &tracker).await {
-                    Ok(claimed) if claimed == wanted => continue, // there may be more due right now
+                    // There may be more due right now, unless this batch all went back.
+                    Ok((claimed, dispatched)) if claimed == wanted && dispatched > 0 => continue,
                     Ok(_) => {}
                     Err(e) => tracing::error!(error = %e, "claiming deliveries failed"),
                 }
@@ -276,8 +297,8 @@ impl DeliveryWorker {
     }
 
     /// Claims up to `wanted` deliveries and starts the ones their endpoints can take now;
-    /// returns how many were claimed.
-    async fn claim_and_dispatch(&self, wanted: i64, tracker: &TaskTracker) -> Result<i64, StoreError> {
+    /// returns how many were claimed and how many started.
+    async fn claim_and_dispatch(&self, wanted: i64, tracker: &TaskTracker) -> Result<(i64, usize), StoreError> {
         let owner = format!("{}:{}", self.inner.config.node_id, new_id(IdKind::Delivery));
         let now = self.now();
         let until = self.lease_until(now);
@@ -285,17 +306,19 @@ impl DeliveryWorker {
         let lease = owner.clone();
         let jobs = self.inner.store.write(move |c| deliveries::claim_due(c, &lease, now, until, wanted, &skip)).await?;
         let claimed = jobs.len() as i64;
+        let mut dispatched = 0;
         let mut released: HashMap<Option<NaiveDateTime>, Vec<String>> = HashMap::new();
         for job in jobs {
             match self.admit(&job, now) {
                 Dispatch::Release(not_before) => released.entry(not_before).or_default().push(job.delivery.id.clone()),
-                Dispatch::Send => {
+                Dispatch::Send { probe } => {
                     let Ok(permit) = Arc::clone(&self.inner.slots).acquire_owned().await else { break };
+                    dispatched += 1;
                     let worker = self.clone();
                     tracker.spawn(async move {
                         let endpoint_id = job.endpoint.id.clone();
                         worker.attempt(job, AttemptTrigger::Scheduled).await;
-                        worker.load().finish(&endpoint_id);
+                        worker.load().finish(&endpoint_id, probe);
                         drop(permit);
                         worker.wake();
                     });
@@ -306,7 +329,7 @@ impl DeliveryWorker {
             let owner = owner.clone();
             self.inner.store.write(move |c| deliveries::release(c, &ids, &owner, not_before)).await?;
         }
-        Ok(claimed)
+        Ok((claimed, dispatched))
     }
 
     /// Whether a claimed job may be sent now: fairness (per-endpoint cap), pacing (rate limit)
@@ -323,8 +346,13 @@ impl DeliveryWorker {
         load.caps.insert(id.clone(), cap);
         let in_flight = load.in_flight.get(&id).copied().unwrap_or(0);
         let half_open = endpoint.consecutive_failures >= config.circuit_threshold;
-        if half_open && (in_flight > 0 || load.probing.contains(&id)) {
-            return Dispatch::Release(None);
+        if half_open {
+            load.half_open.insert(id.clone());
+            if in_flight > 0 || load.probing.contains(&id) {
+                return Dispatch::Release(None);
+            }
+        } else {
+            load.half_open.remove(&id);
         }
         if in_flight >= cap {
             return Dispatch::Release(None);
@@ -340,8 +368,8 @@ impl DeliveryWorker {
         if half_open {
             load.probing.insert(id.clone());
         }
-        *load.in_flight.entry(id).or_default() += 1;
-        Dispatch::Send
+        load.start(&id);
+        Dispatch::Send { probe: half_open }
     }
 
     /// How long the loop may sleep: until the next delivery is due, a lease expires or a
@@ -370,27 +398,25 @@ impl DeliveryWorker {
             .write(move |c| deliveries::claim_for_redelivery(c, &account, &delivery_id, &lease, now, until, budget))
             .await?;
         let job = match claimed {
-            None => return Ok(None),
-            Some(None) => return Err(RedeliverError::Busy),
-            Some(Some(job)) => job,
+            Redelivery::NotFound => return Ok(None),
+            Redelivery::Busy => return Err(RedeliverError::Busy),
+            Redelivery::EndpointDisabled => return Err(RedeliverError::EndpointDisabled),
+            Redelivery::Purged => return Err(RedeliverError::Purged),
+            Redelivery::Claimed(job) => *job,
         };
-        let refusal = if !job.endpoint.enabled {
-            Some(RedeliverError::EndpointDisabled)
-        } else if job.delivery.body_purged_at.is_some() {
-            Some(RedeliverError::Purged)
-        } else {
-            None
-        };
-        if let Some(refusal) = refusal {
-            let ids = vec![job.delivery.id.clone()];
-            self.inner.store.write(move |c| deliveries::release(c, &ids, &owner, None)).await?;
-            return Err(refusal);
-        }
+        // A task of its own: if the HTTP caller goes away, the attempt still completes and is
+        // recorded, and the endpoint's in-flight count is given back.
+        let worker = self.clone();
         let endpoint_id = job.endpoint.id.clone();
-        *self.load().in_flight.entry(endpoint_id.clone()).or_default() += 1;
-        self.attempt(job, AttemptTrigger::Manual).await;
-        self.load().finish(&endpoint_id);
-        self.wake();
+        worker.load().start(&endpoint_id);
+        let attempt = tokio::spawn(async move {
+            worker.attempt(job, AttemptTrigger::Manual).await;
+            worker.load().finish(&endpoint_id, false);
+            worker.wake();
+        });
+        if let Err(e) = attempt.await {
+            tracing::error!(error = %e, "a redelivery attempt task failed");
+        }
         let (account, delivery_id) = (account_id.to_owned(), id.to_owned());
         Ok(self.inner.store.run(move |c| deliveries::get_delivery(c, &account, &delivery_id)).await?)
     }

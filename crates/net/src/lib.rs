@@ -41,7 +41,7 @@ pub fn is_non_public(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => is_non_public_v4(v4),
         IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
+            if let Some(v4) = embedded_v4(v6) {
                 return is_non_public_v4(v4);
             }
             let first = v6.segments()[0];
@@ -51,8 +51,25 @@ pub fn is_non_public(ip: IpAddr) -> bool {
                 || (first & 0xfe00) == 0xfc00 // unique local fc00::/7
                 || (first & 0xffc0) == 0xfe80 // link-local fe80::/10
                 || (first == 0x2001 && v6.segments()[1] == 0x0db8) // documentation
+                || (first == 0x64 && v6.segments()[1] == 0xff9b && v6.segments()[2] == 1) // local-use NAT64
                 || v6 == Ipv6Addr::new(0, 0, 0, 0, 0, 0xffff, 0, 0)
         }
+    }
+}
+
+/// The IPv4 address an IPv6 address carries and routes to: IPv4-mapped `::ffff:0:0/96`,
+/// IPv4-compatible `::/96`, the well-known NAT64 prefix `64:ff9b::/96`, and 6to4 `2002::/16`.
+fn embedded_v4(v6: Ipv6Addr) -> Option<Ipv4Addr> {
+    let s = v6.segments();
+    let low = |hi: u16, lo: u16| Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo));
+    if let Some(v4) = v6.to_ipv4_mapped() {
+        return Some(v4);
+    }
+    match s {
+        [0, 0, 0, 0, 0, 0, hi, lo] if (hi, lo) != (0, 0) && (hi, lo) != (0, 1) => Some(low(hi, lo)),
+        [0x64, 0xff9b, 0, 0, 0, 0, hi, lo] => Some(low(hi, lo)),
+        [0x2002, hi, lo, ..] => Some(low(hi, lo)),
+        _ => None,
     }
 }
 
@@ -200,13 +217,17 @@ mod tests {
             "fd00::1",
             "::ffff:127.0.0.1",
             "::",
+            "64:ff9b::a00:1",
+            "64:ff9b:1::a00:1",
+            "2002:c0a8:101::1",
+            "::7f00:1",
         ] {
             assert!(
                 is_non_public(private.parse().unwrap_or_else(|_| panic!("{private}"))),
                 "{private} should be non-public"
             );
         }
-        for public in ["93.184.216.34", "1.1.1.1", "2606:4700:4700::1111", "172.32.0.1"] {
+        for public in ["93.184.216.34", "1.1.1.1", "2606:4700:4700::1111", "172.32.0.1", "64:ff9b::101:101"] {
             assert!(!is_non_public(public.parse().unwrap_or_else(|_| panic!("{public}"))), "{public} should be public");
         }
     }

@@ -153,7 +153,9 @@ impl Runner {
                     Err(e) => tracing::error!(error = %e, "claiming due watches failed"),
                 }
             }
-            let wait = self.idle_wait().await;
+            // All slots busy: each finished check wakes the loop, so no query is needed.
+            let wait =
+                if inner.slots.available_permits() == 0 { inner.config.poll_interval } else { self.idle_wait().await };
             tokio::select! {
                 () = inner.wake.notified() => {}
                 () = tokio::time::sleep(wait) => {}

@@ -116,7 +116,7 @@ pub fn claim_due(
     skip_endpoints: &[String],
 ) -> StoreResult<Vec<Job>> {
     let mut condition = String::from(
-        "status IN ('queued', 'failed') AND endpoint_id NOT IN \
+        "status IN ('queued', 'failed') AND body_purged_at IS NULL AND endpoint_id NOT IN \
          (SELECT id FROM endpoints WHERE enabled = false OR circuit_open_until > $3)",
     );
     // Ids are ours (`end_` + lower-case ULID); anything else is left out rather than quoted.
@@ -152,9 +152,25 @@ fn leased_jobs(conn: &mut DbConn, owner: &str) -> StoreResult<Vec<Job>> {
         .collect())
 }
 
+/// What a redelivery request found.
+#[derive(Debug)]
+pub enum Redelivery {
+    /// No such delivery in the account.
+    NotFound,
+    /// An attempt of it is in flight.
+    Busy,
+    /// Its endpoint is disabled.
+    EndpointDisabled,
+    /// Retention removed its body.
+    Purged,
+    /// Leased to the caller, to be attempted now.
+    Claimed(Box<Job>),
+}
+
 /// Leases the account's delivery `id` for a redelivery on request, whatever its status, unless
-/// an attempt is in flight. A `sent` or `dead` delivery gets a fresh attempt budget of
-/// `budget`. `Ok(None)`: no such delivery; `Ok(Some(None))`: an attempt is in flight.
+/// an attempt is in flight, its endpoint is disabled or its body was purged (then nothing is
+/// written). A `sent` or `dead` delivery gets a fresh attempt budget (the endpoint's, else
+/// `budget`).
 pub fn claim_for_redelivery(
     conn: &mut DbConn,
     account_id: &str,
@@ -163,12 +179,15 @@ pub fn claim_for_redelivery(
     now: NaiveDateTime,
     lease_until: NaiveDateTime,
     budget: i32,
-) -> StoreResult<Option<Option<Job>>> {
+) -> StoreResult<Redelivery> {
     conn.transaction(|conn| {
+        let enabled_endpoints = endpoints::table.select(endpoints::id).filter(endpoints::enabled.eq(true));
         let claimed = diesel::update(
             deliveries::table
                 .filter(deliveries::account_id.eq(account_id))
                 .filter(deliveries::id.eq(id))
+                .filter(deliveries::body_purged_at.is_null())
+                .filter(deliveries::endpoint_id.eq_any(enabled_endpoints))
                 .filter(deliveries::lease_until.is_null().or(deliveries::lease_until.lt(now))),
         )
         .set((
@@ -177,14 +196,24 @@ pub fn claim_for_redelivery(
             deliveries::next_trigger.eq(AttemptTrigger::Manual.as_str()),
         ))
         .execute(conn)?;
-        let Some(delivery) = get_delivery(conn, account_id, id)? else { return Ok(None) };
+        let Some(delivery) = get_delivery(conn, account_id, id)? else { return Ok(Redelivery::NotFound) };
         if claimed == 0 {
-            return Ok(Some(None));
+            let enabled: bool = endpoints::table.find(&delivery.endpoint_id).select(endpoints::enabled).first(conn)?;
+            return Ok(if delivery.body_purged_at.is_some() {
+                Redelivery::Purged
+            } else if !enabled {
+                Redelivery::EndpointDisabled
+            } else {
+                Redelivery::Busy
+            });
         }
         if finished(&delivery.status) {
             fresh_budget(conn, &delivery.id, delivery.attempts, budget, now)?;
         }
-        Ok(Some(leased_jobs(conn, owner)?.into_iter().next()))
+        Ok(match leased_jobs(conn, owner)?.into_iter().next() {
+            Some(job) => Redelivery::Claimed(Box::new(job)),
+            None => Redelivery::NotFound,
+        })
     })
 }
 
@@ -309,7 +338,19 @@ pub fn complete_all(
     records: &[AttemptRecord],
     on_disabled: DisabledEvent<'_>,
 ) -> StoreResult<Vec<bool>> {
-    conn.transaction(|conn| records.iter().map(|record| complete_one(conn, record, on_disabled)).collect())
+    // Lock endpoints and deliveries in one global order, so concurrent batches on PostgreSQL
+    // cannot deadlock on each other's endpoint rows.
+    let mut order: Vec<usize> = (0..records.len()).collect();
+    order.sort_by(|&a, &b| {
+        (&records[a].endpoint_id, &records[a].delivery_id).cmp(&(&records[b].endpoint_id, &records[b].delivery_id))
+    });
+    conn.transaction(|conn| {
+        let mut recorded = vec![false; records.len()];
+        for i in order {
+            recorded[i] = complete_one(conn, &records[i], on_disabled)?;
+        }
+        Ok(recorded)
+    })
 }
 
 fn complete_one(conn: &mut DbConn, record: &AttemptRecord, on_disabled: DisabledEvent<'_>) -> StoreResult<bool> {
@@ -394,6 +435,7 @@ pub fn requeue_page(
         .filter(deliveries::account_id.eq(&recovery.account_id))
         .filter(deliveries::status.eq_any(&statuses))
         .filter(deliveries::created_at.ge(recovery.since))
+        .filter(deliveries::body_purged_at.is_null())
         .select((deliveries::id, deliveries::status, deliveries::attempts))
         .order(deliveries::id.asc())
         .limit(limit)

@@ -99,9 +99,13 @@ fn disable(
     (now, default_max_attempts): (NaiveDateTime, i32),
     on_disabled: DisabledEvent<'_>,
 ) -> StoreResult<()> {
-    diesel::update(endpoints::table.find(&endpoint.id))
+    // Only the transaction that flips it raises the event (two concurrent 410s raise one).
+    let flipped = diesel::update(endpoints::table.find(&endpoint.id).filter(endpoints::enabled.eq(true)))
         .set((endpoints::enabled.eq(false), endpoints::disabled_reason.eq(reason), endpoints::updated_at.eq(now)))
         .execute(conn)?;
+    if flipped == 0 {
+        return Ok(());
+    }
     let event = on_disabled(endpoint, reason);
     crate::outbox::enqueue(conn, &event, Target::AllEnabledExcept(&endpoint.id), default_max_attempts, now)?;
     tracing::warn!(endpoint.id = %endpoint.id, reason, "endpoint disabled");

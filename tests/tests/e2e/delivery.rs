@@ -355,6 +355,22 @@ pub async fn retention_purges_bodies_but_keeps_rows(backend: Backend) {
     assert_eq!(purged["attempt_log"], json!([]));
     let (status, problem) = app.post(&format!("/deliveries/{id}/redeliver"), &token, json!({})).await;
     assert_eq!(status, StatusCode::CONFLICT, "{problem}");
+    let after = app.ok(&format!("/deliveries/{id}"), &token).await;
+    assert_eq!(
+        (after["status"].as_str(), after["attempts"].as_i64()),
+        (Some("sent"), Some(1)),
+        "a refusal changes nothing"
+    );
+
+    // A refused redelivery to a disabled endpoint leaves the delivery as it was too.
+    let second = send_test(&app, &token, &endpoint_id).await;
+    wait_status(&app, &token, &second, "sent").await;
+    app.post(&format!("/endpoints/{endpoint_id}/disable"), &token, json!({})).await;
+    assert_eq!(app.post(&format!("/deliveries/{second}/redeliver"), &token, json!({})).await.0, StatusCode::CONFLICT);
+    app.post(&format!("/endpoints/{endpoint_id}/enable"), &token, json!({})).await;
+    let unchanged = app.ok(&format!("/deliveries/{second}"), &token).await;
+    assert_eq!((unchanged["status"].as_str(), unchanged["attempts"].as_i64()), (Some("sent"), Some(1)));
+    assert_eq!(receiver.received().len(), 2, "nothing was sent again");
 }
 
 pub async fn a_long_failing_endpoint_is_disabled(backend: Backend) {
