@@ -8,6 +8,10 @@ use driftwatch_core::EventType;
 use driftwatch_diff::TextChange;
 use serde_json::json;
 
+mod noise;
+
+pub use noise::{Noise, NoiseError, Quiet};
+
 /// The watch an event is about, as it appears in payloads.
 #[derive(Debug, Clone, Copy)]
 pub struct WatchRef<'a> {

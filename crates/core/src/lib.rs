@@ -5,11 +5,13 @@
 
 mod clock;
 mod id;
+mod options;
 mod secret;
 mod status;
 
 pub use clock::{Clock, SystemClock};
 pub use id::{IdKind, new_id};
+pub use options::{ExtractOptions, NoiseRules, TextRules, WatchOptions};
 pub use secret::{API_TOKEN_PREFIX, WEBHOOK_SECRET_PREFIX, hash_token, hex, new_api_token, new_webhook_secret};
 pub use status::{
     AttemptTrigger, DeliveryStatus, EndpointKind, EventType, ParseEnumError, RecoveryState, RunOutcome, WatchHealth,

@@ -159,3 +159,39 @@ mod tests {
         assert_eq!(changed, vec![(LineOp::Removed, "line 10"), (LineOp::Added, "line ten")]);
     }
 }
+
+/// The share of words that changed between two texts, in percent: words inserted or deleted
+/// over all words of both texts (0 when equal, 100 when nothing is shared).
+pub fn word_change_percent(old: &str, new: &str) -> f64 {
+    if old == new {
+        return 0.0;
+    }
+    let diff = TextDiff::configure().algorithm(similar::Algorithm::Patience).diff_unicode_words(old, new);
+    let (mut total, mut changed) = (0usize, 0usize);
+    for change in diff.iter_all_changes() {
+        if change.value().trim().is_empty() {
+            continue;
+        }
+        match change.tag() {
+            ChangeTag::Equal => total += 2,
+            _ => {
+                total += 1;
+                changed += 1;
+            }
+        }
+    }
+    if total == 0 { 0.0 } else { 100.0 * changed as f64 / total as f64 }
+}
+
+#[cfg(test)]
+mod word_tests {
+    use super::word_change_percent;
+
+    #[test]
+    fn word_change_share() {
+        assert_eq!(word_change_percent("a b c d", "a b c d"), 0.0);
+        assert_eq!(word_change_percent("a b", "c d"), 100.0);
+        let p = word_change_percent("one two three four five", "one two three four six");
+        assert!((p - 20.0).abs() < 0.01, "{p}");
+    }
+}

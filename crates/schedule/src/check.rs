@@ -1,8 +1,8 @@
 //! One check of one watch.
 
-use driftwatch_alert::{SnapshotPair, WatchRef, change_payload, is_alert};
-use driftwatch_core::{EventType, IdKind, RunOutcome, WatchHealth, hex, new_id};
-use driftwatch_scrape::{ExtractError, extract};
+use driftwatch_alert::{Noise, SnapshotPair, WatchRef, change_payload, is_alert};
+use driftwatch_core::{EventType, IdKind, RunOutcome, WatchHealth, WatchOptions, hex, new_id};
+use driftwatch_scrape::{ExtractError, Rules, extract_with};
 use driftwatch_store::checks::{self, CheckResult};
 use driftwatch_store::outbox::NewEvent;
 use driftwatch_store::{Event, Run, Snapshot, StoreError, Watch, watches};
@@ -53,18 +53,30 @@ impl Runner {
             duration_ms: 0,
             bytes: 0,
             error: None,
+            note: None,
             snapshot_id: None,
             event_id: None,
         };
+        let options: WatchOptions = serde_json::from_str(&watch.options).unwrap_or_default();
         let mut selector_missing = false;
         let text = match fetched {
             Ok(page) => {
                 run.http_status = Some(i32::from(page.status));
                 run.bytes = page.body.len() as i64;
-                extract(&page, watch.selector.as_deref()).map_err(|e| {
-                    selector_missing = matches!(e, ExtractError::SelectorMissing(_));
-                    e.to_string()
-                })
+                extract_with(&page, watch.selector.as_deref(), &options.extract)
+                    .map_err(|e| {
+                        selector_missing = matches!(e, ExtractError::SelectorMissing(_));
+                        e.to_string()
+                    })
+                    .and_then(|text| {
+                        let rules = Rules::new(&options.rules).map_err(|e| e.to_string())?;
+                        let text = rules.apply(&text);
+                        if text.trim().is_empty() {
+                            Err("nothing is left after the line rules".to_owned())
+                        } else {
+                            Ok(text)
+                        }
+                    })
             }
             Err(e) => {
                 run.http_status = e.status().map(i32::from);
@@ -100,7 +112,22 @@ impl Runner {
                     Some(prev) => {
                         let s = new_snapshot();
                         let change = driftwatch_diff::diff_texts(&prev.content, &text, &prev.id, &s.id);
-                        if is_alert(&change) {
+                        let known = match options.noise.known_states.filter(|n| *n > 0) {
+                            Some(n) => {
+                                let (watch_id, hash) = (watch.id.clone(), hash.clone());
+                                self.store()
+                                    .run(move |c| watches::is_recent_state(c, &watch_id, &hash, i64::from(n)))
+                                    .await?
+                            }
+                            None => false,
+                        };
+                        // Rules were validated when saved; should they no longer compile, alert.
+                        let verdict = Noise::new(&options.noise)
+                            .map_or(Ok(()), |noise| noise.decide(&change, &prev.content, &text, known));
+                        if let Err(quiet) = &verdict {
+                            run.note = Some(format!("no alert: {quiet}"));
+                        }
+                        if is_alert(&change) && verdict.is_ok() {
                             let event_id = new_id(IdKind::Event);
                             let payload = change_payload(
                                 &event_id,

@@ -1,6 +1,8 @@
 use ego_tree::iter::Edge;
 use scraper::{ElementRef, Html, Node, Selector};
 
+use driftwatch_core::ExtractOptions;
+
 use crate::Page;
 
 /// Why a page yielded no text to compare.
@@ -41,27 +43,50 @@ fn parse_selector(selector: &str) -> Result<Selector, ExtractError> {
 /// never fakes a change; `text/plain` is normalised line by line; anything else is treated as
 /// HTML, narrowed by `selector` when given (every match, in document order).
 pub fn extract(page: &Page, selector: Option<&str>) -> Result<String, ExtractError> {
+    extract_with(page, selector, &ExtractOptions::default())
+}
+
+/// [`extract`] with a watch's extraction options: elements removed first, links kept, a JSON
+/// Pointer into JSON bodies.
+pub fn extract_with(page: &Page, selector: Option<&str>, options: &ExtractOptions) -> Result<String, ExtractError> {
     let content_type = page.content_type.as_deref().unwrap_or("").to_ascii_lowercase();
     let body = decode(&page.body, &content_type);
     let text = if content_type.contains("json") {
-        let value: serde_json::Value =
+        let mut value: serde_json::Value =
             serde_json::from_str(&body).map_err(|e| ExtractError::InvalidJson(e.to_string()))?;
+        if let Some(pointer) = options.json_pointer.as_deref().filter(|p| !p.is_empty()) {
+            value = value.pointer(pointer).cloned().ok_or_else(|| ExtractError::SelectorMissing(pointer.to_owned()))?;
+        }
         let mut pretty = serde_json::to_string_pretty(&canonical(value)).unwrap_or_default();
         pretty.push('\n');
         pretty
     } else if content_type.starts_with("text/plain") {
         normalise(&body)
     } else {
-        let document = Html::parse_document(&body);
+        let mut document = Html::parse_document(&body);
+        for remove in &options.remove_selectors {
+            let parsed = parse_selector(remove)?;
+            let doomed: Vec<_> = document.select(&parsed).map(|e| e.id()).collect();
+            for id in doomed {
+                if let Some(mut node) = document.tree.get_mut(id) {
+                    node.detach();
+                }
+            }
+        }
+        let links = options.keep_links;
         match selector {
-            None => html_to_text(document.root_element()),
+            None => {
+                let mut raw = String::new();
+                push_text(document.root_element(), &mut raw, links);
+                normalise(&raw)
+            }
             Some(selector) => {
                 let parsed = parse_selector(selector)?;
                 let mut raw = String::new();
                 let mut matched = false;
                 for element in document.select(&parsed) {
                     matched = true;
-                    push_text(element, &mut raw);
+                    push_text(element, &mut raw, links);
                     raw.push('\n');
                 }
                 if !matched {
@@ -162,15 +187,16 @@ const BLOCKS: &[&str] = &[
 /// The normalised text of an element and its descendants.
 pub fn html_to_text(root: ElementRef<'_>) -> String {
     let mut raw = String::new();
-    push_text(root, &mut raw);
+    push_text(root, &mut raw, false);
     normalise(&raw)
 }
 
 /// Appends the text under `root`, with a line break around each block element and a space
 /// between table cells. Iterative, so a deeply nested page cannot overflow the stack.
-fn push_text(root: ElementRef<'_>, out: &mut String) {
+fn push_text(root: ElementRef<'_>, out: &mut String, links: bool) {
     let mut skipping = 0usize;
     let mut preformatted = 0usize;
+    let mut hrefs: Vec<Option<String>> = Vec::new();
     for edge in root.traverse() {
         match edge {
             Edge::Open(node) => match node.value() {
@@ -182,6 +208,9 @@ fn push_text(root: ElementRef<'_>, out: &mut String) {
                     }
                     if name == "pre" {
                         preformatted += 1;
+                    }
+                    if links && name == "a" {
+                        hrefs.push(el.attr("href").map(str::to_owned));
                     }
                     if name == "br" || BLOCKS.contains(&name) {
                         out.push('\n');
@@ -200,6 +229,11 @@ fn push_text(root: ElementRef<'_>, out: &mut String) {
                     }
                     if el.name() == "pre" {
                         preformatted = preformatted.saturating_sub(1);
+                    }
+                    if links && el.name() == "a" {
+                        if let Some(Some(href)) = hrefs.pop() {
+                            out.push_str(&format!(" ({href})"));
+                        }
                     }
                     if BLOCKS.contains(&el.name()) {
                         out.push('\n');
@@ -275,6 +309,38 @@ mod tests {
         assert!(matches!(extract(&page(b"{oops"), None), Err(ExtractError::InvalidJson(_))));
         check("text/plain", b"  one  two \n\n three\n", None, Ok("one two\nthree\n"));
         check(HTML, b"<html><body>  </body></html>", None, Err(ExtractError::Empty));
+    }
+
+    #[track_caller]
+    fn check_with(content_type: &str, body: &str, options: ExtractOptions, expected: Result<&str, ExtractError>) {
+        let page = Page { status: 200, content_type: Some(content_type.to_owned()), body: body.as_bytes().to_vec() };
+        assert_eq!(extract_with(&page, None, &options).as_deref().map_err(Clone::clone), expected);
+    }
+
+    #[test]
+    fn extraction_options() {
+        let remove = |s: &[&str]| ExtractOptions {
+            remove_selectors: s.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        };
+        check_with(
+            HTML,
+            "<p>price 10</p><p class=ad>buy now</p><span id=n>42 visitors</span>",
+            remove(&[".ad", "#n"]),
+            Ok("price 10\n"),
+        );
+        let page = Page { status: 200, content_type: Some(HTML.into()), body: b"<p>x</p>".to_vec() };
+        assert!(matches!(extract_with(&page, None, &remove(&["[["])), Err(ExtractError::InvalidSelector { .. })));
+        let links = ExtractOptions { keep_links: true, ..Default::default() };
+        check_with(HTML, "<p>see <a href=\"/docs\">the docs</a></p>", links, Ok("see the docs (/docs)\n"));
+        let pointer = |p: &str| ExtractOptions { json_pointer: Some(p.into()), ..Default::default() };
+        check_with("application/json", r#"{"data": {"price": 10, "ts": 99}}"#, pointer("/data/price"), Ok("10\n"));
+        check_with(
+            "application/json",
+            r#"{"data": {}}"#,
+            pointer("/data/price"),
+            Err(ExtractError::SelectorMissing("/data/price".into())),
+        );
     }
 
     #[test]

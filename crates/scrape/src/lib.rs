@@ -6,6 +6,8 @@
 
 mod extract;
 mod fetch;
+mod rules;
 
-pub use extract::{ExtractError, extract, html_to_text, validate_selector};
+pub use extract::{ExtractError, extract, extract_with, html_to_text, validate_selector};
 pub use fetch::{FetchError, FetchOptions, Fetcher, Page};
+pub use rules::{RuleError, Rules};

@@ -65,6 +65,8 @@ pub struct Watch {
     pub state: String,
     /// `ok`, `failing` or `selector_missing` ([`driftwatch_core::WatchHealth`]).
     pub health: String,
+    /// [`driftwatch_core::WatchOptions`] as JSON.
+    pub options: String,
     /// When the runner should check next.
     pub next_run_at: NaiveDateTime,
     /// When it was last checked.
@@ -119,6 +121,8 @@ pub struct Run {
     pub bytes: i64,
     /// Why it failed.
     pub error: Option<String>,
+    /// Why a change raised no alert (noise rules), when it did not.
+    pub note: Option<String>,
     /// The snapshot written (baseline or change).
     pub snapshot_id: Option<String>,
     /// The event raised.

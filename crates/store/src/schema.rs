@@ -35,6 +35,7 @@ diesel::table! {
         time_zone -> Nullable<Text>,
         state -> Text,
         health -> Text,
+        options -> Text,
         next_run_at -> Timestamp,
         last_run_at -> Nullable<Timestamp>,
         consecutive_failures -> Integer,
@@ -82,6 +83,7 @@ diesel::table! {
         duration_ms -> BigInt,
         bytes -> BigInt,
         error -> Nullable<Text>,
+        note -> Nullable<Text>,
         snapshot_id -> Nullable<Text>,
         event_id -> Nullable<Text>,
     }

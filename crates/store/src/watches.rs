@@ -136,6 +136,8 @@ pub struct WatchChanges {
     pub time_zone: Option<Option<String>>,
     /// New state (pause, resume).
     pub state: Option<String>,
+    /// New options (JSON).
+    pub options: Option<String>,
     /// When it is due next (recomputed when the schedule changes or it resumes).
     pub next_run_at: Option<NaiveDateTime>,
     /// Now.
@@ -209,4 +211,17 @@ pub fn latest_two_snapshots(conn: &mut DbConn, watch_id: &str) -> StoreResult<Ve
         .limit(2)
         .select(Snapshot::as_select())
         .load(conn)?)
+}
+
+/// Whether `hash` is the content hash of one of the watch's `n` newest snapshots before the
+/// newest one (the page went back to a recent state).
+pub fn is_recent_state(conn: &mut DbConn, watch_id: &str, hash: &str, n: i64) -> StoreResult<bool> {
+    let recent: Vec<String> = snapshots::table
+        .filter(snapshots::watch_id.eq(watch_id))
+        .order(snapshots::id.desc())
+        .offset(1)
+        .limit(n)
+        .select(snapshots::content_hash)
+        .load(conn)?;
+    Ok(recent.iter().any(|h| h == hash))
 }

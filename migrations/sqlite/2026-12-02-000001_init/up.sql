@@ -32,6 +32,8 @@ CREATE TABLE watches (
     state                 TEXT NOT NULL,
     -- ok, failing (a run of failed checks) or selector_missing
     health                TEXT NOT NULL DEFAULT 'ok',
+    -- extraction, line rules and noise control (JSON, see driftwatch_core::WatchOptions)
+    options               TEXT NOT NULL DEFAULT '{}',
     next_run_at           TIMESTAMP NOT NULL,
     last_run_at           TIMESTAMP,
     consecutive_failures  INTEGER NOT NULL DEFAULT 0,
@@ -106,6 +108,8 @@ CREATE TABLE runs (
     duration_ms  BIGINT NOT NULL,
     bytes        BIGINT NOT NULL,
     error        TEXT,
+    -- why a change raised no alert (noise rules)
+    note         TEXT,
     snapshot_id  TEXT REFERENCES snapshots (id) ON DELETE SET NULL,
     event_id     TEXT REFERENCES events (id) ON DELETE SET NULL
 );

@@ -49,6 +49,7 @@ on_both_backends!(
     watches::watches_can_be_updated_paused_and_deleted,
     watches::snapshots_and_diffs_are_readable,
     watches::failing_checks_raise_failed_then_recovered,
+    watches::noise_is_filtered_and_real_changes_alert_once,
     scale::three_workers_send_each_delivery_once,
     delivery::retries_follow_the_schedule_then_dead_letter,
     delivery::a_recovering_endpoint_succeeds_on_retry,

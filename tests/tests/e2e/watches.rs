@@ -165,3 +165,75 @@ pub async fn failing_checks_raise_failed_then_recovered(backend: Backend) {
     })
     .await;
 }
+
+pub async fn noise_is_filtered_and_real_changes_alert_once(backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let token = app.account("acme").await;
+    let page = |price: &str, visitors: u32, date: &str, banner: &str| {
+        format!(
+            "<main><p>Price: {price} EUR</p><p>Visitors today: {visitors}</p><p>Updated {date}</p>\
+             <div class=ad>{banner}</div></main>"
+        )
+    };
+    let site = PageServer::start(&page("10", 1, "2026-12-01 10:00", "Buy now")).await;
+    let receiver = Receiver::start(200).await;
+    app.post("/endpoints", &token, json!({"url": receiver.url})).await;
+    let options = json!({
+        "extract": {"remove_selectors": [".ad"]},
+        "rules": {"ignore_lines": ["^Visitors"], "masks": ["dates", "times"]},
+        "noise": {"known_states": 3}
+    });
+    let watch = app.watch_with_baseline(&token, json!({"url": site.url, "options": options})).await;
+    let id = watch["id"].as_str().expect("id");
+    assert_eq!(watch["options"]["rules"]["masks"], json!(["dates", "times"]));
+
+    // Counters, dates and ads change: not a change at all.
+    site.set(&page("10", 977, "2026-12-02 16:45", "Sale!"));
+    assert_eq!(check(&app, &token, id).await["outcome"], "unchanged");
+
+    // The price changes: exactly one alert.
+    site.set(&page("12", 1200, "2026-12-02 17:00", "Sale!"));
+    let run = check(&app, &token, id).await;
+    assert_eq!(run["outcome"], "changed");
+    assert!(run["event_id"].is_string());
+    let hook = &receiver.wait_for(1).await[0];
+    let unified = hook.json()["data"]["diff"]["unified"].as_str().expect("diff").to_owned();
+    assert!(unified.contains("-Price: 10 EUR") && unified.contains("+Price: 12 EUR"), "{unified}");
+
+    // Flapping back to a recent state records the change but raises nothing.
+    site.set(&page("10", 5, "2026-12-03 09:00", "x"));
+    let run = check(&app, &token, id).await;
+    assert_eq!(run["outcome"], "changed");
+    assert!(run["event_id"].is_null(), "{run}");
+    assert_eq!(run["note"], "no alert: back to a recent state");
+    let events = app.ok(&format!("/events?watch_id={id}"), &token).await;
+    assert_eq!(events["items"].as_array().map(Vec::len), Some(1), "one alert in all");
+
+    // A trigger text set later gates alerts on its presence.
+    let (status, _) = app
+        .call(
+            reqwest::Method::PATCH,
+            &format!("/watches/{id}"),
+            &token,
+            Some(json!({"options": {"noise": {"trigger_text": ["/Price: 9\\d? EUR/"]}}})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    site.set(&page("11", 5, "2026-12-03 09:00", "x"));
+    assert_eq!(check(&app, &token, id).await["note"], "no alert: no trigger text present");
+    site.set(&page("9", 5, "2026-12-03 09:00", "x"));
+    assert!(check(&app, &token, id).await["event_id"].is_string(), "the trigger text appeared");
+
+    for (options, field) in [
+        (json!({"rules": {"ignore_lines": ["(unclosed"]}}), "options.rules.ignore_lines[0]"),
+        (json!({"noise": {"block_text": ["/[/"]}}), "options.noise.block_text[0]"),
+        (json!({"extract": {"remove_selectors": ["p[["]}}), "options.extract.remove_selectors[0]"),
+        (json!({"extract": {"json_pointer": "data"}}), "options.extract.json_pointer"),
+        (json!({"noise": {"min_change_percent": 101.0}}), "options.noise.min_change_percent"),
+        (json!({"noise": {"loudness": 3}}), "options.noise.loudness"),
+    ] {
+        let (status, problem) = app.post("/watches", &token, json!({"url": site.url, "options": options})).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{problem}");
+        assert_eq!(problem["errors"][0]["field"], field, "{problem}");
+    }
+}

@@ -5,7 +5,7 @@ use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use chrono::NaiveDateTime;
-use driftwatch_core::{IdKind, WatchHealth, WatchState, new_id};
+use driftwatch_core::{IdKind, WatchHealth, WatchOptions, WatchState, new_id};
 use driftwatch_schedule::{CheckError, Timing, TimingError};
 use driftwatch_store::watches::{self, WatchChanges};
 use driftwatch_store::{Page, Watch};
@@ -29,6 +29,7 @@ pub struct CreateWatch {
     cron: Option<String>,
     time_zone: Option<String>,
     paused: Option<bool>,
+    options: Option<WatchOptions>,
 }
 
 /// Body of `PATCH /watches/{id}`: only the fields given change; `null` clears `selector`.
@@ -45,6 +46,7 @@ pub struct UpdateWatch {
     cron: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
     time_zone: Option<Option<String>>,
+    options: Option<WatchOptions>,
 }
 
 /// Tells a field given as `null` (`Some(None)`) from one left out (`None`).
@@ -83,6 +85,25 @@ fn valid_selector(selector: Option<String>) -> Result<Option<String>, ApiError> 
         driftwatch_scrape::validate_selector(selector).map_err(|e| ApiError::invalid("selector", e.to_string()))?;
     }
     Ok(selector)
+}
+
+/// Checks extraction, line and noise options (selectors parse, regexes compile); returns them
+/// as stored.
+fn valid_options(options: &WatchOptions) -> Result<String, ApiError> {
+    for (i, selector) in options.extract.remove_selectors.iter().enumerate() {
+        driftwatch_scrape::validate_selector(selector)
+            .map_err(|e| ApiError::invalid(&format!("options.extract.remove_selectors[{i}]"), e.to_string()))?;
+    }
+    if let Some(pointer) = options.extract.json_pointer.as_deref() {
+        if !pointer.is_empty() && !pointer.starts_with('/') {
+            return Err(ApiError::invalid("options.extract.json_pointer", "a JSON Pointer starts with `/`"));
+        }
+    }
+    driftwatch_scrape::Rules::new(&options.rules)
+        .map_err(|e| ApiError::invalid(&format!("options.{}", e.field), e.message))?;
+    driftwatch_alert::Noise::new(&options.noise)
+        .map_err(|e| ApiError::invalid(&format!("options.{}", e.field), e.message))?;
+    serde_json::to_string(options).map_err(|e| ApiError::internal(&e))
 }
 
 /// Checks a schedule against the API's limits; returns it parsed.
@@ -135,6 +156,7 @@ pub async fn create(
     };
     let time_zone = body.time_zone.map(|z| z.trim().to_owned()).filter(|z| !z.is_empty());
     valid_timing(&state, interval, cron.as_deref(), time_zone.as_deref())?;
+    let options = valid_options(&body.options.unwrap_or_default())?;
     let now = state.clock.now().naive_utc();
     let paused = body.paused.unwrap_or(false);
     let watch = Watch {
@@ -148,6 +170,7 @@ pub async fn create(
         time_zone,
         state: if paused { WatchState::Paused } else { WatchState::Active }.as_str().to_owned(),
         health: WatchHealth::Ok.as_str().to_owned(),
+        options,
         // The first check, which records the baseline, is due at once.
         next_run_at: now,
         last_run_at: None,
@@ -241,6 +264,9 @@ pub async fn update(
         changes.cron = Some(cron);
         changes.time_zone = Some(zone);
         changes.next_run_at = Some(timing.next_after(now, &current.id).naive_utc());
+    }
+    if let Some(options) = &body.options {
+        changes.options = Some(valid_options(options)?);
     }
     if changes.url.is_some() || changes.selector.is_some() {
         // A different page or part of it: check soon so the new baseline comes quickly.
