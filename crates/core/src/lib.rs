@@ -11,7 +11,7 @@ mod status;
 
 pub use clock::{Clock, SystemClock};
 pub use id::{IdKind, new_id};
-pub use options::{ExtractOptions, NoiseRules, TextRules, WatchOptions};
+pub use options::{ExtractOptions, FetchSpec, NoiseRules, TextRules, WatchOptions};
 pub use secret::{API_TOKEN_PREFIX, WEBHOOK_SECRET_PREFIX, hash_token, hex, new_api_token, new_webhook_secret};
 pub use status::{
     AttemptTrigger, DeliveryStatus, EndpointKind, EventType, ParseEnumError, RecoveryState, RunOutcome, WatchHealth,

@@ -8,12 +8,32 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct WatchOptions {
+    /// How the page is requested.
+    pub fetch: FetchSpec,
     /// How the page becomes text.
     pub extract: ExtractOptions,
     /// Line rules applied to the extracted text, in the documented order.
     pub rules: TextRules,
     /// What change raises an alert.
     pub noise: NoiseRules,
+}
+
+/// How a page is requested.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FetchSpec {
+    /// `GET` (default), `POST`, `PUT` or `PATCH`.
+    pub method: Option<String>,
+    /// Extra request headers.
+    pub headers: std::collections::BTreeMap<String, String>,
+    /// A request body (for `POST`, `PUT`, `PATCH`).
+    pub body: Option<String>,
+    /// Cookies sent with the request.
+    pub cookies: std::collections::BTreeMap<String, String>,
+    /// A `User-Agent` instead of driftwatch's own.
+    pub user_agent: Option<String>,
+    /// Request timeout in seconds, instead of the global one.
+    pub timeout_seconds: Option<u32>,
 }
 
 /// How the page becomes text (the CSS `selector` lives on the watch itself).

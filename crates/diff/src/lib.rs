@@ -51,6 +51,19 @@ pub struct HunkLine {
     pub op: LineOp,
     /// The line without its trailing newline.
     pub text: String,
+    /// For a line changed in place (removed and added in one replacement): the line in pieces,
+    /// each marked `changed` when it differs from the other version. Empty otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub words: Vec<WordSegment>,
+}
+
+/// A piece of a changed line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WordSegment {
+    /// Whether this piece differs from the other version of the line.
+    pub changed: bool,
+    /// The text of the piece.
+    pub text: String,
 }
 
 /// What happened to a line.
@@ -83,7 +96,8 @@ pub fn diff_texts(old: &str, new: &str, old_label: &str, new_label: &str) -> Tex
         let new_range = first.new_range().start..last.new_range().end;
         let mut lines = Vec::new();
         for op in &group {
-            for change in diff.iter_changes(op) {
+            let replace = matches!(op.tag(), similar::DiffTag::Replace);
+            for change in diff.iter_inline_changes(op) {
                 let op = match change.tag() {
                     ChangeTag::Equal => LineOp::Context,
                     ChangeTag::Insert => {
@@ -95,8 +109,23 @@ pub fn diff_texts(old: &str, new: &str, old_label: &str, new_label: &str) -> Tex
                         LineOp::Removed
                     }
                 };
-                let text = change.value().trim_end_matches(['\n', '\r']).to_owned();
-                lines.push(HunkLine { op, text });
+                let pieces: Vec<(bool, String)> =
+                    change.iter_strings_lossy().map(|(changed, piece)| (changed, piece.into_owned())).collect();
+                let whole: String = pieces.iter().map(|(_, piece)| piece.as_str()).collect();
+                let text = whole.trim_end_matches(['\n', '\r']).to_owned();
+                let words = if replace {
+                    pieces
+                        .into_iter()
+                        .map(|(changed, piece)| WordSegment {
+                            changed,
+                            text: piece.trim_end_matches(['\n', '\r']).to_owned(),
+                        })
+                        .filter(|w| !w.text.is_empty())
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                lines.push(HunkLine { op, text, words });
             }
         }
         hunks.push(Hunk {
@@ -144,6 +173,20 @@ mod tests {
         check("one\n", "one\ntwo\n", 1, 0, &["+two"]);
         check("one\ntwo", "one", 0, 1, &["-two"]);
         check("", "first\n", 1, 0, &["+first"]);
+    }
+
+    #[test]
+    fn changed_lines_carry_word_level_changes() {
+        let change = diff_texts("Price: 10 EUR\nstock: yes\n", "Price: 12 EUR\nstock: yes\n", "a", "b");
+        let lines = &change.hunks[0].lines;
+        let marked =
+            |i: usize| -> Vec<(bool, &str)> { lines[i].words.iter().map(|w| (w.changed, w.text.as_str())).collect() };
+        assert_eq!(lines[0].op, LineOp::Removed);
+        assert_eq!(marked(0), vec![(false, "Price: "), (true, "10"), (false, " EUR")]);
+        assert_eq!(marked(1), vec![(false, "Price: "), (true, "12"), (false, " EUR")]);
+        assert!(lines[2].words.is_empty(), "context lines carry no word changes");
+        let added_only = diff_texts("a\n", "a\nb\n", "a", "b");
+        assert!(added_only.hunks[0].lines.iter().all(|l| l.words.is_empty()), "pure insertions carry none");
     }
 
     #[test]

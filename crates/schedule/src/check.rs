@@ -2,7 +2,7 @@
 
 use driftwatch_alert::{Noise, SnapshotPair, WatchRef, change_payload, is_alert};
 use driftwatch_core::{EventType, IdKind, RunOutcome, WatchHealth, WatchOptions, hex, new_id};
-use driftwatch_scrape::{ExtractError, Rules, extract_with};
+use driftwatch_scrape::{ExtractError, Fetched, PageRequest, Rules, extract_with};
 use driftwatch_store::checks::{self, CheckResult};
 use driftwatch_store::outbox::NewEvent;
 use driftwatch_store::{Event, Run, Snapshot, StoreError, Watch, watches};
@@ -41,7 +41,13 @@ impl Runner {
     pub(crate) async fn check(&self, watch: Watch, owner: String) -> Result<Run, StoreError> {
         let started = self.now();
         let clock = std::time::Instant::now();
-        let fetched = self.fetcher().fetch(&watch.url).await;
+        let options: WatchOptions = serde_json::from_str(&watch.options).unwrap_or_default();
+        let request = PageRequest {
+            spec: Some(&options.fetch),
+            etag: watch.etag.as_deref(),
+            last_modified: watch.last_modified.as_deref(),
+        };
+        let fetched = self.fetcher().fetch_with(&watch.url, &request).await;
         let run_id = new_id(IdKind::Run);
         let mut run = Run {
             id: run_id,
@@ -57,11 +63,18 @@ impl Runner {
             snapshot_id: None,
             event_id: None,
         };
-        let options: WatchOptions = serde_json::from_str(&watch.options).unwrap_or_default();
         let mut selector_missing = false;
+        let mut validators = None;
+        let mut not_modified = false;
         let text = match fetched {
-            Ok(page) => {
+            Ok(Fetched::NotModified) => {
+                run.http_status = Some(304);
+                not_modified = true;
+                Err(String::new())
+            }
+            Ok(Fetched::Page(page)) => {
                 run.http_status = Some(i32::from(page.status));
+                validators = Some((page.etag.clone(), page.last_modified.clone()));
                 run.bytes = page.body.len() as i64;
                 extract_with(&page, watch.selector.as_deref(), &options.extract)
                     .map_err(|e| {
@@ -86,6 +99,8 @@ impl Runner {
         let mut snapshot = None;
         let mut events = Vec::new();
         match text {
+            // 304: the page is as it was, so is its text; nothing to extract or compare.
+            Err(_) if not_modified => run.outcome = RunOutcome::Unchanged.as_str().to_owned(),
             Err(error) => run.error = Some(error),
             Ok(text) => {
                 let hash = hex(&Sha256::digest(text.as_bytes()));
@@ -185,6 +200,7 @@ impl Runner {
             snapshot,
             events,
             health: health.as_str().to_owned(),
+            validators,
             max_attempts: self.config().max_attempts,
             consecutive_failures,
             next_run_at: Timing::of(&watch).next_after(finished.and_utc(), &watch.id).naive_utc(),

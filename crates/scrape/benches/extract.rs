@@ -16,7 +16,12 @@ fn page() -> Page {
         ));
     }
     html.push_str("<div id=\"main-price\">Price: 10 EUR</div><script>var tracking = 1;</script></body></html>");
-    Page { status: 200, content_type: Some("text/html; charset=utf-8".into()), body: html.into_bytes() }
+    Page {
+        status: 200,
+        content_type: Some("text/html; charset=utf-8".into()),
+        body: html.into_bytes(),
+        ..Page::default()
+    }
 }
 
 fn measure(name: &str, iterations: u32, mut f: impl FnMut()) {

@@ -269,7 +269,8 @@ mod tests {
 
     #[track_caller]
     fn check(content_type: &str, body: &[u8], selector: Option<&str>, expected: Result<&str, ExtractError>) {
-        let page = Page { status: 200, content_type: Some(content_type.to_owned()), body: body.to_vec() };
+        let page =
+            Page { status: 200, content_type: Some(content_type.to_owned()), body: body.to_vec(), ..Page::default() };
         assert_eq!(extract(&page, selector).as_deref().map_err(Clone::clone), expected);
     }
 
@@ -303,8 +304,12 @@ mod tests {
     fn json_is_canonical_and_text_is_normalised() {
         let a = br#"{"b": 1, "a": {"d": [1, 2], "c": null}}"#;
         let b = br#"{"a": {"c": null, "d": [1, 2]}, "b": 1}"#;
-        let page =
-            |body: &[u8]| Page { status: 200, content_type: Some("application/json".into()), body: body.to_vec() };
+        let page = |body: &[u8]| Page {
+            status: 200,
+            content_type: Some("application/json".into()),
+            body: body.to_vec(),
+            ..Page::default()
+        };
         assert_eq!(extract(&page(a), None), extract(&page(b), None));
         assert!(matches!(extract(&page(b"{oops"), None), Err(ExtractError::InvalidJson(_))));
         check("text/plain", b"  one  two \n\n three\n", None, Ok("one two\nthree\n"));
@@ -313,7 +318,12 @@ mod tests {
 
     #[track_caller]
     fn check_with(content_type: &str, body: &str, options: ExtractOptions, expected: Result<&str, ExtractError>) {
-        let page = Page { status: 200, content_type: Some(content_type.to_owned()), body: body.as_bytes().to_vec() };
+        let page = Page {
+            status: 200,
+            content_type: Some(content_type.to_owned()),
+            body: body.as_bytes().to_vec(),
+            ..Page::default()
+        };
         assert_eq!(extract_with(&page, None, &options).as_deref().map_err(Clone::clone), expected);
     }
 
@@ -329,7 +339,7 @@ mod tests {
             remove(&[".ad", "#n"]),
             Ok("price 10\n"),
         );
-        let page = Page { status: 200, content_type: Some(HTML.into()), body: b"<p>x</p>".to_vec() };
+        let page = Page { status: 200, content_type: Some(HTML.into()), body: b"<p>x</p>".to_vec(), ..Page::default() };
         assert!(matches!(extract_with(&page, None, &remove(&["[["])), Err(ExtractError::InvalidSelector { .. })));
         let links = ExtractOptions { keep_links: true, ..Default::default() };
         check_with(HTML, "<p>see <a href=\"/docs\">the docs</a></p>", links, Ok("see the docs (/docs)\n"));

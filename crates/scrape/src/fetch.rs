@@ -34,7 +34,7 @@ impl Default for FetchOptions {
 }
 
 /// A fetched page.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Page {
     /// The HTTP status (2xx).
     pub status: u16,
@@ -42,6 +42,31 @@ pub struct Page {
     pub content_type: Option<String>,
     /// The body, at most `max_body_bytes`.
     pub body: Vec<u8>,
+    /// The `ETag` header, for the next conditional request.
+    pub etag: Option<String>,
+    /// The `Last-Modified` header, for the next conditional request.
+    pub last_modified: Option<String>,
+}
+
+/// What a fetch brought back.
+#[derive(Debug, Clone)]
+pub enum Fetched {
+    /// A page.
+    Page(Page),
+    /// 304: the page has not changed since the validators were issued.
+    NotModified,
+}
+
+/// One request for a page: the watch's own request settings and the validators of the last
+/// page fetched (sent as `If-None-Match` / `If-Modified-Since` on `GET`).
+#[derive(Debug, Clone, Default)]
+pub struct PageRequest<'a> {
+    /// Method, headers, body, cookies, user agent and timeout.
+    pub spec: Option<&'a driftwatch_core::FetchSpec>,
+    /// The last `ETag`.
+    pub etag: Option<&'a str>,
+    /// The last `Last-Modified`.
+    pub last_modified: Option<&'a str>,
 }
 
 /// Why a fetch failed. Each is a failed check, never a change.
@@ -109,15 +134,65 @@ impl Fetcher {
 
     /// GETs `url`; a non-2xx status, a refused target or an oversized body is an error.
     pub async fn fetch(&self, url: &str) -> Result<Page, FetchError> {
+        match self.fetch_with(url, &PageRequest::default()).await? {
+            Fetched::Page(page) => Ok(page),
+            Fetched::NotModified => Err(FetchError::Status { status: 304 }),
+        }
+    }
+
+    /// Requests `url` as `request` says; a non-2xx status (other than 304 to a conditional
+    /// request), a refused target or an oversized body is an error.
+    pub async fn fetch_with(&self, url: &str, request: &PageRequest<'_>) -> Result<Fetched, FetchError> {
+        use reqwest::header::{COOKIE, ETAG, IF_MODIFIED_SINCE, IF_NONE_MATCH, LAST_MODIFIED, USER_AGENT};
         let parsed = Url::parse(url).map_err(|e| FetchError::Target(format!("invalid URL: {e}")))?;
         check_url(&parsed, self.options.policy).map_err(|e| FetchError::Target(e.to_string()))?;
-        let mut response = self.client.get(parsed).send().await.map_err(|e| self.classify(&e))?;
+        let spec = request.spec.cloned().unwrap_or_default();
+        let method = match spec.method.as_deref().map(str::to_ascii_uppercase).as_deref() {
+            None | Some("GET") => reqwest::Method::GET,
+            Some("POST") => reqwest::Method::POST,
+            Some("PUT") => reqwest::Method::PUT,
+            Some("PATCH") => reqwest::Method::PATCH,
+            Some(other) => return Err(FetchError::Target(format!("unsupported method {other}"))),
+        };
+        let conditional = method == reqwest::Method::GET;
+        let mut builder = self.client.request(method, parsed);
+        for (name, value) in &spec.headers {
+            builder = builder.header(name.as_str(), value.as_str());
+        }
+        if !spec.cookies.is_empty() {
+            let cookies: Vec<String> = spec.cookies.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            builder = builder.header(COOKIE, cookies.join("; "));
+        }
+        if let Some(agent) = &spec.user_agent {
+            builder = builder.header(USER_AGENT, agent.as_str());
+        }
+        if let Some(seconds) = spec.timeout_seconds {
+            builder = builder.timeout(Duration::from_secs(u64::from(seconds.clamp(1, 300))));
+        }
+        if let Some(body) = spec.body {
+            builder = builder.body(body);
+        }
+        if conditional {
+            if let Some(etag) = request.etag {
+                builder = builder.header(IF_NONE_MATCH, etag);
+            }
+            if let Some(modified) = request.last_modified {
+                builder = builder.header(IF_MODIFIED_SINCE, modified);
+            }
+        }
+        let mut response = builder.send().await.map_err(|e| self.classify(&e))?;
         let status = response.status().as_u16();
+        if status == 304 && conditional && (request.etag.is_some() || request.last_modified.is_some()) {
+            return Ok(Fetched::NotModified);
+        }
         if !response.status().is_success() {
             return Err(FetchError::Status { status });
         }
-        let content_type =
-            response.headers().get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let header = |name| {
+            response.headers().get(name).and_then(|v: &reqwest::header::HeaderValue| v.to_str().ok()).map(str::to_owned)
+        };
+        let (content_type, etag, last_modified) =
+            (header(reqwest::header::CONTENT_TYPE), header(ETAG), header(LAST_MODIFIED));
         let cap = self.options.max_body_bytes;
         if response.content_length().is_some_and(|len| len > cap as u64) {
             return Err(FetchError::TooLarge(cap));
@@ -129,7 +204,7 @@ impl Fetcher {
             }
             body.extend_from_slice(&chunk);
         }
-        Ok(Page { status, content_type, body })
+        Ok(Fetched::Page(Page { status, content_type, body, etag, last_modified }))
     }
 
     fn classify(&self, err: &reqwest::Error) -> FetchError {

@@ -9,5 +9,5 @@ mod fetch;
 mod rules;
 
 pub use extract::{ExtractError, extract, extract_with, html_to_text, validate_selector};
-pub use fetch::{FetchError, FetchOptions, Fetcher, Page};
+pub use fetch::{FetchError, FetchOptions, Fetched, Fetcher, Page, PageRequest};
 pub use rules::{RuleError, Rules};

@@ -26,6 +26,8 @@ pub struct CheckResult {
     pub events: Vec<NewEvent>,
     /// The watch's health after this check ([`driftwatch_core::WatchHealth`]).
     pub health: String,
+    /// Validators of the page fetched, for the next conditional GET (unchanged when `None`).
+    pub validators: Option<(Option<String>, Option<String>)>,
     /// Attempt budget for the deliveries created.
     pub max_attempts: i32,
     /// Failed checks in a row, this one included (the lease holder is the only writer).
@@ -60,6 +62,11 @@ pub fn record(conn: &mut DbConn, result: &CheckResult) -> StoreResult<usize> {
         .execute(conn)?;
         if updated != 1 {
             return Err(StoreError::LeaseLost);
+        }
+        if let Some((etag, last_modified)) = &result.validators {
+            diesel::update(watches::table.find(&result.watch_id))
+                .set((watches::etag.eq(etag), watches::last_modified.eq(last_modified)))
+                .execute(conn)?;
         }
         if let Some(snapshot) = &result.snapshot {
             diesel::insert_into(snapshots::table).values(snapshot).execute(conn)?;

@@ -67,6 +67,10 @@ pub struct Watch {
     pub health: String,
     /// [`driftwatch_core::WatchOptions`] as JSON.
     pub options: String,
+    /// `ETag` of the last page fetched (conditional GET).
+    pub etag: Option<String>,
+    /// `Last-Modified` of the last page fetched (conditional GET).
+    pub last_modified: Option<String>,
     /// When the runner should check next.
     pub next_run_at: NaiveDateTime,
     /// When it was last checked.

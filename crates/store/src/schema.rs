@@ -36,6 +36,8 @@ diesel::table! {
         state -> Text,
         health -> Text,
         options -> Text,
+        etag -> Nullable<Text>,
+        last_modified -> Nullable<Text>,
         next_run_at -> Timestamp,
         last_run_at -> Nullable<Timestamp>,
         consecutive_failures -> Integer,

@@ -138,6 +138,10 @@ pub struct WatchChanges {
     pub state: Option<String>,
     /// New options (JSON).
     pub options: Option<String>,
+    /// Cleared when what is fetched or extracted changes, so the next check fetches in full.
+    pub etag: Option<Option<String>>,
+    /// Cleared with `etag`.
+    pub last_modified: Option<Option<String>>,
     /// When it is due next (recomputed when the schedule changes or it resumes).
     pub next_run_at: Option<NaiveDateTime>,
     /// Now.

@@ -34,6 +34,9 @@ CREATE TABLE watches (
     health                TEXT NOT NULL DEFAULT 'ok',
     -- extraction, line rules and noise control (JSON, see driftwatch_core::WatchOptions)
     options               TEXT NOT NULL DEFAULT '{}',
+    -- validators of the last page fetched, for conditional GET
+    etag                  TEXT,
+    last_modified         TEXT,
     next_run_at           TIMESTAMP NOT NULL,
     last_run_at           TIMESTAMP,
     consecutive_failures  INTEGER NOT NULL DEFAULT 0,

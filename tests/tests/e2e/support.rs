@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode};
-use axum::routing::{get, post};
+use axum::routing::post;
 use diesel::{Connection as _, RunQueryDsl as _};
 use driftwatch::{App, Roles, Settings};
 use driftwatch_core::{Clock as _, SystemClock};
@@ -198,40 +198,80 @@ where
     }
 }
 
-/// A web page whose status and content the test changes.
+/// A request the page server got.
+#[derive(Debug, Clone)]
+pub struct PageRequest {
+    pub method: String,
+    pub headers: HashMap<String, String>,
+    pub body: String,
+}
+
+#[derive(Debug, Clone)]
+struct PageState {
+    status: u16,
+    html: String,
+    etag: Option<String>,
+}
+
+/// A web page whose status and content the test changes; it answers conditional requests when
+/// given an ETag, and records every request.
 pub struct PageServer {
     pub url: String,
-    state: Arc<Mutex<(u16, String)>>,
+    state: Arc<Mutex<PageState>>,
+    requests: Arc<Mutex<Vec<PageRequest>>>,
 }
 
 impl PageServer {
     pub async fn start(html: &str) -> PageServer {
-        let state = Arc::new(Mutex::new((200u16, html.to_owned())));
-        let shared = Arc::clone(&state);
+        let state = Arc::new(Mutex::new(PageState { status: 200, html: html.to_owned(), etag: None }));
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let (shared, log) = (Arc::clone(&state), Arc::clone(&requests));
         let app = axum::Router::new().route(
             "/page",
-            get(move || {
-                let shared = Arc::clone(&shared);
+            axum::routing::any(move |method: axum::http::Method, headers: HeaderMap, body: String| {
+                let (shared, log) = (Arc::clone(&shared), Arc::clone(&log));
                 async move {
-                    let (status, body) = shared.lock().expect("lock").clone();
-                    (
-                        StatusCode::from_u16(status).expect("status"),
+                    let headers: HashMap<String, String> = headers
+                        .iter()
+                        .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
+                        .collect();
+                    let page = shared.lock().expect("lock").clone();
+                    let not_modified = page
+                        .etag
+                        .as_deref()
+                        .is_some_and(|etag| headers.get("if-none-match").map(String::as_str) == Some(etag));
+                    log.lock().expect("lock").push(PageRequest { method: method.to_string(), headers, body });
+                    let mut response = axum::response::IntoResponse::into_response((
+                        StatusCode::from_u16(if not_modified { 304 } else { page.status }).expect("status"),
                         [("content-type", "text/html; charset=utf-8")],
-                        body,
-                    )
+                        if not_modified { String::new() } else { page.html },
+                    ));
+                    if let Some(etag) = page.etag {
+                        response.headers_mut().insert("etag", etag.parse().expect("etag"));
+                    }
+                    response
                 }
             }),
         );
         let addr = serve(app).await;
-        PageServer { url: format!("http://{addr}/page"), state }
+        PageServer { url: format!("http://{addr}/page"), state, requests }
     }
 
     pub fn set(&self, html: &str) {
-        self.state.lock().expect("lock").1 = html.to_owned();
+        self.state.lock().expect("lock").html = html.to_owned();
     }
 
     pub fn set_status(&self, status: u16) {
-        self.state.lock().expect("lock").0 = status;
+        self.state.lock().expect("lock").status = status;
+    }
+
+    /// Serves this ETag and answers 304 to requests that send it back.
+    pub fn set_etag(&self, etag: Option<&str>) {
+        self.state.lock().expect("lock").etag = etag.map(str::to_owned);
+    }
+
+    pub fn requests(&self) -> Vec<PageRequest> {
+        self.requests.lock().expect("lock").clone()
     }
 }
 

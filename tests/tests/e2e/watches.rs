@@ -5,6 +5,16 @@ use serde_json::{Value, json};
 
 use crate::support::{Backend, PageServer, Receiver, TestApp, eventually};
 
+/// Waits until the watch has `n` runs; returns the newest.
+async fn wait_for_runs(app: &TestApp, token: &str, id: &str, n: usize) -> Value {
+    eventually(&format!("{n} runs"), || async {
+        let runs = app.ok(&format!("/watches/{id}/runs?limit=500"), token).await;
+        let items = runs["items"].as_array().cloned().unwrap_or_default();
+        (items.len() == n).then(|| items[0].clone())
+    })
+    .await
+}
+
 async fn check(app: &TestApp, token: &str, id: &str) -> Value {
     let (status, run) = app.post(&format!("/watches/{id}/check"), token, json!({})).await;
     assert_eq!(status, StatusCode::OK, "{run}");
@@ -209,7 +219,10 @@ pub async fn noise_is_filtered_and_real_changes_alert_once(backend: Backend) {
     let events = app.ok(&format!("/events?watch_id={id}"), &token).await;
     assert_eq!(events["items"].as_array().map(Vec::len), Some(1), "one alert in all");
 
-    // A trigger text set later gates alerts on its presence.
+    // A trigger text set later gates alerts on its presence. (Changed options make the runner
+    // check at once; wait for that check before checking by hand.)
+    let runs_before =
+        app.ok(&format!("/watches/{id}/runs?limit=500"), &token).await["items"].as_array().map_or(0, Vec::len);
     let (status, _) = app
         .call(
             reqwest::Method::PATCH,
@@ -219,6 +232,7 @@ pub async fn noise_is_filtered_and_real_changes_alert_once(backend: Backend) {
         )
         .await;
     assert_eq!(status, StatusCode::OK);
+    wait_for_runs(&app, &token, id, runs_before + 1).await;
     site.set(&page("11", 5, "2026-12-03 09:00", "x"));
     assert_eq!(check(&app, &token, id).await["note"], "no alert: no trigger text present");
     site.set(&page("9", 5, "2026-12-03 09:00", "x"));
@@ -236,4 +250,45 @@ pub async fn noise_is_filtered_and_real_changes_alert_once(backend: Backend) {
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{problem}");
         assert_eq!(problem["errors"][0]["field"], field, "{problem}");
     }
+}
+
+pub async fn requests_follow_the_watch_and_304_costs_nothing(backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let token = app.account("acme").await;
+    let site = PageServer::start("<p>v1</p>").await;
+    site.set_etag(Some("\"v1\""));
+    let options = json!({"fetch": {
+        "method": "POST", "body": "q=price", "headers": {"x-api-key": "k1"},
+        "cookies": {"session": "abc"}, "user_agent": "MyWatcher/1.0", "timeout_seconds": 10
+    }});
+    let watch = app.watch_with_baseline(&token, json!({"url": site.url, "options": options})).await;
+    let id = watch["id"].as_str().expect("id");
+    let first = site.requests()[0].clone();
+    assert_eq!((first.method.as_str(), first.body.as_str()), ("POST", "q=price"));
+    assert_eq!(first.headers["x-api-key"], "k1");
+    assert_eq!(first.headers["cookie"], "session=abc");
+    assert_eq!(first.headers["user-agent"], "MyWatcher/1.0");
+    assert!(!first.headers.contains_key("if-none-match"), "conditional requests are for GET only");
+
+    // Back to a plain GET: the ETag comes back, and an unchanged page answers 304.
+    let (status, _) =
+        app.call(reqwest::Method::PATCH, &format!("/watches/{id}"), &token, Some(json!({"options": {}}))).await;
+    assert_eq!(status, StatusCode::OK);
+    // Changed options make the runner fetch again at once, in full.
+    let refetch = wait_for_runs(&app, &token, id, 2).await;
+    assert_eq!(refetch["http_status"], 200, "{refetch}");
+    let run = check(&app, &token, id).await;
+    assert_eq!((run["outcome"].as_str(), run["http_status"].as_i64()), (Some("unchanged"), Some(304)), "{run}");
+    assert_eq!(site.requests().last().expect("request").headers["if-none-match"], "\"v1\"");
+
+    // A new version with a new ETag is fetched and compared as usual.
+    site.set("<p>v2</p>");
+    site.set_etag(Some("\"v2\""));
+    assert_eq!(check(&app, &token, id).await["outcome"], "changed");
+
+    let (status, problem) = app
+        .post("/watches", &token, json!({"url": site.url, "options": {"fetch": {"headers": {"bad header": "x"}}}}))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(problem["errors"][0]["field"], "options.fetch.headers.bad header");
 }

@@ -90,6 +90,30 @@ fn valid_selector(selector: Option<String>) -> Result<Option<String>, ApiError> 
 /// Checks extraction, line and noise options (selectors parse, regexes compile); returns them
 /// as stored.
 fn valid_options(options: &WatchOptions) -> Result<String, ApiError> {
+    let fetch = &options.fetch;
+    if let Some(method) = &fetch.method {
+        if !["GET", "POST", "PUT", "PATCH"].contains(&method.to_ascii_uppercase().as_str()) {
+            return Err(ApiError::invalid("options.fetch.method", "must be GET, POST, PUT or PATCH"));
+        }
+    }
+    for (name, value) in &fetch.headers {
+        let field = format!("options.fetch.headers.{name}");
+        axum::http::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| ApiError::invalid(&field, "not a valid header name"))?;
+        axum::http::HeaderValue::from_str(value).map_err(|_| ApiError::invalid(&field, "not a valid header value"))?;
+    }
+    for (name, value) in &fetch.cookies {
+        if name.is_empty() || name.contains([';', '=', ' ']) || value.contains([';', '\r', '\n']) {
+            return Err(ApiError::invalid(&format!("options.fetch.cookies.{name}"), "not a valid cookie"));
+        }
+    }
+    if let Some(agent) = &fetch.user_agent {
+        axum::http::HeaderValue::from_str(agent)
+            .map_err(|_| ApiError::invalid("options.fetch.user_agent", "not a valid header value"))?;
+    }
+    if fetch.timeout_seconds.is_some_and(|t| !(1..=300).contains(&t)) {
+        return Err(ApiError::invalid("options.fetch.timeout_seconds", "must be between 1 and 300"));
+    }
     for (i, selector) in options.extract.remove_selectors.iter().enumerate() {
         driftwatch_scrape::validate_selector(selector)
             .map_err(|e| ApiError::invalid(&format!("options.extract.remove_selectors[{i}]"), e.to_string()))?;
@@ -171,6 +195,8 @@ pub async fn create(
         state: if paused { WatchState::Paused } else { WatchState::Active }.as_str().to_owned(),
         health: WatchHealth::Ok.as_str().to_owned(),
         options,
+        etag: None,
+        last_modified: None,
         // The first check, which records the baseline, is due at once.
         next_run_at: now,
         last_run_at: None,
@@ -268,9 +294,11 @@ pub async fn update(
     if let Some(options) = &body.options {
         changes.options = Some(valid_options(options)?);
     }
-    if changes.url.is_some() || changes.selector.is_some() {
-        // A different page or part of it: check soon so the new baseline comes quickly.
+    if changes.url.is_some() || changes.selector.is_some() || changes.options.is_some() {
+        // A different page, part or reading of it: fetch in full, and soon.
         changes.next_run_at = Some(now.naive_utc());
+        changes.etag = Some(None);
+        changes.last_modified = Some(None);
     }
     let watch = apply(&state, &caller, id, changes).await?;
     tracing::info!(watch.id = %watch.id, "watch updated");
