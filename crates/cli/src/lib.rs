@@ -95,6 +95,8 @@ impl App {
                 poll_interval: settings.poll_interval.into(),
                 max_attempts: settings.max_attempts.max(1) as i32,
                 failure_threshold: settings.failure_threshold.max(1),
+                per_host_concurrency: settings.per_host_concurrency.max(1),
+                per_host_gap: settings.per_host_gap.into(),
                 node_id: settings.node_id(),
                 ..RunnerConfig::default()
             },

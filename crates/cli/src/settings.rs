@@ -107,6 +107,14 @@ pub struct Settings {
     #[arg(long, env = "DRIFTWATCH_POLL_INTERVAL", default_value = "5s", value_parser = parse_duration)]
     pub poll_interval: HumanDuration,
 
+    /// Page requests in flight to one host at once.
+    #[arg(long, env = "DRIFTWATCH_PER_HOST_CONCURRENCY", default_value_t = 4)]
+    pub per_host_concurrency: usize,
+
+    /// Least time between the starts of two page requests to one host.
+    #[arg(long, env = "DRIFTWATCH_PER_HOST_GAP", default_value = "100ms", value_parser = parse_duration)]
+    pub per_host_gap: HumanDuration,
+
     /// Failed checks in a row that make a watch `failing` and raise `check.failed`.
     #[arg(long, env = "DRIFTWATCH_FAILURE_THRESHOLD", default_value_t = 3)]
     pub failure_threshold: i32,

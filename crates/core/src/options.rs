@@ -86,4 +86,6 @@ pub struct NoiseRules {
     pub min_change_percent: Option<f64>,
     /// No alert when the page returns to one of its last N distinct states (flapping pages).
     pub known_states: Option<u32>,
+    /// Fetch again this many seconds (1-60) after a change and alert only if it holds.
+    pub confirm_after_seconds: Option<u32>,
 }

@@ -1,6 +1,8 @@
 //! One check of one watch.
 
 use driftwatch_alert::{Noise, SnapshotPair, WatchRef, change_payload, is_alert};
+use std::time::Duration;
+
 use driftwatch_core::{EventType, IdKind, RunOutcome, WatchHealth, WatchOptions, hex, new_id};
 use driftwatch_scrape::{ExtractError, Fetched, PageRequest, Rules, extract_with};
 use driftwatch_store::checks::{self, CheckResult};
@@ -10,6 +12,21 @@ use sha2::{Digest, Sha256};
 
 use crate::runner::Runner;
 use crate::timing::Timing;
+
+/// A page as fetched and read.
+struct PageRead {
+    http_status: Option<i32>,
+    bytes: i64,
+    validators: Option<(Option<String>, Option<String>)>,
+    text: PageText,
+}
+
+/// The text of a page, or why there is none.
+enum PageText {
+    Text(String),
+    NotModified,
+    Failed { error: String, selector_missing: bool },
+}
 
 /// Why a check on demand did not run.
 #[derive(Debug, thiserror::Error)]
@@ -42,59 +59,31 @@ impl Runner {
         let started = self.now();
         let clock = std::time::Instant::now();
         let options: WatchOptions = serde_json::from_str(&watch.options).unwrap_or_default();
-        let request = PageRequest {
-            spec: Some(&options.fetch),
-            etag: watch.etag.as_deref(),
-            last_modified: watch.last_modified.as_deref(),
-        };
-        let fetched = self.fetcher().fetch_with(&watch.url, &request).await;
-        let run_id = new_id(IdKind::Run);
+        let page = self.read(&watch, &options, true).await;
         let mut run = Run {
-            id: run_id,
+            id: new_id(IdKind::Run),
             watch_id: watch.id.clone(),
             started_at: started,
             finished_at: started,
             outcome: RunOutcome::Failed.as_str().to_owned(),
-            http_status: None,
+            http_status: page.http_status,
             duration_ms: 0,
-            bytes: 0,
+            bytes: page.bytes,
             error: None,
             note: None,
             snapshot_id: None,
             event_id: None,
         };
-        let mut selector_missing = false;
-        let mut validators = None;
-        let mut not_modified = false;
-        let text = match fetched {
-            Ok(Fetched::NotModified) => {
-                run.http_status = Some(304);
-                not_modified = true;
-                Err(String::new())
-            }
-            Ok(Fetched::Page(page)) => {
-                run.http_status = Some(i32::from(page.status));
-                validators = Some((page.etag.clone(), page.last_modified.clone()));
-                run.bytes = page.body.len() as i64;
-                extract_with(&page, watch.selector.as_deref(), &options.extract)
-                    .map_err(|e| {
-                        selector_missing = matches!(e, ExtractError::SelectorMissing(_));
-                        e.to_string()
-                    })
-                    .and_then(|text| {
-                        let rules = Rules::new(&options.rules).map_err(|e| e.to_string())?;
-                        let text = rules.apply(&text);
-                        if text.trim().is_empty() {
-                            Err("nothing is left after the line rules".to_owned())
-                        } else {
-                            Ok(text)
-                        }
-                    })
-            }
-            Err(e) => {
-                run.http_status = e.status().map(i32::from);
-                Err(e.to_string())
-            }
+        let validators = page.validators;
+        let (not_modified, selector_missing) = match &page.text {
+            PageText::NotModified => (true, false),
+            PageText::Failed { selector_missing, .. } => (false, *selector_missing),
+            PageText::Text(_) => (false, false),
+        };
+        let text = match page.text {
+            PageText::Text(text) => Ok(text),
+            PageText::NotModified => Err(String::new()),
+            PageText::Failed { error, .. } => Err(error),
         };
         let mut snapshot = None;
         let mut events = Vec::new();
@@ -142,6 +131,20 @@ impl Runner {
                         if let Err(quiet) = &verdict {
                             run.note = Some(format!("no alert: {quiet}"));
                         }
+                        let verdict = match (verdict, options.noise.confirm_after_seconds) {
+                            (Ok(()), Some(seconds)) if is_alert(&change) => {
+                                // Ask again a little later: alert only if the page agrees.
+                                tokio::time::sleep(Duration::from_secs(u64::from(seconds.clamp(1, 60)))).await;
+                                match self.read(&watch, &options, false).await.text {
+                                    PageText::Text(again) if again == text => Ok(()),
+                                    _ => {
+                                        run.note = Some("no alert: a second fetch did not confirm the change".into());
+                                        Err(())
+                                    }
+                                }
+                            }
+                            (verdict, _) => verdict.map_err(|_| ()),
+                        };
                         if is_alert(&change) && verdict.is_ok() {
                             let event_id = new_id(IdKind::Event);
                             let payload = change_payload(
@@ -220,6 +223,57 @@ impl Runner {
             self.deliveries_queued();
         }
         Ok(run)
+    }
+
+    /// Fetches the watch's page (conditionally when `conditional`) and reads its text through
+    /// the watch's extraction options and line rules.
+    async fn read(&self, watch: &Watch, options: &WatchOptions, conditional: bool) -> PageRead {
+        let request = PageRequest {
+            spec: Some(&options.fetch),
+            etag: watch.etag.as_deref().filter(|_| conditional),
+            last_modified: watch.last_modified.as_deref().filter(|_| conditional),
+        };
+        let host = url::Url::parse(&watch.url)
+            .ok()
+            .and_then(|u| u.host_str().map(|h| format!("{h}:{}", u.port_or_known_default().unwrap_or(0))))
+            .unwrap_or_default();
+        let fetched = {
+            let _turn = self.hosts().enter(&host).await;
+            self.fetcher().fetch_with(&watch.url, &request).await
+        };
+        match fetched {
+            Ok(Fetched::NotModified) => {
+                PageRead { http_status: Some(304), bytes: 0, validators: None, text: PageText::NotModified }
+            }
+            Ok(Fetched::Page(page)) => {
+                let text = extract_with(&page, watch.selector.as_deref(), &options.extract)
+                    .map_err(|e| (e.to_string(), matches!(e, ExtractError::SelectorMissing(_))))
+                    .and_then(|text| {
+                        let rules = Rules::new(&options.rules).map_err(|e| (e.to_string(), false))?;
+                        let text = rules.apply(&text);
+                        if text.trim().is_empty() {
+                            Err(("nothing is left after the line rules".to_owned(), false))
+                        } else {
+                            Ok(text)
+                        }
+                    });
+                PageRead {
+                    http_status: Some(i32::from(page.status)),
+                    bytes: page.body.len() as i64,
+                    validators: Some((page.etag.clone(), page.last_modified.clone())),
+                    text: match text {
+                        Ok(text) => PageText::Text(text),
+                        Err((error, selector_missing)) => PageText::Failed { error, selector_missing },
+                    },
+                }
+            }
+            Err(e) => PageRead {
+                http_status: e.status().map(i32::from),
+                bytes: 0,
+                validators: None,
+                text: PageText::Failed { error: e.to_string(), selector_missing: false },
+            },
+        }
     }
 
     /// The event announcing that a watch's health changed to `health`.

@@ -7,6 +7,8 @@ use chrono::{NaiveDateTime, TimeDelta};
 use driftwatch_core::{Clock, IdKind, new_id};
 use driftwatch_scrape::Fetcher;
 use driftwatch_store::{Store, watches};
+
+use crate::hosts::Hosts;
 use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -24,6 +26,10 @@ pub struct RunnerConfig {
     pub max_attempts: i32,
     /// Failed checks in a row that make a watch `failing` (and raise `check.failed`).
     pub failure_threshold: i32,
+    /// Requests in flight to one host at once.
+    pub per_host_concurrency: usize,
+    /// Least time between the starts of two requests to one host.
+    pub per_host_gap: Duration,
     /// A name for this node, in lease owners and logs.
     pub node_id: String,
 }
@@ -36,6 +42,8 @@ impl Default for RunnerConfig {
             poll_interval: Duration::from_secs(5),
             max_attempts: 5,
             failure_threshold: 3,
+            per_host_concurrency: 4,
+            per_host_gap: Duration::from_millis(100),
             node_id: "node".into(),
         }
     }
@@ -54,6 +62,7 @@ struct Inner {
     config: RunnerConfig,
     wake: Notify,
     slots: Arc<Semaphore>,
+    hosts: Hosts,
     on_queued: Box<dyn Fn() + Send + Sync>,
 }
 
@@ -67,6 +76,7 @@ impl Runner {
         on_queued: impl Fn() + Send + Sync + 'static,
     ) -> Runner {
         let slots = Arc::new(Semaphore::new(config.concurrency.max(1)));
+        let hosts = Hosts::new(config.per_host_concurrency, config.per_host_gap);
         Runner {
             inner: Arc::new(Inner {
                 store,
@@ -75,6 +85,7 @@ impl Runner {
                 config,
                 wake: Notify::new(),
                 slots,
+                hosts,
                 on_queued: Box::new(on_queued),
             }),
         }
@@ -93,6 +104,10 @@ impl Runner {
         &self.inner.fetcher
     }
 
+    pub(crate) fn hosts(&self) -> &Hosts {
+        &self.inner.hosts
+    }
+
     pub(crate) fn config(&self) -> &RunnerConfig {
         &self.inner.config
     }
@@ -109,10 +124,11 @@ impl Runner {
         format!("{}:{}", self.inner.config.node_id, new_id(IdKind::Run))
     }
 
-    /// How long a check may hold its watch: the fetch timeout and a margin for the write.
+    /// How long a check may hold its watch: a few fetch timeouts (it may queue behind other
+    /// checks of the same host) and a margin for the write.
     pub(crate) fn lease_length(&self) -> TimeDelta {
         let fetch = self.inner.fetcher.options().timeout;
-        TimeDelta::from_std(fetch + Duration::from_secs(60)).unwrap_or(TimeDelta::minutes(2))
+        TimeDelta::from_std(fetch * 5 + Duration::from_secs(60)).unwrap_or(TimeDelta::minutes(5))
     }
 
     /// Runs until `shutdown` is cancelled, then waits for checks in flight to be recorded.

@@ -51,6 +51,7 @@ on_both_backends!(
     watches::failing_checks_raise_failed_then_recovered,
     watches::noise_is_filtered_and_real_changes_alert_once,
     watches::requests_follow_the_watch_and_304_costs_nothing,
+    watches::one_host_is_not_hammered_and_changes_can_be_confirmed,
     scale::three_workers_send_each_delivery_once,
     delivery::retries_follow_the_schedule_then_dead_letter,
     delivery::a_recovering_endpoint_succeeds_on_retry,

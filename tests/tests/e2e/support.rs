@@ -201,6 +201,7 @@ where
 /// A request the page server got.
 #[derive(Debug, Clone)]
 pub struct PageRequest {
+    pub at: std::time::Instant,
     pub method: String,
     pub headers: HashMap<String, String>,
     pub body: String,
@@ -240,7 +241,12 @@ impl PageServer {
                         .etag
                         .as_deref()
                         .is_some_and(|etag| headers.get("if-none-match").map(String::as_str) == Some(etag));
-                    log.lock().expect("lock").push(PageRequest { method: method.to_string(), headers, body });
+                    log.lock().expect("lock").push(PageRequest {
+                        at: std::time::Instant::now(),
+                        method: method.to_string(),
+                        headers,
+                        body,
+                    });
                     let mut response = axum::response::IntoResponse::into_response((
                         StatusCode::from_u16(if not_modified { 304 } else { page.status }).expect("status"),
                         [("content-type", "text/html; charset=utf-8")],

@@ -292,3 +292,49 @@ pub async fn requests_follow_the_watch_and_304_costs_nothing(backend: Backend) {
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(problem["errors"][0]["field"], "options.fetch.headers.bad header");
 }
+
+pub async fn one_host_is_not_hammered_and_changes_can_be_confirmed(backend: Backend) {
+    let app = TestApp::start_with(backend, |s| {
+        s.per_host_concurrency = 1;
+        s.per_host_gap = driftwatch::HumanDuration(std::time::Duration::from_millis(300));
+    })
+    .await;
+    let token = app.account("acme").await;
+    let site = PageServer::start("<p>stable</p>").await;
+    for n in 0..3 {
+        let (status, _) = app.post("/watches", &token, json!({"url": format!("{}?n={n}", site.url)})).await;
+        assert_eq!(status, StatusCode::CREATED);
+    }
+    eventually("three baseline checks", || async { (site.requests().len() >= 3).then_some(()) }).await;
+    let times: Vec<_> = site.requests().iter().map(|r| r.at).collect();
+    for pair in times.windows(2) {
+        assert!(pair[1] - pair[0] >= std::time::Duration::from_millis(290), "requests to one host are spaced");
+    }
+
+    // Confirm-by-refetch: a change that is gone a moment later raises nothing.
+    let watch = app
+        .watch_with_baseline(&token, json!({"url": site.url, "options": {"noise": {"confirm_after_seconds": 1}}}))
+        .await;
+    let id = watch["id"].as_str().expect("id").to_owned();
+    site.set("<p>glitch</p>");
+    let pending = tokio::spawn({
+        let (base, token, http) = (app.base.clone(), token.clone(), app.http.clone());
+        async move {
+            http.post(format!("{base}/watches/{id}/check"))
+                .bearer_auth(token)
+                .send()
+                .await
+                .expect("check")
+                .json::<Value>()
+                .await
+                .expect("json")
+        }
+    });
+    let before = site.requests().len();
+    eventually("the first fetch of the check", || async { (site.requests().len() > before).then_some(()) }).await;
+    site.set("<p>stable</p>");
+    let run = pending.await.expect("join");
+    assert_eq!(run["outcome"], "changed", "{run}");
+    assert!(run["event_id"].is_null());
+    assert_eq!(run["note"], "no alert: a second fetch did not confirm the change");
+}

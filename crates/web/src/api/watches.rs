@@ -111,6 +111,9 @@ fn valid_options(options: &WatchOptions) -> Result<String, ApiError> {
         axum::http::HeaderValue::from_str(agent)
             .map_err(|_| ApiError::invalid("options.fetch.user_agent", "not a valid header value"))?;
     }
+    if options.noise.confirm_after_seconds.is_some_and(|t| !(1..=60).contains(&t)) {
+        return Err(ApiError::invalid("options.noise.confirm_after_seconds", "must be between 1 and 60"));
+    }
     if fetch.timeout_seconds.is_some_and(|t| !(1..=300).contains(&t)) {
         return Err(ApiError::invalid("options.fetch.timeout_seconds", "must be between 1 and 300"));
     }
