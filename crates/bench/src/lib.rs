@@ -5,6 +5,10 @@
 //! - the durable rate: events enqueued into the outbox (in batches, while the worker runs)
 //!   and delivered by the real worker, with the time from each enqueue's commit to its 2xx.
 
+mod checks;
+
+pub use checks::{ChecksBench, ChecksReport, checks};
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 

@@ -50,6 +50,19 @@ enum Command {
 
 #[derive(Subcommand)]
 enum BenchCommand {
+    /// Page checks per second (baseline and with change detection), peak memory and idle CPU,
+    /// against a local page server, on a temporary SQLite file.
+    Checks {
+        /// Watches, each its own ~20 KB page with a selector.
+        #[arg(long, default_value_t = 1_000)]
+        watches: usize,
+        /// Checks in flight at once.
+        #[arg(long, default_value_t = 64)]
+        concurrency: usize,
+        /// Seconds of idle over which the scheduler's CPU is measured.
+        #[arg(long, default_value_t = 10)]
+        idle_seconds: u64,
+    },
     /// Durable delivery rate and enqueue-to-2xx latency, next to the raw HTTP rate.
     Delivery {
         /// Deliveries to send.
@@ -147,6 +160,12 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Verify { secret, headers, tolerance } => verify(&secret, &headers, tolerance),
+        Command::Bench(BenchCommand::Checks { watches, concurrency, idle_seconds }) => {
+            let report =
+                driftwatch_bench::checks(&driftwatch_bench::ChecksBench { watches, concurrency, idle_seconds }).await?;
+            println!("{report}");
+            Ok(())
+        }
         Command::Bench(BenchCommand::Delivery { count, concurrency, batch, producers, database_url }) => {
             let report = driftwatch_bench::delivery(&driftwatch_bench::DeliveryBench {
                 count,

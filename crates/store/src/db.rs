@@ -91,7 +91,7 @@ impl r2d2::ManageConnection for Manager {
                 // WAL lets readers run beside the one writer; the busy timeout makes writers queue
                 // instead of failing; foreign keys are off by default in SQLite.
                 conn.batch_execute(&format!(
-                    "PRAGMA busy_timeout = {}; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+                    "PRAGMA busy_timeout = {}; PRAGMA synchronous = NORMAL; \
                      PRAGMA foreign_keys = ON; PRAGMA cache_size = -32000; PRAGMA temp_store = MEMORY; \
                      PRAGMA mmap_size = 268435456;",
                     self.busy_timeout.as_millis()
@@ -132,6 +132,13 @@ impl Default for PoolOptions {
 }
 
 pub(crate) fn build_pool(url: &DatabaseUrl, options: &PoolOptions) -> Result<Pool, StoreError> {
+    if let DatabaseUrl::Sqlite(path) = url {
+        // Switch the file to WAL once, before the pool opens connections side by side (the
+        // switch takes an exclusive lock and does not wait on a busy timeout).
+        let mut conn = diesel::SqliteConnection::establish(path)
+            .map_err(|e| StoreError::Config(format!("cannot open {path}: {e}")))?;
+        conn.batch_execute("PRAGMA journal_mode = WAL;")?;
+    }
     let manager = Manager { url: url.clone(), busy_timeout: options.busy_timeout };
     r2d2::Pool::builder()
         .max_size(options.max_size)
