@@ -29,6 +29,24 @@ enum Command {
     /// Manage API tokens.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Fetch a page once and print the text a watch would compare (or its diff against a file),
+    /// to tune a selector and rules before saving a watch.
+    Check {
+        /// The page.
+        url: String,
+        /// CSS selector of the part that matters.
+        #[arg(long)]
+        selector: Option<String>,
+        /// Watch options as JSON (`{"extract": ..., "rules": ..., "fetch": ...}`), or `@FILE`.
+        #[arg(long)]
+        options: Option<String>,
+        /// Print the unified diff of this file's text against the page's instead of the text.
+        #[arg(long)]
+        diff_against: Option<std::path::PathBuf>,
+        /// Allow private, loopback and link-local addresses.
+        #[arg(long, env = "DRIFTWATCH_ALLOW_PRIVATE_TARGETS", default_value_t = false, action = clap::ArgAction::Set)]
+        allow_private_targets: bool,
+    },
     /// Measure the pipeline against a local receiver.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -160,6 +178,9 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Verify { secret, headers, tolerance } => verify(&secret, &headers, tolerance),
+        Command::Check { url, selector, options, diff_against, allow_private_targets } => {
+            check(&url, selector.as_deref(), options.as_deref(), diff_against.as_deref(), allow_private_targets).await
+        }
         Command::Bench(BenchCommand::Checks { watches, concurrency, idle_seconds }) => {
             let report =
                 driftwatch_bench::checks(&driftwatch_bench::ChecksBench { watches, concurrency, idle_seconds }).await?;
@@ -211,6 +232,50 @@ async fn shutdown_signal() {
         () = ctrl_c => {}
         () = terminate => {}
     }
+}
+
+async fn check(
+    url: &str,
+    selector: Option<&str>,
+    options: Option<&str>,
+    diff_against: Option<&std::path::Path>,
+    allow_private: bool,
+) -> anyhow::Result<()> {
+    use driftwatch_scrape::{Fetched, Fetcher, PageRequest, Rules, extract_with};
+    let options: driftwatch_core::WatchOptions = match options {
+        Some(text) => {
+            let json = match text.strip_prefix('@') {
+                Some(path) => std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?,
+                None => text.to_owned(),
+            };
+            serde_json::from_str(&json).context("--options")?
+        }
+        None => driftwatch_core::WatchOptions::default(),
+    };
+    if let Some(selector) = selector {
+        driftwatch_scrape::validate_selector(selector)?;
+    }
+    let rules = Rules::new(&options.rules)?;
+    let fetcher = Fetcher::new(driftwatch_scrape::FetchOptions {
+        policy: driftwatch_net::TargetPolicy { allow_private },
+        ..driftwatch_scrape::FetchOptions::default()
+    })?;
+    let request = PageRequest { spec: Some(&options.fetch), ..PageRequest::default() };
+    let Fetched::Page(page) = fetcher.fetch_with(url, &request).await? else { bail!("the server answered 304") };
+    let text = rules.apply(&extract_with(&page, selector, &options.extract)?);
+    match diff_against {
+        None => print!("{text}"),
+        Some(path) => {
+            let old = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            let change = driftwatch_diff::diff_texts(&old, &text, &path.display().to_string(), url);
+            if change.is_change() {
+                print!("{}", change.unified);
+            } else {
+                eprintln!("no change");
+            }
+        }
+    }
+    Ok(())
 }
 
 fn verify(secret: &str, headers: &[String], tolerance: i64) -> anyhow::Result<()> {

@@ -92,3 +92,70 @@ fn verify_accepts_a_valid_webhook_and_rejects_a_tampered_one() {
 fn chrono_now() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_prints_the_text_and_its_diff() {
+    let app = axum::Router::new().route(
+        "/page",
+        axum::routing::get(|| async {
+            (
+                [("content-type", "text/html")],
+                "<h1>Shop</h1><ul id=p><li>Pears 3</li><li>Plums 4</li></ul><footer>12:01</footer>",
+            )
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}/page", listener.local_addr().expect("addr"));
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    let dir = tempfile::tempdir().expect("temp dir");
+    let check = |args: Vec<String>| {
+        let dir = dir.path().to_owned();
+        tokio::task::spawn_blocking(move || {
+            let mut all = vec!["check".to_owned()];
+            all.extend(args);
+            let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+            run(&dir, &refs)
+        })
+    };
+    let rules = r#"{"rules": {"masks": ["numbers"]}}"#.to_owned();
+    let text = check(vec![
+        url.clone(),
+        "--selector".into(),
+        "#p".into(),
+        "--options".into(),
+        rules,
+        "--allow-private-targets".into(),
+        "true".into(),
+    ])
+    .await
+    .expect("join");
+    assert_eq!(text, "Pears <n>\nPlums <n>\n");
+
+    std::fs::write(dir.path().join("old.txt"), "Pears 3\nApples 1\n").expect("write");
+    let diff = check(vec![
+        url.clone(),
+        "--selector".into(),
+        "#p".into(),
+        "--diff-against".into(),
+        dir.path().join("old.txt").display().to_string(),
+        "--allow-private-targets".into(),
+        "true".into(),
+    ])
+    .await
+    .expect("join");
+    assert!(diff.contains("-Apples 1") && diff.contains("+Plums 4"), "{diff}");
+
+    let refused = Command::new(binary())
+        .args(["check", &url])
+        .env_remove("DRIFTWATCH_ALLOW_PRIVATE_TARGETS")
+        .output()
+        .expect("run");
+    assert!(!refused.status.success(), "loopback is refused unless allowed");
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("private"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+}
