@@ -5,7 +5,7 @@ use chrono::TimeDelta;
 use driftwatch_core::{Clock as _, SystemClock};
 use driftwatch_delivery::DeliveryWorker;
 use driftwatch_schedule::Runner;
-use driftwatch_store::{Store, deliveries};
+use driftwatch_store::{Store, deliveries, watches};
 use tokio_cron_scheduler::{Job, JobScheduler};
 
 use crate::Settings;
@@ -30,14 +30,26 @@ pub(crate) async fn start(
     .with_context(|| format!("DRIFTWATCH_SWEEP_CRON `{}`", settings.sweep_cron))?;
     scheduler.add(sweep).await.context("adding the sweep job")?;
 
-    let ages = [settings.retain_sent.0, settings.retain_dead.0, settings.retain_attempts.0];
+    let ages =
+        [settings.retain_sent.0, settings.retain_dead.0, settings.retain_attempts.0, settings.retain_snapshots.0];
+    let keep_snapshots = settings.keep_snapshots;
     let retention = Job::new_async(settings.retention_cron.as_str(), move |_, _| {
         let store = store.clone();
         Box::pin(async move {
             let now = SystemClock.now().naive_utc();
-            let [sent, dead, attempts] = ages.map(|age| now - TimeDelta::from_std(age).unwrap_or(TimeDelta::days(30)));
-            match store.write(move |c| deliveries::purge(c, sent, dead, attempts, now)).await {
-                Ok((bodies, attempts)) => tracing::info!(bodies, attempts, "retention purged old data"),
+            let [sent, dead, attempts, snapshots] =
+                ages.map(|age| now - TimeDelta::from_std(age).unwrap_or(TimeDelta::days(30)));
+            let purged = store
+                .write(move |c| {
+                    let (bodies, attempts) = deliveries::purge(c, sent, dead, attempts, now)?;
+                    let snapshots = watches::purge_snapshots(c, keep_snapshots, snapshots)?;
+                    Ok((bodies, attempts, snapshots))
+                })
+                .await;
+            match purged {
+                Ok((bodies, attempts, snapshots)) => {
+                    tracing::info!(bodies, attempts, snapshots, "retention purged old data");
+                }
                 Err(e) => tracing::error!(error = %e, "retention failed"),
             }
         })

@@ -75,6 +75,14 @@ pub struct Settings {
     #[arg(long, env = "DRIFTWATCH_RETAIN_ATTEMPTS", default_value = "30d", value_parser = parse_duration)]
     pub retain_attempts: HumanDuration,
 
+    /// Snapshots kept per watch (the newest is always kept).
+    #[arg(long, env = "DRIFTWATCH_KEEP_SNAPSHOTS", default_value_t = 100)]
+    pub keep_snapshots: i64,
+
+    /// Snapshots older than this are deleted (except each watch's newest).
+    #[arg(long, env = "DRIFTWATCH_RETAIN_SNAPSHOTS", default_value = "365d", value_parser = parse_duration)]
+    pub retain_snapshots: HumanDuration,
+
     /// When retention runs (cron with seconds, UTC).
     #[arg(long, env = "DRIFTWATCH_RETENTION_CRON", default_value = "0 17 3 * * *")]
     pub retention_cron: String,

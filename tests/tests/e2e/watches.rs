@@ -117,8 +117,21 @@ pub async fn snapshots_and_diffs_are_readable(backend: Backend) {
     let body = text.text().await.expect("text");
     assert!(body.contains("-pears") && body.contains("+plums") && body.contains("+figs"), "{body}");
 
+    // Retention keeps the newest snapshots of each watch.
+    let store = app.app.as_ref().expect("running").store.clone();
+    let long_ago = chrono::Utc::now().naive_utc() - chrono::TimeDelta::days(3650);
+    let deleted = store.run(move |c| driftwatch_store::watches::purge_snapshots(c, 2, long_ago)).await.expect("purge");
+    assert_eq!(deleted, 1);
+    let kept = app.ok(&format!("/watches/{id}/snapshots"), &token).await;
+    assert_eq!(kept["items"].as_array().map(Vec::len), Some(2));
+    assert_eq!(kept["items"][0]["id"], newest, "the newest is kept");
+    let everything_old = chrono::Utc::now().naive_utc() + chrono::TimeDelta::days(1);
+    store.run(move |c| driftwatch_store::watches::purge_snapshots(c, 100, everything_old)).await.expect("purge");
+    let kept = app.ok(&format!("/watches/{id}/snapshots"), &token).await;
+    assert_eq!(kept["items"].as_array().map(Vec::len), Some(1), "by age too, but never the newest");
+
     let other = app.account("other").await;
-    assert_eq!(app.get(&format!("/snapshots/{oldest}"), &other).await.0, StatusCode::NOT_FOUND);
+    assert_eq!(app.get(&format!("/snapshots/{newest}"), &other).await.0, StatusCode::NOT_FOUND);
     assert_eq!(app.get(&format!("/watches/{id}/diff?from=snp_nope"), &token).await.0, StatusCode::NOT_FOUND);
     assert_eq!(app.get(&format!("/watches/{id}/diff?format=pdf"), &token).await.0, StatusCode::UNPROCESSABLE_ENTITY);
 }
