@@ -29,6 +29,24 @@ enum Command {
     /// Manage API tokens.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Create watches from a plain URL list, urlwatch's urls.yaml or a driftwatch export.
+    Import {
+        /// The account the watches belong to.
+        #[arg(long)]
+        account: String,
+        /// The file to read.
+        file: std::path::PathBuf,
+        #[command(flatten)]
+        settings: Settings,
+    },
+    /// Print an account's watches as JSON (for `import`).
+    Export {
+        /// The account.
+        #[arg(long)]
+        account: String,
+        #[command(flatten)]
+        settings: Settings,
+    },
     /// Fetch a page once and print the text a watch would compare (or its diff against a file),
     /// to tune a selector and rules before saving a watch.
     Check {
@@ -178,6 +196,8 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Verify { secret, headers, tolerance } => verify(&secret, &headers, tolerance),
+        Command::Import { account, file, settings } => import(&account, &file, &settings).await,
+        Command::Export { account, settings } => export(&account, &settings).await,
         Command::Check { url, selector, options, diff_against, allow_private_targets } => {
             check(&url, selector.as_deref(), options.as_deref(), diff_against.as_deref(), allow_private_targets).await
         }
@@ -232,6 +252,54 @@ async fn shutdown_signal() {
         () = ctrl_c => {}
         () = terminate => {}
     }
+}
+
+async fn account_id(store: &driftwatch_store::Store, name: &str) -> anyhow::Result<String> {
+    let lookup = name.to_owned();
+    match store.run(move |c| accounts::find_account_by_name(c, &lookup)).await? {
+        Some(account) => Ok(account.id),
+        None => bail!("no account named `{name}`; create it with `driftwatch account create`"),
+    }
+}
+
+async fn import(account: &str, file: &std::path::Path, settings: &Settings) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let parsed = driftwatch::import::parse(&text)?;
+    let store = driftwatch::open_store(settings).await?;
+    let account_id = account_id(&store, account).await?;
+    let policy = driftwatch_net::TargetPolicy { allow_private: settings.allow_private_targets };
+    let mut problems = parsed.problems;
+    let mut created = 0;
+    for watch in parsed.watches {
+        match driftwatch::import::to_watch(&watch, &account_id, policy, SystemClock.now().naive_utc()) {
+            Ok(row) => {
+                store.write(move |c| driftwatch_store::watches::insert_watch(c, &row)).await?;
+                created += 1;
+            }
+            Err(reason) => problems.push(format!("{}: {reason}; skipped", watch.url)),
+        }
+    }
+    for problem in &problems {
+        eprintln!("{problem}");
+    }
+    println!("imported {created} watches into {account}; {} problems", problems.len());
+    Ok(())
+}
+
+async fn export(account: &str, settings: &Settings) -> anyhow::Result<()> {
+    let store = driftwatch::open_store(settings).await?;
+    let account_id = account_id(&store, account).await?;
+    let mut all = Vec::new();
+    let mut after = None;
+    loop {
+        let (id, page) = (account_id.clone(), driftwatch_store::Page { after: after.clone(), limit: 500 });
+        let rows = store.run(move |c| driftwatch_store::watches::list_watches(c, &id, &page)).await?;
+        let Some(last) = rows.last() else { break };
+        after = Some(last.id.clone());
+        all.extend(rows.iter().map(driftwatch::import::from_watch));
+    }
+    println!("{}", serde_json::to_string_pretty(&all)?);
+    Ok(())
 }
 
 async fn check(

@@ -159,3 +159,33 @@ async fn check_prints_the_text_and_its_diff() {
         String::from_utf8_lossy(&refused.stderr)
     );
 }
+
+#[test]
+fn import_from_urlwatch_then_export() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    run(dir.path(), &["account", "create", "acme"]);
+    let yaml = "name: Prices\nurl: https://shop.example/\nfilter: css:div.price,html2text\n---\n\
+                url: ftp://old.example/\n---\nname: Disk\ncommand: df -h\n---\nurl: https://news.example/\nfilter: xpath://div\n";
+    std::fs::write(dir.path().join("urls.yaml"), yaml).expect("write");
+    let output = Command::new(binary())
+        .args(["import", "--account", "acme", "urls.yaml"])
+        .current_dir(dir.path())
+        .env_remove("DRIFTWATCH_DATABASE_URL")
+        .env("DRIFTWATCH_LOG", "warn")
+        .output()
+        .expect("import");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stdout.contains("imported 2 watches into acme; 3 problems"), "{stdout}");
+    assert!(stderr.contains("command") && stderr.contains("xpath") && stderr.contains("ftp"), "{stderr}");
+
+    let exported: serde_json::Value =
+        serde_json::from_str(&run(dir.path(), &["export", "--account", "acme"])).expect("json");
+    let watches = exported.as_array().expect("array");
+    assert_eq!(watches.len(), 2);
+    assert_eq!(watches[0]["name"], "Prices");
+    assert_eq!(watches[0]["selector"], "div.price");
+    assert_eq!(watches[1]["url"], "https://news.example/");
+    assert!(watches[1]["selector"].is_null(), "the xpath filter was left out");
+}

@@ -1,0 +1,245 @@
+//! Importing watches from a plain URL list, from urlwatch's `urls.yaml`, or from a driftwatch
+//! export; exporting an account's watches as JSON.
+
+use driftwatch_core::WatchOptions;
+use serde::{Deserialize, Serialize};
+
+/// A watch as exported and imported.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PortableWatch {
+    /// The page.
+    pub url: String,
+    /// Its name (the URL when absent).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// CSS selector.
+    #[serde(default)]
+    pub selector: Option<String>,
+    /// Interval schedule.
+    #[serde(default)]
+    pub interval_seconds: Option<i64>,
+    /// Cron schedule.
+    #[serde(default)]
+    pub cron: Option<String>,
+    /// Time zone of the cron schedule.
+    #[serde(default)]
+    pub time_zone: Option<String>,
+    /// Extraction, rules and noise options.
+    #[serde(default)]
+    pub options: WatchOptions,
+    /// Paused watches stay paused.
+    #[serde(default)]
+    pub paused: bool,
+}
+
+impl PortableWatch {
+    fn at(url: &str) -> PortableWatch {
+        PortableWatch {
+            url: url.to_owned(),
+            name: None,
+            selector: None,
+            interval_seconds: None,
+            cron: None,
+            time_zone: None,
+            options: WatchOptions::default(),
+            paused: false,
+        }
+    }
+}
+
+/// What a file held: the watches that map onto driftwatch, and what could not be mapped.
+#[derive(Debug, Default)]
+pub struct Imported {
+    /// Watches to create.
+    pub watches: Vec<PortableWatch>,
+    /// One line per job or filter that was left out or changed, and why.
+    pub problems: Vec<String>,
+}
+
+/// Reads a driftwatch export (JSON array), a urlwatch `urls.yaml`, or a list of URLs (one per
+/// line, `#` comments), whichever `text` is.
+pub fn parse(text: &str) -> anyhow::Result<Imported> {
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('[') {
+        let watches: Vec<PortableWatch> = serde_json::from_str(text)?;
+        return Ok(Imported { watches, problems: Vec::new() });
+    }
+    let looks_like_yaml = text.lines().any(|l| {
+        let l = l.trim_start();
+        l.starts_with("url:") || l.starts_with("name:") || l.starts_with("command:") || l.starts_with("---")
+    });
+    if looks_like_yaml { parse_urlwatch(text) } else { Ok(parse_list(text)) }
+}
+
+fn parse_list(text: &str) -> Imported {
+    let watches =
+        text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(PortableWatch::at).collect();
+    Imported { watches, problems: Vec::new() }
+}
+
+/// urlwatch jobs: YAML documents with `url` (or `command`, which cannot be imported), `name`,
+/// and `filter` (a string like `css:div.price,html2text` or a list of single-key maps).
+fn parse_urlwatch(text: &str) -> anyhow::Result<Imported> {
+    use serde_yaml_ng::Value;
+    let mut imported = Imported::default();
+    for (n, document) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
+        let job = Value::deserialize(document)?;
+        if job.is_null() {
+            continue;
+        }
+        let label = job.get("name").and_then(Value::as_str).map_or_else(|| format!("job {}", n + 1), str::to_owned);
+        let Some(url) = job.get("url").and_then(Value::as_str) else {
+            imported.problems.push(format!("{label}: only URL jobs can be imported (command jobs are not)"));
+            continue;
+        };
+        let mut watch = PortableWatch::at(url);
+        watch.name = job.get("name").and_then(Value::as_str).map(str::to_owned);
+        let filters: Vec<(String, Option<String>)> = match job.get("filter") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::String(chain)) => chain
+                .split(',')
+                .map(|f| match f.trim().split_once(':') {
+                    Some((kind, arg)) => (kind.trim().to_owned(), Some(arg.trim().to_owned())),
+                    None => (f.trim().to_owned(), None),
+                })
+                .collect(),
+            Some(Value::Sequence(items)) => items
+                .iter()
+                .filter_map(|item| match item {
+                    Value::String(kind) => Some((kind.clone(), None)),
+                    Value::Mapping(map) => map.iter().next().map(|(k, v)| {
+                        let arg = match v {
+                            Value::String(s) => Some(s.clone()),
+                            Value::Mapping(m) => m.values().find_map(Value::as_str).map(str::to_owned),
+                            _ => None,
+                        };
+                        (k.as_str().unwrap_or("").to_owned(), arg)
+                    }),
+                    _ => None,
+                })
+                .collect(),
+            Some(_) => {
+                imported.problems.push(format!("{label}: filter not understood; imported without filters"));
+                Vec::new()
+            }
+        };
+        for (kind, arg) in filters {
+            let arg = arg.unwrap_or_default();
+            match kind.as_str() {
+                "css" if watch.selector.is_none() => watch.selector = Some(arg),
+                "element-by-id" if watch.selector.is_none() => watch.selector = Some(format!("#{arg}")),
+                "element-by-class" if watch.selector.is_none() => watch.selector = Some(format!(".{arg}")),
+                "element-by-tag" if watch.selector.is_none() => watch.selector = Some(arg),
+                "html2text" | "strip" | "" => {}
+                "sort" => watch.options.rules.sort_lines = true,
+                "remove-duplicate-lines" => watch.options.rules.unique_lines = true,
+                "grep" => watch.options.rules.extract_regex = Some(format!("^.*(?:{arg}).*$")),
+                "grepi" => watch.options.rules.ignore_lines.push(arg),
+                other => {
+                    imported.problems.push(format!("{label}: filter `{other}` has no driftwatch equivalent; left out"))
+                }
+            }
+        }
+        imported.watches.push(watch);
+    }
+    Ok(imported)
+}
+
+/// The stored watch for an imported one, after the same checks the API makes; the reason when
+/// it cannot be created.
+pub fn to_watch(
+    watch: &PortableWatch,
+    account_id: &str,
+    policy: driftwatch_net::TargetPolicy,
+    now: chrono::NaiveDateTime,
+) -> Result<driftwatch_store::Watch, String> {
+    use driftwatch_core::{IdKind, WatchHealth, WatchState, new_id};
+    let url = url::Url::parse(watch.url.trim()).map_err(|e| format!("invalid URL: {e}"))?;
+    driftwatch_net::check_url(&url, policy).map_err(|e| e.to_string())?;
+    if let Some(selector) = &watch.selector {
+        driftwatch_scrape::validate_selector(selector).map_err(|e| e.to_string())?;
+    }
+    driftwatch_scrape::Rules::new(&watch.options.rules).map_err(|e| e.to_string())?;
+    driftwatch_alert::Noise::new(&watch.options.noise).map_err(|e| e.to_string())?;
+    let interval = match (&watch.cron, watch.interval_seconds) {
+        (None, None) => Some(3600),
+        (_, given) => given,
+    };
+    driftwatch_schedule::Timing::parse(interval, watch.cron.as_deref(), watch.time_zone.as_deref())
+        .map_err(|e| e.to_string())?;
+    Ok(driftwatch_store::Watch {
+        id: new_id(IdKind::Watch),
+        account_id: account_id.to_owned(),
+        name: watch.name.clone().filter(|n| !n.trim().is_empty()).unwrap_or_else(|| url.to_string()),
+        url: url.to_string(),
+        selector: watch.selector.clone(),
+        interval_seconds: interval,
+        cron: watch.cron.clone(),
+        time_zone: watch.time_zone.clone(),
+        state: if watch.paused { WatchState::Paused } else { WatchState::Active }.as_str().to_owned(),
+        health: WatchHealth::Ok.as_str().to_owned(),
+        options: serde_json::to_string(&watch.options).map_err(|e| e.to_string())?,
+        etag: None,
+        last_modified: None,
+        next_run_at: now,
+        last_run_at: None,
+        consecutive_failures: 0,
+        lease_owner: None,
+        lease_until: None,
+        created_at: now,
+        updated_at: now,
+    })
+}
+
+/// The portable form of a stored watch.
+pub fn from_watch(watch: &driftwatch_store::Watch) -> PortableWatch {
+    PortableWatch {
+        url: watch.url.clone(),
+        name: Some(watch.name.clone()),
+        selector: watch.selector.clone(),
+        interval_seconds: watch.interval_seconds,
+        cron: watch.cron.clone(),
+        time_zone: watch.time_zone.clone(),
+        options: serde_json::from_str(&watch.options).unwrap_or_default(),
+        paused: watch.state == driftwatch_core::WatchState::Paused.as_str(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_lists() {
+        let imported = parse("# my pages\nhttps://a.example/\n\n  https://b.example/x  \n").expect("parse");
+        let urls: Vec<&str> = imported.watches.iter().map(|w| w.url.as_str()).collect();
+        assert_eq!(urls, vec!["https://a.example/", "https://b.example/x"]);
+    }
+
+    #[test]
+    fn urlwatch_jobs_map_onto_watches_and_report_the_rest() {
+        let yaml = "name: Prices\nurl: https://shop.example/\nfilter: css:div.price,html2text,sort\n---\n\
+                    url: https://news.example/\nfilter:\n  - element-by-id: main\n  - grepi: ^Ad\n  - re.sub: '\\d+'\n---\n\
+                    name: Disk\ncommand: df -h\n";
+        let imported = parse(yaml).expect("parse");
+        assert_eq!(imported.watches.len(), 2);
+        let prices = &imported.watches[0];
+        assert_eq!((prices.name.as_deref(), prices.selector.as_deref()), (Some("Prices"), Some("div.price")));
+        assert!(prices.options.rules.sort_lines);
+        let news = &imported.watches[1];
+        assert_eq!(news.selector.as_deref(), Some("#main"));
+        assert_eq!(news.options.rules.ignore_lines, vec!["^Ad".to_owned()]);
+        assert_eq!(imported.problems.len(), 2, "{:?}", imported.problems);
+        assert!(imported.problems[0].contains("re.sub"));
+        assert!(imported.problems[1].contains("Disk") && imported.problems[1].contains("command"));
+    }
+
+    #[test]
+    fn exports_round_trip() {
+        let mut watch = PortableWatch::at("https://a.example/");
+        watch.cron = Some("0 0 9 * * *".into());
+        watch.options.noise.known_states = Some(3);
+        let text = serde_json::to_string(&vec![watch.clone()]).expect("json");
+        assert_eq!(parse(&text).expect("parse").watches, vec![watch]);
+    }
+}
