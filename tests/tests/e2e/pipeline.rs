@@ -174,15 +174,30 @@ pub async fn a_failing_page_is_a_failed_run_not_a_change(backend: Backend) {
     assert!(run["error"].as_str().is_some_and(|e| e.contains("matched nothing")), "{run}");
     assert_eq!(app.ok(&format!("/watches/{watch_id}"), &token).await["consecutive_failures"], 2);
 
+    site.set("<html><body>   </body></html>");
+    let run = check(&app, &token, watch_id).await;
+    assert_eq!(run["outcome"], "failed", "an empty page is a failed run, not a change");
+    site.set("<html><body><div id=\"price\"> </div></body></html>");
+    assert_eq!(check(&app, &token, watch_id).await["error"], "the page has no text");
+
     // Back to the original content: not a change, and the failure streak resets.
     site.set(&page("1"));
     assert_eq!(check(&app, &token, watch_id).await["outcome"], "unchanged");
     assert_eq!(app.ok(&format!("/watches/{watch_id}"), &token).await["consecutive_failures"], 0);
-    assert!(items(&app.ok("/events", &token).await).is_empty(), "failures raise no change event");
-    assert!(items(&app.ok("/deliveries", &token).await).is_empty());
+    let events = app.ok("/events", &token).await;
+    let types: Vec<&str> = items(&events).iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(
+        types,
+        vec!["check.recovered", "check.failed", "check.selector_missing"],
+        "health events, never a change"
+    );
     let runs = app.ok(&format!("/watches/{watch_id}/runs"), &token).await;
     let outcomes: Vec<&str> = items(&runs).iter().map(|r| r["outcome"].as_str().unwrap_or("")).collect();
-    assert_eq!(outcomes, vec!["unchanged", "failed", "failed", "baseline"], "every run is recorded, newest first");
+    assert_eq!(
+        outcomes,
+        vec!["unchanged", "failed", "failed", "failed", "failed", "baseline"],
+        "every run is recorded, newest first"
+    );
 }
 
 pub async fn each_endpoint_of_the_owner_gets_one_delivery(backend: Backend) {
