@@ -23,6 +23,8 @@ lint:
 # Benchmarks: extraction and diffing, then durable delivery on SQLite and PostgreSQL.
 bench count="20000":
     cargo bench -p driftwatch-scrape -p driftwatch-diff
+    cargo run --release -- bench checks --watches 1000
+    cargo run --release -- bench checks --watches 10000
     cargo run --release -- bench delivery --count {{count}}
     psql "{{pg_url}}" -qc "DROP DATABASE IF EXISTS driftwatch_bench" -c "CREATE DATABASE driftwatch_bench"
     cargo run --release -- bench delivery --count {{count}} --database-url "$(echo {{pg_url}} | sed 's|/[^/]*$|/driftwatch_bench|')"
