@@ -140,6 +140,27 @@ enum TokenCommand {
         /// A label for the token.
         #[arg(long, default_value = "cli")]
         name: String,
+        /// A token that can only read (no changes, no actions).
+        #[arg(long)]
+        read_only: bool,
+        #[command(flatten)]
+        settings: Settings,
+    },
+    /// List an account's tokens.
+    List {
+        /// The account.
+        #[arg(long)]
+        account: String,
+        #[command(flatten)]
+        settings: Settings,
+    },
+    /// Revoke a token.
+    Revoke {
+        /// The account.
+        #[arg(long)]
+        account: String,
+        /// The token's id (`tok_...`).
+        id: String,
         #[command(flatten)]
         settings: Settings,
     },
@@ -181,7 +202,28 @@ async fn main() -> anyhow::Result<()> {
             println!("created account {} ({})", account.name, account.id);
             Ok(())
         }
-        Command::Token(TokenCommand::Create { account, name, settings }) => {
+        Command::Token(TokenCommand::List { account, settings }) => {
+            let store = driftwatch::open_store(&settings).await?;
+            let id = account_id(&store, &account).await?;
+            let page = driftwatch_store::Page { after: None, limit: 1000 };
+            for t in store.run(move |c| accounts::list_tokens(c, &id, &page)).await? {
+                let state = if t.revoked_at.is_some() { "revoked" } else { "live" };
+                println!("{}  {}…  {:<20} {:<11} {state}", t.id, t.prefix, t.name, t.scopes);
+            }
+            Ok(())
+        }
+        Command::Token(TokenCommand::Revoke { account, id, settings }) => {
+            let store = driftwatch::open_store(&settings).await?;
+            let account_id = account_id(&store, &account).await?;
+            let now = SystemClock.now().naive_utc();
+            let token = id.clone();
+            if !store.write(move |c| accounts::revoke_token(c, &account_id, &token, now)).await? {
+                bail!("no live token {id} in account {account}");
+            }
+            println!("revoked {id}");
+            Ok(())
+        }
+        Command::Token(TokenCommand::Create { account, name, read_only, settings }) => {
             let store = driftwatch::open_store(&settings).await?;
             let now = SystemClock.now().naive_utc();
             let lookup = account.clone();
@@ -189,8 +231,9 @@ async fn main() -> anyhow::Result<()> {
             let Some(found) = found else {
                 bail!("no account named `{account}`; create it with `driftwatch account create`")
             };
+            let scopes = if read_only { "read" } else { "read write" };
             let (token, plaintext) =
-                store.run(move |c| accounts::create_token(c, &found.id, &name, "read write", now)).await?;
+                store.write(move |c| accounts::create_token(c, &found.id, &name, scopes, now)).await?;
             println!("created token {} for account {account}; it is shown only now:", token.id);
             println!("{plaintext}");
             Ok(())

@@ -21,6 +21,8 @@ pub enum IdKind {
     Attempt,
     /// A bulk re-queue of an endpoint's deliveries.
     Recovery,
+    /// An HTTP request (the `x-request-id` made when a client sends none).
+    Request,
 }
 
 impl IdKind {
@@ -37,6 +39,7 @@ impl IdKind {
             IdKind::Delivery => "dlv",
             IdKind::Attempt => "att",
             IdKind::Recovery => "rec",
+            IdKind::Request => "req",
         }
     }
 }

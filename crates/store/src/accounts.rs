@@ -64,3 +64,26 @@ pub fn authenticate(conn: &mut DbConn, token: &str, now: NaiveDateTime) -> Store
     }
     Ok(found)
 }
+
+/// The account's tokens, newest first (hashes stay inside).
+pub fn list_tokens(conn: &mut DbConn, account_id: &str, page: &crate::Page) -> StoreResult<Vec<ApiToken>> {
+    let mut query =
+        api_tokens::table.filter(api_tokens::account_id.eq(account_id)).select(ApiToken::as_select()).into_boxed();
+    if let Some(after) = &page.after {
+        query = query.filter(api_tokens::id.lt(after));
+    }
+    Ok(query.order(api_tokens::id.desc()).limit(page.limit).load(conn)?)
+}
+
+/// Revokes the account's token `id`; false when there is no such live token.
+pub fn revoke_token(conn: &mut DbConn, account_id: &str, id: &str, now: NaiveDateTime) -> StoreResult<bool> {
+    let revoked = diesel::update(
+        api_tokens::table
+            .filter(api_tokens::account_id.eq(account_id))
+            .filter(api_tokens::id.eq(id))
+            .filter(api_tokens::revoked_at.is_null()),
+    )
+    .set(api_tokens::revoked_at.eq(now))
+    .execute(conn)?;
+    Ok(revoked == 1)
+}

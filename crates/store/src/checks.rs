@@ -96,3 +96,26 @@ pub fn list_events(
     }
     Ok(query.order(events::id.desc()).limit(page.limit).load(conn)?)
 }
+
+/// The account's `change.detected` events, oldest first, after the event `after` or from the
+/// time `since` (the changes feed).
+pub fn changes(
+    conn: &mut DbConn,
+    account_id: &str,
+    after: Option<&str>,
+    since: Option<NaiveDateTime>,
+    limit: i64,
+) -> StoreResult<Vec<Event>> {
+    let mut query = events::table
+        .filter(events::account_id.eq(account_id))
+        .filter(events::event_type.eq(driftwatch_core::EventType::ChangeDetected.as_str()))
+        .select(Event::as_select())
+        .into_boxed();
+    if let Some(after) = after {
+        query = query.filter(events::id.gt(after));
+    }
+    if let Some(since) = since {
+        query = query.filter(events::created_at.ge(since));
+    }
+    Ok(query.order(events::id.asc()).limit(limit).load(conn)?)
+}

@@ -18,6 +18,7 @@ pub mod deliveries;
 pub mod endpoints;
 pub mod outbox;
 pub mod recoveries;
+pub mod stats;
 pub mod watches;
 
 use std::sync::Arc;

@@ -1,6 +1,7 @@
 //! Bearer-token authentication.
 
 use axum::extract::FromRequestParts;
+use axum::http::Method;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use driftwatch_store::accounts;
@@ -33,9 +34,12 @@ impl FromRequestParts<AppState> for Caller {
             .to_owned();
         let now = state.clock.now().naive_utc();
         let found = state.store.run(move |c| accounts::authenticate(c, &token, now)).await?;
-        match found {
-            Some(t) => Ok(Caller { account_id: t.account_id }),
-            None => Err(ApiError::unauthorized("the token is unknown or revoked")),
+        let Some(token) = found else { return Err(ApiError::unauthorized("the token is unknown or revoked")) };
+        // Reading is `GET`; everything else (create, update, delete, actions) needs `write`.
+        let reads = matches!(parts.method, Method::GET | Method::HEAD);
+        if !reads && !token.scopes.split_whitespace().any(|s| s == "write") {
+            return Err(ApiError::forbidden("this token may only read; use a token with the `write` scope"));
         }
+        Ok(Caller { account_id: token.account_id })
     }
 }

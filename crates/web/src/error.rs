@@ -45,6 +45,11 @@ impl ApiError {
         ApiError::new(StatusCode::UNAUTHORIZED, "about:blank#unauthorized", "Unauthorized", detail)
     }
 
+    /// 403: the token lacks the scope.
+    pub fn forbidden(detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::FORBIDDEN, "about:blank#forbidden", "Forbidden", detail)
+    }
+
     /// 400: the request cannot be read (malformed JSON, bad query string).
     pub fn bad_request(detail: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, "about:blank#bad-request", "Bad Request", detail)

@@ -19,6 +19,8 @@ use driftwatch_delivery::DeliveryWorker;
 use driftwatch_net::TargetPolicy;
 use driftwatch_schedule::Runner;
 use driftwatch_store::Store;
+use tower_http::request_id::{MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
 
 pub use error::ApiError;
 
@@ -60,6 +62,18 @@ pub struct AppState {
     pub limits: ApiLimits,
 }
 
+/// Makes an `x-request-id` for requests that come without one.
+#[derive(Debug, Clone, Copy)]
+struct MakeId;
+
+impl MakeRequestId for MakeId {
+    fn make_request_id<B>(&mut self, _: &axum::http::Request<B>) -> Option<RequestId> {
+        axum::http::HeaderValue::from_str(&driftwatch_core::new_id(driftwatch_core::IdKind::Request))
+            .ok()
+            .map(RequestId::new)
+    }
+}
+
 /// Serves the router on `listener` until `shutdown` is cancelled, finishing requests in flight.
 pub async fn serve(listener: tokio::net::TcpListener, state: AppState, shutdown: tokio_util::sync::CancellationToken) {
     let served = axum::serve(listener, router(state)).with_graceful_shutdown(shutdown.cancelled_owned()).await;
@@ -74,6 +88,11 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(|| async { "ok" }))
         .nest("/api/v1", api::routes())
         .fallback(|| async { ApiError::not_found("no such route") })
-        .layer(tower_http::trace::TraceLayer::new_for_http())
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(TraceLayer::new_for_http().make_span_with(|request: &axum::http::Request<axum::body::Body>| {
+            let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("");
+            tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id = %id)
+        }))
+        .layer(SetRequestIdLayer::x_request_id(MakeId))
         .with_state(state)
 }

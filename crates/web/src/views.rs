@@ -375,3 +375,39 @@ pub struct Diff {
     #[serde(flatten)]
     pub change: driftwatch_diff::TextChange,
 }
+
+/// An API token; `token` (the secret) only in the answer to its creation.
+#[derive(Debug, Serialize)]
+pub struct Token {
+    id: String,
+    name: String,
+    prefix: String,
+    scopes: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    token: Option<String>,
+    created_at: DateTime<Utc>,
+    last_used_at: Option<DateTime<Utc>>,
+    revoked_at: Option<DateTime<Utc>>,
+}
+
+impl Token {
+    /// The view with the plaintext token, for the creation response only.
+    pub fn with_secret(t: store::ApiToken, plaintext: String) -> Token {
+        Token { token: Some(plaintext), ..Token::from(t) }
+    }
+}
+
+impl From<store::ApiToken> for Token {
+    fn from(t: store::ApiToken) -> Token {
+        Token {
+            id: t.id,
+            name: t.name,
+            prefix: t.prefix,
+            scopes: t.scopes.split_whitespace().map(str::to_owned).collect(),
+            token: None,
+            created_at: utc(t.created_at),
+            last_used_at: t.last_used_at.map(utc),
+            revoked_at: t.revoked_at.map(utc),
+        }
+    }
+}

@@ -5,6 +5,7 @@
 
 mod support;
 
+mod agents;
 mod api;
 mod delivery;
 mod pipeline;
@@ -45,6 +46,9 @@ on_both_backends!(
     api::bad_input_answers_problem_json,
     api::lists_page_with_a_cursor,
     api::private_targets_are_refused_unless_allowed,
+    agents::tokens_are_managed_and_scoped,
+    agents::the_changes_feed_continues_where_it_left_off,
+    agents::requests_carry_an_id,
     store::concurrent_claims_never_overlap,
     watches::watches_can_be_updated_paused_and_deleted,
     watches::snapshots_and_diffs_are_readable,

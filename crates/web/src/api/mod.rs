@@ -3,7 +3,9 @@
 mod deliveries;
 mod endpoints;
 mod events;
+mod feed;
 mod recoveries;
+mod tokens;
 mod watches;
 
 use axum::Router;
@@ -27,6 +29,8 @@ pub fn routes() -> Router<AppState> {
         .route("/watches/{id}/diff", get(watches::diff))
         .route("/snapshots/{id}", get(watches::snapshot))
         .route("/events", get(events::list))
+        .route("/changes", get(feed::changes))
+        .route("/stats", get(feed::stats))
         .route("/endpoints", post(endpoints::create).get(endpoints::list))
         .route("/endpoints/{id}", get(endpoints::get))
         .route("/endpoints/{id}/enable", post(endpoints::enable))
@@ -39,6 +43,8 @@ pub fn routes() -> Router<AppState> {
         .route("/deliveries/{id}", get(deliveries::get))
         .route("/deliveries/{id}/redeliver", post(deliveries::redeliver))
         .route("/dlq", get(deliveries::dlq))
+        .route("/tokens", post(tokens::create).get(tokens::list))
+        .route("/tokens/{id}", axum::routing::delete(tokens::revoke))
 }
 
 /// `limit` and `cursor` of list requests.

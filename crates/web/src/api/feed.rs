@@ -1,0 +1,90 @@
+//! `/changes` (what changed since an agent last looked) and `/stats`.
+
+use std::collections::BTreeMap;
+
+use axum::extract::State;
+use chrono::{DateTime, TimeDelta};
+use driftwatch_store::{checks, stats};
+use serde::{Deserialize, Serialize};
+
+use crate::AppState;
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::extract::Query;
+use crate::views::{self, List};
+
+/// Query of `GET /changes`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChangesParams {
+    since: Option<String>,
+    limit: Option<i64>,
+}
+
+/// Change events across the account's watches, oldest first, each with its diff. Pass the
+/// returned `next_cursor` as `since` to get only what came after.
+pub async fn changes(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(params): Query<ChangesParams>,
+) -> Result<axum::Json<List<views::Event>>, ApiError> {
+    let limit = params.limit.unwrap_or(50);
+    if !(1..=500).contains(&limit) {
+        return Err(ApiError::invalid("limit", "must be between 1 and 500"));
+    }
+    let (after, since) = match params.since.as_deref() {
+        None => (None, None),
+        Some(cursor) if cursor.starts_with("evt_") => (Some(cursor.to_owned()), None),
+        Some(time) => match DateTime::parse_from_rfc3339(time) {
+            Ok(t) => (None, Some(t.naive_utc())),
+            Err(_) => return Err(ApiError::invalid("since", "give a cursor from `next_cursor` or an RFC 3339 time")),
+        },
+    };
+    let cursor = after.clone();
+    let rows = state.store.run(move |c| checks::changes(c, &caller.account_id, after.as_deref(), since, limit)).await?;
+    // A feed always says where to continue from, even when nothing new came.
+    let next_cursor = rows.last().map(|e| e.id.clone()).or(cursor);
+    Ok(axum::Json(List { items: rows.into_iter().map(views::Event::from).collect(), next_cursor }))
+}
+
+/// The answer of `GET /stats`.
+#[derive(Debug, Serialize)]
+pub struct StatsView {
+    watches: WatchCounts,
+    events_last_24h: i64,
+    deliveries: BTreeMap<String, i64>,
+    dead_letters: i64,
+    endpoints: EndpointCounts,
+}
+
+#[derive(Debug, Serialize)]
+struct WatchCounts {
+    total: i64,
+    by_state: BTreeMap<String, i64>,
+    by_health: BTreeMap<String, i64>,
+}
+
+#[derive(Debug, Serialize)]
+struct EndpointCounts {
+    open_circuits: i64,
+    disabled: i64,
+}
+
+pub async fn stats(State(state): State<AppState>, caller: Caller) -> Result<axum::Json<StatsView>, ApiError> {
+    let now = state.clock.now().naive_utc();
+    let s = state.store.run(move |c| stats::stats(c, &caller.account_id, now - TimeDelta::hours(24), now)).await?;
+    let mut by_state = BTreeMap::new();
+    let mut by_health = BTreeMap::new();
+    for (watch_state, health, n) in &s.watches {
+        *by_state.entry(watch_state.clone()).or_insert(0) += n;
+        *by_health.entry(health.clone()).or_insert(0) += n;
+    }
+    let deliveries: BTreeMap<String, i64> = s.deliveries.into_iter().collect();
+    Ok(axum::Json(StatsView {
+        watches: WatchCounts { total: by_state.values().sum(), by_state, by_health },
+        events_last_24h: s.events_since,
+        dead_letters: deliveries.get("dead").copied().unwrap_or(0),
+        deliveries,
+        endpoints: EndpointCounts { open_circuits: s.open_circuits, disabled: s.disabled_endpoints },
+    }))
+}
