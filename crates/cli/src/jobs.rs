@@ -43,6 +43,7 @@ pub(crate) async fn start(
                 .write(move |c| {
                     let (bodies, attempts) = deliveries::purge(c, sent, dead, attempts, now)?;
                     let snapshots = watches::purge_snapshots(c, keep_snapshots, snapshots)?;
+                    driftwatch_store::idempotency::purge(c, now - TimeDelta::hours(24))?;
                     Ok((bodies, attempts, snapshots))
                 })
                 .await;

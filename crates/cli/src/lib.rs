@@ -123,8 +123,10 @@ impl App {
                 limits: driftwatch_web::ApiLimits {
                     min_interval_seconds: settings.min_interval_seconds,
                     secret_rotation_overlap: settings.secret_rotation_overlap.into(),
+                    rate_limit_per_minute: settings.rate_limit_per_minute,
                     ..driftwatch_web::ApiLimits::default()
                 },
+                limiter: std::sync::Arc::new(driftwatch_web::RateLimiter::new(settings.rate_limit_per_minute)),
             };
             let listener = tokio::net::TcpListener::bind(&settings.listen)
                 .await

@@ -131,6 +131,10 @@ pub struct Settings {
     #[arg(long, env = "DRIFTWATCH_MIN_INTERVAL_SECONDS", default_value_t = 30)]
     pub min_interval_seconds: i64,
 
+    /// API requests a minute per token, in bursts of as many (0: no limit).
+    #[arg(long, env = "DRIFTWATCH_RATE_LIMIT_PER_MINUTE", default_value_t = 600)]
+    pub rate_limit_per_minute: u32,
+
     /// Database connections kept in the pool.
     #[arg(long, env = "DRIFTWATCH_POOL_SIZE", default_value_t = 16)]
     pub pool_size: u32,

@@ -16,6 +16,7 @@ pub mod accounts;
 pub mod checks;
 pub mod deliveries;
 pub mod endpoints;
+pub mod idempotency;
 pub mod outbox;
 pub mod recoveries;
 pub mod stats;

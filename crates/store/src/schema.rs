@@ -177,6 +177,17 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    idempotency_keys (account_id, key) {
+        account_id -> Text,
+        key -> Text,
+        fingerprint -> Text,
+        status -> Integer,
+        body -> Binary,
+        created_at -> Timestamp,
+    }
+}
+
 diesel::joinable!(api_tokens -> accounts (account_id));
 diesel::joinable!(watches -> accounts (account_id));
 diesel::joinable!(snapshots -> watches (watch_id));

@@ -8,6 +8,7 @@ mod api;
 mod auth;
 mod error;
 mod extract;
+mod middleware;
 mod views;
 
 use std::sync::Arc;
@@ -23,6 +24,7 @@ use tower_http::request_id::{MakeRequestId, PropagateRequestIdLayer, RequestId, 
 use tower_http::trace::TraceLayer;
 
 pub use error::ApiError;
+pub use middleware::RateLimiter;
 
 /// Limits and defaults of what the API accepts.
 #[derive(Debug, Clone)]
@@ -33,6 +35,8 @@ pub struct ApiLimits {
     pub default_interval_seconds: i64,
     /// How long a rotated-out endpoint secret keeps signing.
     pub secret_rotation_overlap: std::time::Duration,
+    /// API requests a minute per token (0: no limit).
+    pub rate_limit_per_minute: u32,
 }
 
 impl Default for ApiLimits {
@@ -41,6 +45,7 @@ impl Default for ApiLimits {
             min_interval_seconds: 30,
             default_interval_seconds: 3600,
             secret_rotation_overlap: std::time::Duration::from_secs(86_400),
+            rate_limit_per_minute: 600,
         }
     }
 }
@@ -60,6 +65,8 @@ pub struct AppState {
     pub policy: TargetPolicy,
     /// Input limits.
     pub limits: ApiLimits,
+    /// Per-token request budgets.
+    pub limiter: std::sync::Arc<middleware::RateLimiter>,
 }
 
 /// Makes an `x-request-id` for requests that come without one.
@@ -86,7 +93,13 @@ pub async fn serve(listener: tokio::net::TcpListener, state: AppState, shutdown:
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
-        .nest("/api/v1", api::routes())
+        .nest(
+            "/api/v1",
+            api::routes()
+                .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::idempotency))
+                .layer(axum::middleware::from_fn(middleware::etag))
+                .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::rate_limit)),
+        )
         .fallback(|| async { ApiError::not_found("no such route") })
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(TraceLayer::new_for_http().make_span_with(|request: &axum::http::Request<axum::body::Body>| {

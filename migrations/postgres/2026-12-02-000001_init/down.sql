@@ -1,3 +1,4 @@
+DROP TABLE idempotency_keys;
 DROP TABLE recoveries;
 DROP TABLE delivery_attempts;
 DROP TABLE deliveries;

@@ -187,3 +187,15 @@ CREATE TABLE recoveries (
 );
 CREATE INDEX recoveries_account ON recoveries (account_id, id);
 CREATE INDEX recoveries_pending ON recoveries (state);
+
+-- Answers to POSTs sent with an Idempotency-Key, replayed for 24 hours.
+CREATE TABLE idempotency_keys (
+    account_id   TEXT NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+    key          TEXT NOT NULL,
+    fingerprint  TEXT NOT NULL,
+    status       INTEGER NOT NULL,
+    body         BLOB NOT NULL,
+    created_at   TIMESTAMP NOT NULL,
+    PRIMARY KEY (account_id, key)
+);
+CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at);

@@ -104,3 +104,53 @@ pub async fn requests_carry_an_id(backend: Backend) {
     let made = app.http.get(format!("{}/watches", app.base)).bearer_auth(&token).send().await.expect("request");
     assert!(made.headers()["x-request-id"].to_str().is_ok_and(|id| id.starts_with("req_")));
 }
+
+pub async fn etags_idempotency_and_rate_limits(backend: Backend) {
+    let app = TestApp::start_with(backend, |s| s.rate_limit_per_minute = 40).await;
+    let token = app.account("acme").await;
+
+    // Idempotent create: the same key returns the first answer and creates nothing new.
+    let create = |key: &str, url: &str| {
+        app.http
+            .post(format!("{}/watches", app.base))
+            .bearer_auth(&token)
+            .header("idempotency-key", key)
+            .json(&json!({"url": url, "interval_seconds": 3600}))
+            .send()
+    };
+    let first = create("k-1", "https://example.com/a").await.expect("create");
+    assert_eq!(first.status(), 201);
+    let first: serde_json::Value = first.json().await.expect("json");
+    let again = create("k-1", "https://example.com/a").await.expect("create");
+    assert_eq!(again.status(), 201);
+    assert_eq!(again.headers()["idempotent-replayed"], "true");
+    let again: serde_json::Value = again.json().await.expect("json");
+    assert_eq!(again["id"], first["id"], "the original response");
+    let reused = create("k-1", "https://example.com/other").await.expect("create");
+    assert_eq!(reused.status(), 422, "a key reused for another request is refused");
+    assert_eq!(app.ok("/watches", &token).await["items"].as_array().map(Vec::len), Some(1));
+
+    // ETags: an unchanged resource answers 304 to If-None-Match.
+    let path = format!("{}/watches/{}", app.base, first["id"].as_str().expect("id"));
+    let got = app.http.get(&path).bearer_auth(&token).send().await.expect("get");
+    let etag = got.headers()["etag"].to_str().expect("etag").to_owned();
+    let cached = app.http.get(&path).bearer_auth(&token).header("if-none-match", &etag).send().await.expect("get");
+    assert_eq!(cached.status(), 304);
+    let stale = app.http.get(&path).bearer_auth(&token).header("if-none-match", "\"other\"").send().await.expect("get");
+    assert_eq!(stale.status(), 200);
+
+    // The per-token rate limit: 429 with Retry-After once the burst is spent.
+    let mut limited = None;
+    for _ in 0..60 {
+        let response = app.http.get(format!("{}/watches", app.base)).bearer_auth(&token).send().await.expect("get");
+        if response.status() == 429 {
+            limited = Some(response);
+            break;
+        }
+    }
+    let limited = limited.expect("the limit applies");
+    assert!(limited.headers()["retry-after"].to_str().is_ok_and(|s| s.parse::<u64>().is_ok_and(|n| n >= 1)));
+    assert_eq!(limited.headers()["content-type"], "application/problem+json");
+    let other = app.account("other").await;
+    assert_eq!(app.get("/watches", &other).await.0, StatusCode::OK, "other tokens have their own budget");
+}

@@ -49,6 +49,7 @@ on_both_backends!(
     agents::tokens_are_managed_and_scoped,
     agents::the_changes_feed_continues_where_it_left_off,
     agents::requests_carry_an_id,
+    agents::etags_idempotency_and_rate_limits,
     store::concurrent_claims_never_overlap,
     watches::watches_can_be_updated_paused_and_deleted,
     watches::snapshots_and_diffs_are_readable,

@@ -76,6 +76,7 @@ pub fn test_settings(db: &TestDb) -> Settings {
     s.min_interval_seconds = 1;
     s.pool_size = 8;
     s.node_id = Some("test".into());
+    s.rate_limit_per_minute = 0; // tests poll quickly; the rate-limit scenario turns it on
     s
 }
 

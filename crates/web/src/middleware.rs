@@ -1,0 +1,162 @@
+//! Cross-cutting HTTP behaviour: ETags with `If-None-Match`, a per-token rate limit, and
+//! `Idempotency-Key` replays for `POST`.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use driftwatch_core::{hash_token, hex};
+use sha2::{Digest, Sha256};
+
+use crate::AppState;
+use crate::error::ApiError;
+
+/// Largest body buffered for ETags and idempotent replays.
+const MAX_BUFFERED: usize = 8 * 1024 * 1024;
+
+/// Gives every successful `GET` a strong `ETag` (a hash of the body) and answers 304 when the
+/// client's `If-None-Match` already has it.
+pub async fn etag(request: Request, next: Next) -> Response {
+    let is_get = request.method() == Method::GET;
+    let if_none_match = request.headers().get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let response = next.run(request).await;
+    if !is_get || response.status() != StatusCode::OK {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_BUFFERED).await else {
+        return ApiError::internal(&"response too large to tag").into_response();
+    };
+    let tag = format!("\"{}\"", &hex(&Sha256::digest(&bytes))[..32]);
+    let matches = if_none_match
+        .as_deref()
+        .is_some_and(|v| v.trim() == "*" || v.split(',').any(|t| t.trim().trim_start_matches("W/") == tag));
+    if let Ok(value) = HeaderValue::from_str(&tag) {
+        parts.headers.insert(header::ETAG, value);
+    }
+    if matches {
+        parts.status = StatusCode::NOT_MODIFIED;
+        parts.headers.remove(header::CONTENT_TYPE);
+        parts.headers.remove(header::CONTENT_LENGTH);
+        return Response::from_parts(parts, Body::empty());
+    }
+    Response::from_parts(parts, Body::from(bytes))
+}
+
+/// Token buckets per API token (by hash): `per_minute` requests a minute, in bursts of as many.
+#[derive(Debug)]
+pub struct RateLimiter {
+    per_minute: u32,
+    buckets: Mutex<HashMap<String, (f64, Instant)>>,
+}
+
+impl RateLimiter {
+    /// A limiter; 0 turns limiting off.
+    pub fn new(per_minute: u32) -> RateLimiter {
+        RateLimiter { per_minute, buckets: Mutex::new(HashMap::new()) }
+    }
+
+    /// Takes one request from the key's bucket; `Err(seconds)` says when the next one is allowed.
+    fn take(&self, key: &str) -> Result<(), u64> {
+        if self.per_minute == 0 {
+            return Ok(());
+        }
+        let capacity = f64::from(self.per_minute);
+        let per_second = capacity / 60.0;
+        let now = Instant::now();
+        let mut buckets = self.buckets.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if buckets.len() > 100_000 {
+            buckets.retain(|_, (_, at)| now.duration_since(*at).as_secs() < 120);
+        }
+        let (tokens, at) = buckets.entry(key.to_owned()).or_insert((capacity, now));
+        *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * per_second).min(capacity);
+        *at = now;
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            Ok(())
+        } else {
+            Err(((1.0 - *tokens) / per_second).ceil().max(1.0) as u64)
+        }
+    }
+}
+
+/// Answers 429 with `Retry-After` when a token goes over its rate.
+pub async fn rate_limit(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    if let Some(auth) = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) {
+        if let Err(wait) = state.limiter.take(&hash_token(auth)) {
+            let mut response = ApiError::with_status(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!("this token is over its rate of {} requests a minute", state.limits.rate_limit_per_minute),
+            )
+            .into_response();
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(wait));
+            return response;
+        }
+    }
+    next.run(request).await
+}
+
+/// Replays the stored answer to a `POST` that repeats an `Idempotency-Key` of the same token's
+/// account within the retention window; a key reused for a different request is refused.
+pub async fn idempotency(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let key = request.headers().get("idempotency-key").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let auth = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let (Some(key), Some(auth), true) = (key, auth, request.method() == Method::POST) else {
+        return next.run(request).await;
+    };
+    if key.is_empty() || key.len() > 255 {
+        return ApiError::invalid("Idempotency-Key", "must be 1 to 255 characters").into_response();
+    }
+    let token = auth.trim_start_matches("Bearer ").trim_start_matches("bearer ").trim().to_owned();
+    let now = state.clock.now().naive_utc();
+    let Ok(Some(found)) = state.store.run(move |c| driftwatch_store::accounts::authenticate(c, &token, now)).await
+    else {
+        return next.run(request).await; // the handler answers 401
+    };
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_BUFFERED).await else {
+        return ApiError::with_status(StatusCode::PAYLOAD_TOO_LARGE, "the body is too large").into_response();
+    };
+    let fingerprint = hex(&Sha256::digest([parts.uri.path().as_bytes(), b"\n", &bytes].concat()));
+    let (account, lookup) = (found.account_id.clone(), key.clone());
+    let since = now - chrono::TimeDelta::hours(24);
+    match state.store.write(move |c| driftwatch_store::idempotency::find(c, &account, &lookup, since)).await {
+        Ok(Some(stored)) if stored.fingerprint == fingerprint => {
+            let mut response =
+                (StatusCode::from_u16(stored.status as u16).unwrap_or(StatusCode::OK), stored.body).into_response();
+            response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            response.headers_mut().insert("idempotent-replayed", HeaderValue::from_static("true"));
+            return response;
+        }
+        Ok(Some(_)) => {
+            return ApiError::invalid("Idempotency-Key", "this key was used for a different request").into_response();
+        }
+        Ok(None) => {}
+        Err(e) => return ApiError::from(e).into_response(),
+    }
+    let response = next.run(Request::from_parts(parts, Body::from(bytes))).await;
+    if !response.status().is_success() {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let Ok(bytes): Result<Bytes, _> = axum::body::to_bytes(body, MAX_BUFFERED).await else {
+        return ApiError::internal(&"response too large to store").into_response();
+    };
+    let record = driftwatch_store::idempotency::Stored {
+        account_id: found.account_id,
+        key,
+        fingerprint,
+        status: i32::from(parts.status.as_u16()),
+        body: bytes.to_vec(),
+        created_at: now,
+    };
+    if let Err(e) = state.store.write(move |c| driftwatch_store::idempotency::save(c, &record)).await {
+        tracing::warn!(error = %e, "storing an idempotent response failed");
+    }
+    Response::from_parts(parts, Body::from(bytes))
+}
