@@ -115,7 +115,7 @@ pub async fn etags_idempotency_and_rate_limits(backend: Backend) {
             .post(format!("{}/watches", app.base))
             .bearer_auth(&token)
             .header("idempotency-key", key)
-            .json(&json!({"url": url, "interval_seconds": 3600}))
+            .json(&json!({"url": url, "interval_seconds": 3600, "paused": true}))
             .send()
     };
     let first = create("k-1", "https://example.com/a").await.expect("create");

@@ -320,9 +320,11 @@ pub async fn one_host_is_not_hammered_and_changes_can_be_confirmed(backend: Back
     }
     eventually("three baseline checks", || async { (site.requests().len() >= 3).then_some(()) }).await;
     let times: Vec<_> = site.requests().iter().map(|r| r.at).collect();
+    // Starts are 300 ms apart; arrival times jitter by a few ms on a busy machine.
     for pair in times.windows(2) {
-        assert!(pair[1] - pair[0] >= std::time::Duration::from_millis(290), "requests to one host are spaced");
+        assert!(pair[1] - pair[0] >= std::time::Duration::from_millis(200), "requests to one host are spaced");
     }
+    assert!(times[2] - times[0] >= std::time::Duration::from_millis(550), "two gaps of 300 ms");
 
     // Confirm-by-refetch: a change that is gone a moment later raises nothing.
     let watch = app
