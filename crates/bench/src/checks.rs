@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use diesel::prelude::*;
-use driftwatch_core::{Clock as _, IdKind, SystemClock, WatchHealth, WatchState, new_id};
+use driftwatch_core::{Clock as _, SystemClock};
 use driftwatch_net::TargetPolicy;
 use driftwatch_schedule::{Runner, RunnerConfig};
 use driftwatch_scrape::{FetchOptions, Fetcher};
@@ -127,26 +127,9 @@ pub async fn checks(bench: &ChecksBench) -> anyhow::Result<ChecksReport> {
             c.transaction(|c| {
                 for n in 0..count {
                     let watch = Watch {
-                        id: new_id(IdKind::Watch),
-                        account_id: account.id.clone(),
                         name: format!("page {n}"),
-                        url: format!("http://{addr}/p/{n}"),
                         selector: Some("#price".into()),
-                        interval_seconds: Some(3600),
-                        cron: None,
-                        time_zone: None,
-                        state: WatchState::Active.as_str().into(),
-                        health: WatchHealth::Ok.as_str().into(),
-                        options: "{}".into(),
-                        etag: None,
-                        last_modified: None,
-                        next_run_at: now,
-                        last_run_at: None,
-                        consecutive_failures: 0,
-                        lease_owner: None,
-                        lease_until: None,
-                        created_at: now,
-                        updated_at: now,
+                        ..Watch::new(&account.id, &format!("http://{addr}/p/{n}"), now)
                     };
                     driftwatch_store::watches::insert_watch(c, &watch)?;
                 }

@@ -114,27 +114,10 @@ async fn receiver(capacity: usize) -> anyhow::Result<Receiver> {
 }
 
 fn endpoint(account_id: &str, url: &str, concurrency: usize) -> Endpoint {
-    let now = SystemClock.now().naive_utc();
     Endpoint {
-        id: new_id(IdKind::Endpoint),
-        account_id: account_id.to_owned(),
-        kind: "webhook".into(),
-        url: url.to_owned(),
         description: "bench".into(),
-        secret: driftwatch_core::new_webhook_secret(),
-        enabled: true,
-        created_at: now,
-        updated_at: now,
-        previous_secret: None,
-        previous_secret_expires_at: None,
-        retry_schedule: None,
-        max_attempts: None,
-        rate_limit_per_second: None,
         max_in_flight: Some(concurrency as i32),
-        consecutive_failures: 0,
-        failing_since: None,
-        circuit_open_until: None,
-        disabled_reason: None,
+        ..Endpoint::webhook(account_id, url, SystemClock.now().naive_utc())
     }
 }
 

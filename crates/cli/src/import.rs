@@ -153,7 +153,7 @@ pub fn to_watch(
     policy: driftwatch_net::TargetPolicy,
     now: chrono::NaiveDateTime,
 ) -> Result<driftwatch_store::Watch, String> {
-    use driftwatch_core::{IdKind, WatchHealth, WatchState, new_id};
+    use driftwatch_core::WatchState;
     let url = url::Url::parse(watch.url.trim()).map_err(|e| format!("invalid URL: {e}"))?;
     driftwatch_net::check_url(&url, policy).map_err(|e| e.to_string())?;
     if let Some(selector) = &watch.selector {
@@ -168,26 +168,14 @@ pub fn to_watch(
     driftwatch_schedule::Timing::parse(interval, watch.cron.as_deref(), watch.time_zone.as_deref())
         .map_err(|e| e.to_string())?;
     Ok(driftwatch_store::Watch {
-        id: new_id(IdKind::Watch),
-        account_id: account_id.to_owned(),
         name: watch.name.clone().filter(|n| !n.trim().is_empty()).unwrap_or_else(|| url.to_string()),
-        url: url.to_string(),
         selector: watch.selector.clone(),
         interval_seconds: interval,
         cron: watch.cron.clone(),
         time_zone: watch.time_zone.clone(),
         state: if watch.paused { WatchState::Paused } else { WatchState::Active }.as_str().to_owned(),
-        health: WatchHealth::Ok.as_str().to_owned(),
         options: serde_json::to_string(&watch.options).map_err(|e| e.to_string())?,
-        etag: None,
-        last_modified: None,
-        next_run_at: now,
-        last_run_at: None,
-        consecutive_failures: 0,
-        lease_owner: None,
-        lease_until: None,
-        created_at: now,
-        updated_at: now,
+        ..driftwatch_store::Watch::new(account_id, url.as_str(), now)
     })
 }
 

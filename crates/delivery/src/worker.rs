@@ -570,19 +570,7 @@ fn disabled_event(endpoint: &Endpoint, reason: &str) -> NewEvent {
     );
     let slack_body = driftwatch_alert::slack_message(&payload);
     NewEvent {
-        event: Event {
-            id: event_id,
-            account_id: endpoint.account_id.clone(),
-            watch_id: None,
-            endpoint_id: Some(endpoint.id.clone()),
-            event_type: EventType::EndpointDisabled.as_str().to_owned(),
-            previous_snapshot_id: None,
-            snapshot_id: None,
-            added: 0,
-            removed: 0,
-            payload,
-            created_at: at.naive_utc(),
-        },
+        event: Event::about_endpoint(event_id, endpoint, EventType::EndpointDisabled, payload, at.naive_utc()),
         slack_body,
     }
 }

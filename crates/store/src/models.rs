@@ -347,3 +347,84 @@ pub struct Recovery {
     /// When it completed.
     pub finished_at: Option<NaiveDateTime>,
 }
+
+impl Watch {
+    /// A new active watch of `url` for `account_id`, checked hourly, due at once (the baseline),
+    /// with no selector or options; callers set what differs.
+    pub fn new(account_id: &str, url: &str, now: NaiveDateTime) -> Watch {
+        Watch {
+            id: driftwatch_core::new_id(driftwatch_core::IdKind::Watch),
+            account_id: account_id.to_owned(),
+            name: url.to_owned(),
+            url: url.to_owned(),
+            selector: None,
+            interval_seconds: Some(3600),
+            cron: None,
+            time_zone: None,
+            state: driftwatch_core::WatchState::Active.as_str().to_owned(),
+            health: driftwatch_core::WatchHealth::Ok.as_str().to_owned(),
+            options: "{}".to_owned(),
+            etag: None,
+            last_modified: None,
+            next_run_at: now,
+            last_run_at: None,
+            consecutive_failures: 0,
+            lease_owner: None,
+            lease_until: None,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+}
+
+impl Endpoint {
+    /// A new enabled webhook endpoint with a fresh secret, healthy, with no overrides.
+    pub fn webhook(account_id: &str, url: &str, now: NaiveDateTime) -> Endpoint {
+        Endpoint {
+            id: driftwatch_core::new_id(driftwatch_core::IdKind::Endpoint),
+            account_id: account_id.to_owned(),
+            kind: driftwatch_core::EndpointKind::Webhook.as_str().to_owned(),
+            url: url.to_owned(),
+            description: String::new(),
+            secret: driftwatch_core::new_webhook_secret(),
+            enabled: true,
+            created_at: now,
+            updated_at: now,
+            previous_secret: None,
+            previous_secret_expires_at: None,
+            retry_schedule: None,
+            max_attempts: None,
+            rate_limit_per_second: None,
+            max_in_flight: None,
+            consecutive_failures: 0,
+            failing_since: None,
+            circuit_open_until: None,
+            disabled_reason: None,
+        }
+    }
+}
+
+impl Event {
+    /// An event about an endpoint (`endpoint.disabled`, `endpoint.test`) with its payload.
+    pub fn about_endpoint(
+        id: String,
+        endpoint: &Endpoint,
+        event_type: driftwatch_core::EventType,
+        payload: String,
+        at: NaiveDateTime,
+    ) -> Event {
+        Event {
+            id,
+            account_id: endpoint.account_id.clone(),
+            watch_id: None,
+            endpoint_id: Some(endpoint.id.clone()),
+            event_type: event_type.as_str().to_owned(),
+            previous_snapshot_id: None,
+            snapshot_id: None,
+            added: 0,
+            removed: 0,
+            payload,
+            created_at: at,
+        }
+    }
+}

@@ -23,27 +23,7 @@ pub async fn three_workers_send_each_delivery_once(backend: Backend) {
         .run(move |c| {
             let now = SystemClock.now().naive_utc();
             let account = accounts::create_account(c, "acme", now)?;
-            let endpoint = Endpoint {
-                id: new_id(IdKind::Endpoint),
-                account_id: account.id.clone(),
-                kind: "webhook".into(),
-                url,
-                description: String::new(),
-                secret: driftwatch_core::new_webhook_secret(),
-                enabled: true,
-                created_at: now,
-                updated_at: now,
-                previous_secret: None,
-                previous_secret_expires_at: None,
-                retry_schedule: None,
-                max_attempts: None,
-                rate_limit_per_second: None,
-                max_in_flight: Some(64),
-                consecutive_failures: 0,
-                failing_since: None,
-                circuit_open_until: None,
-                disabled_reason: None,
-            };
+            let endpoint = Endpoint { max_in_flight: Some(64), ..Endpoint::webhook(&account.id, &url, now) };
             endpoints::insert_endpoint(c, &endpoint)?;
             c.transaction(|c| {
                 for i in 0..DELIVERIES {

@@ -4,7 +4,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use chrono::TimeDelta;
-use driftwatch_core::{Clock as _, IdKind, RunOutcome, SystemClock, WatchState, new_id};
+use driftwatch_core::{Clock as _, IdKind, RunOutcome, SystemClock, new_id};
 use driftwatch_store::checks::{self, CheckResult};
 use driftwatch_store::outbox::NewEvent;
 use driftwatch_store::{Endpoint, Event, PoolOptions, Run, Store, Watch, accounts, deliveries, endpoints, watches};
@@ -26,50 +26,13 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
             for i in 0..DELIVERIES {
                 endpoints::insert_endpoint(
                     c,
-                    &Endpoint {
-                        id: new_id(IdKind::Endpoint),
-                        account_id: account.id.clone(),
-                        kind: "webhook".into(),
-                        url: format!("http://127.0.0.1:9/{i}"),
-                        description: String::new(),
-                        secret: driftwatch_core::new_webhook_secret(),
-                        enabled: true,
-                        created_at: now,
-                        updated_at: now,
-                        previous_secret: None,
-                        previous_secret_expires_at: None,
-                        retry_schedule: None,
-                        max_attempts: None,
-                        rate_limit_per_second: None,
-                        max_in_flight: None,
-                        consecutive_failures: 0,
-                        failing_since: None,
-                        circuit_open_until: None,
-                        disabled_reason: None,
-                    },
+                    &Endpoint::webhook(&account.id, &format!("http://127.0.0.1:9/{i}"), now),
                 )?;
             }
             let watch = Watch {
-                id: new_id(IdKind::Watch),
-                account_id: account.id.clone(),
-                name: "w".into(),
-                url: "http://127.0.0.1:9/".into(),
-                selector: None,
-                interval_seconds: Some(3600),
-                cron: None,
-                time_zone: None,
-                state: WatchState::Active.as_str().into(),
-                health: "ok".into(),
-                options: "{}".into(),
-                etag: None,
-                last_modified: None,
-                next_run_at: now,
-                last_run_at: None,
-                consecutive_failures: 0,
                 lease_owner: Some("runner".into()),
                 lease_until: Some(now + TimeDelta::minutes(1)),
-                created_at: now,
-                updated_at: now,
+                ..Watch::new(&account.id, "http://127.0.0.1:9/", now)
             };
             watches::insert_watch(c, &watch)?;
             let event_id = new_id(IdKind::Event);

@@ -62,25 +62,13 @@ pub async fn create(
     };
     let now = state.clock.now().naive_utc();
     let endpoint = driftwatch_store::Endpoint {
-        id: new_id(IdKind::Endpoint),
-        account_id: caller.account_id,
         kind: body.kind.unwrap_or(EndpointKind::Webhook).as_str().to_owned(),
-        url,
         description,
-        secret: new_webhook_secret(),
-        enabled: true,
-        created_at: now,
-        updated_at: now,
-        previous_secret: None,
-        previous_secret_expires_at: None,
         retry_schedule,
         max_attempts: in_range("max_attempts", body.max_attempts, 1..=50)?,
         rate_limit_per_second: in_range("rate_limit_per_second", body.rate_limit_per_second, 1..=10_000)?,
         max_in_flight: in_range("max_in_flight", body.max_in_flight, 1..=1_000)?,
-        consecutive_failures: 0,
-        failing_since: None,
-        circuit_open_until: None,
-        disabled_reason: None,
+        ..driftwatch_store::Endpoint::webhook(&caller.account_id, &url, now)
     };
     let stored = endpoint.clone();
     state.store.write(move |c| endpoints::insert_endpoint(c, &stored)).await?;
@@ -187,19 +175,7 @@ pub async fn test(
     );
     let new = NewEvent {
         slack_body: slack_message(&payload),
-        event: Event {
-            id: event_id.clone(),
-            account_id: endpoint.account_id.clone(),
-            watch_id: None,
-            endpoint_id: Some(endpoint.id.clone()),
-            event_type: EventType::EndpointTest.as_str().to_owned(),
-            previous_snapshot_id: None,
-            snapshot_id: None,
-            added: 0,
-            removed: 0,
-            payload,
-            created_at: at.naive_utc(),
-        },
+        event: Event::about_endpoint(event_id.clone(), &endpoint, EventType::EndpointTest, payload, at.naive_utc()),
     };
     let max_attempts = state.worker.config().retry.max_attempts as i32;
     let endpoint_id = endpoint.id.clone();

@@ -5,7 +5,7 @@ use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use chrono::NaiveDateTime;
-use driftwatch_core::{IdKind, WatchHealth, WatchOptions, WatchState, new_id};
+use driftwatch_core::{WatchOptions, WatchState};
 use driftwatch_schedule::{CheckError, Timing, TimingError};
 use driftwatch_store::watches::{self, WatchChanges};
 use driftwatch_store::{Page, Watch};
@@ -187,27 +187,14 @@ pub async fn create(
     let now = state.clock.now().naive_utc();
     let paused = body.paused.unwrap_or(false);
     let watch = Watch {
-        id: new_id(IdKind::Watch),
-        account_id: caller.account_id,
         name,
-        url,
         selector,
         interval_seconds: interval,
         cron,
         time_zone,
         state: if paused { WatchState::Paused } else { WatchState::Active }.as_str().to_owned(),
-        health: WatchHealth::Ok.as_str().to_owned(),
         options,
-        etag: None,
-        last_modified: None,
-        // The first check, which records the baseline, is due at once.
-        next_run_at: now,
-        last_run_at: None,
-        consecutive_failures: 0,
-        lease_owner: None,
-        lease_until: None,
-        created_at: now,
-        updated_at: now,
+        ..Watch::new(&caller.account_id, &url, now)
     };
     let stored = watch.clone();
     state.store.write(move |c| watches::insert_watch(c, &stored)).await?;
