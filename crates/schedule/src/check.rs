@@ -207,6 +207,7 @@ impl Runner {
             max_attempts: self.config().max_attempts,
             consecutive_failures,
             next_run_at: Timing::of(&watch).next_after(finished.and_utc(), &watch.id).naive_utc(),
+            watch_updated_at: watch.updated_at,
             now: finished,
         };
         let queued = self.store().write(move |c| checks::record(c, &result)).await?;

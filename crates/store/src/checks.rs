@@ -34,6 +34,8 @@ pub struct CheckResult {
     pub consecutive_failures: i32,
     /// When the watch is due next.
     pub next_run_at: NaiveDateTime,
+    /// The watch's `updated_at` when the check began.
+    pub watch_updated_at: NaiveDateTime,
     /// Now.
     pub now: NaiveDateTime,
 }
@@ -52,7 +54,6 @@ pub fn record(conn: &mut DbConn, result: &CheckResult) -> StoreResult<usize> {
                 .filter(watches::lease_owner.eq(&result.lease_owner)),
         )
         .set((
-            watches::next_run_at.eq(result.next_run_at),
             watches::last_run_at.eq(result.run.started_at),
             watches::consecutive_failures.eq(result.consecutive_failures),
             watches::health.eq(&result.health),
@@ -63,8 +64,13 @@ pub fn record(conn: &mut DbConn, result: &CheckResult) -> StoreResult<usize> {
         if updated != 1 {
             return Err(StoreError::LeaseLost);
         }
+        // The schedule and the validators follow from the watch as it was when the check
+        // began; if it was updated meanwhile (a new schedule, URL, selector or options), the
+        // update's own next run and cleared validators stand.
+        let unchanged = watches::table.find(&result.watch_id).filter(watches::updated_at.eq(result.watch_updated_at));
+        diesel::update(unchanged).set(watches::next_run_at.eq(result.next_run_at)).execute(conn)?;
         if let Some((etag, last_modified)) = &result.validators {
-            diesel::update(watches::table.find(&result.watch_id))
+            diesel::update(unchanged)
                 .set((watches::etag.eq(etag), watches::last_modified.eq(last_modified)))
                 .execute(conn)?;
         }

@@ -76,6 +76,7 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
                 max_attempts: 3,
                 consecutive_failures: 0,
                 next_run_at: now + TimeDelta::hours(1),
+                watch_updated_at: now,
                 now,
             };
             let queued = checks::record(c, &result)?;
