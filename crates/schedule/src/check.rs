@@ -104,6 +104,13 @@ impl Runner {
                     created_at: now,
                 };
                 match previous {
+                    // First check, or the first since the watch's settings changed.
+                    _ if watch.rebaseline && previous.as_ref().is_none_or(|p| p.content_hash != hash) => {
+                        let s = new_snapshot();
+                        run.outcome = RunOutcome::Baseline.as_str().to_owned();
+                        run.snapshot_id = Some(s.id.clone());
+                        snapshot = Some(s);
+                    }
                     None => {
                         let s = new_snapshot();
                         run.outcome = RunOutcome::Baseline.as_str().to_owned();

@@ -68,7 +68,9 @@ pub fn record(conn: &mut DbConn, result: &CheckResult) -> StoreResult<usize> {
         // began; if it was updated meanwhile (a new schedule, URL, selector or options), the
         // update's own next run and cleared validators stand.
         let unchanged = watches::table.find(&result.watch_id).filter(watches::updated_at.eq(result.watch_updated_at));
-        diesel::update(unchanged).set(watches::next_run_at.eq(result.next_run_at)).execute(conn)?;
+        diesel::update(unchanged)
+            .set((watches::next_run_at.eq(result.next_run_at), watches::rebaseline.eq(false)))
+            .execute(conn)?;
         if let Some((etag, last_modified)) = &result.validators {
             diesel::update(unchanged)
                 .set((watches::etag.eq(etag), watches::last_modified.eq(last_modified)))

@@ -71,6 +71,8 @@ pub struct Watch {
     pub etag: Option<String>,
     /// `Last-Modified` of the last page fetched (conditional GET).
     pub last_modified: Option<String>,
+    /// What is fetched or extracted changed: the next check records a baseline, no alert.
+    pub rebaseline: bool,
     /// When the runner should check next.
     pub next_run_at: NaiveDateTime,
     /// When it was last checked.
@@ -366,6 +368,7 @@ impl Watch {
             options: "{}".to_owned(),
             etag: None,
             last_modified: None,
+            rebaseline: false,
             next_run_at: now,
             last_run_at: None,
             consecutive_failures: 0,

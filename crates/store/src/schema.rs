@@ -38,6 +38,7 @@ diesel::table! {
         options -> Text,
         etag -> Nullable<Text>,
         last_modified -> Nullable<Text>,
+        rebaseline -> Bool,
         next_run_at -> Timestamp,
         last_run_at -> Nullable<Timestamp>,
         consecutive_failures -> Integer,

@@ -142,6 +142,8 @@ pub struct WatchChanges {
     pub etag: Option<Option<String>>,
     /// Cleared with `etag`.
     pub last_modified: Option<Option<String>>,
+    /// Set when the next check should record a new baseline.
+    pub rebaseline: Option<bool>,
     /// When it is due next (recomputed when the schedule changes or it resumes).
     pub next_run_at: Option<NaiveDateTime>,
     /// Now.

@@ -37,6 +37,8 @@ CREATE TABLE watches (
     -- validators of the last page fetched, for conditional GET
     etag                  TEXT,
     last_modified         TEXT,
+    -- set when what is fetched or extracted changed: the next check records a new baseline
+    rebaseline            BOOLEAN NOT NULL DEFAULT FALSE,
     next_run_at           TIMESTAMP NOT NULL,
     last_run_at           TIMESTAMP,
     consecutive_failures  INTEGER NOT NULL DEFAULT 0,

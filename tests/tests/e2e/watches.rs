@@ -49,6 +49,10 @@ pub async fn watches_can_be_updated_paused_and_deleted(backend: Backend) {
     let (status, cleared) =
         app.call(reqwest::Method::PATCH, &path, &token, Some(json!({"selector": null, "interval_seconds": 600}))).await;
     assert_eq!(status, StatusCode::OK, "{cleared}");
+    // A new selector is read afresh: a new baseline, not a change.
+    let rebased = wait_for_runs(&app, &token, id, 2).await;
+    assert_eq!(rebased["outcome"], "baseline", "{rebased}");
+    assert_eq!(app.ok(&format!("/events?watch_id={id}"), &token).await["items"], json!([]));
     assert!(cleared["selector"].is_null() && cleared["cron"].is_null() && cleared["time_zone"].is_null());
     assert_eq!(cleared["interval_seconds"], 600);
 

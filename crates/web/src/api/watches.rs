@@ -285,10 +285,12 @@ pub async fn update(
         changes.options = Some(valid_options(options)?);
     }
     if changes.url.is_some() || changes.selector.is_some() || changes.options.is_some() {
-        // A different page, part or reading of it: fetch in full, and soon.
+        // A different page, part or reading of it: fetch in full, soon, and take the result as
+        // a new baseline rather than a change.
         changes.next_run_at = Some(now.naive_utc());
         changes.etag = Some(None);
         changes.last_modified = Some(None);
+        changes.rebaseline = Some(true);
     }
     let watch = apply(&state, &caller, id, changes).await?;
     tracing::info!(watch.id = %watch.id, "watch updated");
