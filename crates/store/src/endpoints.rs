@@ -172,3 +172,48 @@ pub fn rotate_secret(
         get_endpoint(conn, account_id, id)
     })
 }
+
+/// The changes `PATCH /endpoints/{id}` may make; `None` leaves a column as it is.
+#[derive(Debug, Clone, Default, AsChangeset)]
+#[diesel(table_name = endpoints)]
+pub struct EndpointChanges {
+    /// New URL.
+    pub url: Option<String>,
+    /// New description.
+    pub description: Option<String>,
+    /// New retry schedule (`Some(None)` returns to the global one).
+    pub retry_schedule: Option<Option<String>>,
+    /// New attempt budget (`Some(None)`: the global one).
+    pub max_attempts: Option<Option<i32>>,
+    /// New rate limit (`Some(None)`: none).
+    pub rate_limit_per_second: Option<Option<i32>>,
+    /// New concurrency cap (`Some(None)`: the global one).
+    pub max_in_flight: Option<Option<i32>>,
+    /// Now.
+    pub updated_at: Option<NaiveDateTime>,
+}
+
+/// Applies `changes` to the account's endpoint `id`; `None` when there is no such endpoint.
+pub fn update_endpoint(
+    conn: &mut DbConn,
+    account_id: &str,
+    id: &str,
+    changes: &EndpointChanges,
+) -> StoreResult<Option<Endpoint>> {
+    let updated =
+        diesel::update(endpoints::table.filter(endpoints::account_id.eq(account_id)).filter(endpoints::id.eq(id)))
+            .set(changes)
+            .execute(conn)?;
+    if updated == 0 {
+        return Ok(None);
+    }
+    get_endpoint(conn, account_id, id)
+}
+
+/// Deletes the account's endpoint `id` with its deliveries; false when there is no such endpoint.
+pub fn delete_endpoint(conn: &mut DbConn, account_id: &str, id: &str) -> StoreResult<bool> {
+    let deleted =
+        diesel::delete(endpoints::table.filter(endpoints::account_id.eq(account_id)).filter(endpoints::id.eq(id)))
+            .execute(conn)?;
+    Ok(deleted == 1)
+}

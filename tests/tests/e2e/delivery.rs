@@ -332,6 +332,30 @@ pub async fn per_endpoint_settings_are_validated_and_used(backend: Backend) {
     let id = send_test(&app, &token, &endpoint_id).await;
     let dead = wait_status(&app, &token, &id, "dead").await;
     assert_eq!((dead["attempts"].as_i64(), dead["max_attempts"].as_i64()), (Some(2), Some(2)), "the endpoint's budget");
+
+    // Settings change with PATCH (null returns to the global default), and endpoints go with DELETE.
+    let path = format!("/endpoints/{endpoint_id}");
+    let (status, patched) = app
+        .call(
+            reqwest::Method::PATCH,
+            &path,
+            &token,
+            Some(json!({"max_attempts": null, "description": "ops", "rate_limit_per_second": 3})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{patched}");
+    assert!(patched["max_attempts"].is_null());
+    assert_eq!((patched["description"].as_str(), patched["rate_limit_per_second"].as_i64()), (Some("ops"), Some(3)));
+    assert_eq!(patched["retry_schedule"], "100ms", "fields left out stay");
+    let (status, problem) = app.call(reqwest::Method::PATCH, &path, &token, Some(json!({"max_in_flight": 0}))).await;
+    assert_eq!(
+        (status, problem["errors"][0]["field"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("max_in_flight"))
+    );
+    let other = app.account("other").await;
+    assert_eq!(app.call(reqwest::Method::DELETE, &path, &other, None).await.0, StatusCode::NOT_FOUND);
+    assert_eq!(app.call(reqwest::Method::DELETE, &path, &token, None).await.0, StatusCode::NO_CONTENT);
+    assert_eq!(app.get(&path, &token).await.0, StatusCode::NOT_FOUND);
 }
 
 pub async fn retention_purges_bodies_but_keeps_rows(backend: Backend) {

@@ -5,6 +5,7 @@ use axum::http::StatusCode;
 use chrono::{DateTime, TimeDelta, Utc};
 use driftwatch_alert::{EndpointRef, endpoint_payload, slack_message};
 use driftwatch_core::{DeliveryStatus, EndpointKind, EventType, IdKind, RecoveryState, new_id, new_webhook_secret};
+use driftwatch_store::endpoints::EndpointChanges;
 use driftwatch_store::outbox::{self, NewEvent};
 use driftwatch_store::{Event, Recovery, deliveries, endpoints, recoveries};
 use serde::Deserialize;
@@ -39,6 +40,83 @@ fn in_range(field: &str, value: Option<i32>, range: std::ops::RangeInclusive<i32
     }
 }
 
+/// A retry schedule as stored: `None` for the global one.
+fn valid_schedule(schedule: Option<&str>) -> Result<Option<String>, ApiError> {
+    let Some(schedule) = schedule.map(str::trim).filter(|s| !s.is_empty()) else { return Ok(None) };
+    let parsed = driftwatch_delivery::parse_schedule(schedule).map_err(|e| ApiError::invalid("retry_schedule", e))?;
+    if parsed.len() > 20 || parsed.iter().any(|d| *d > std::time::Duration::from_secs(7 * 86_400)) {
+        return Err(ApiError::invalid("retry_schedule", "at most 20 delays of at most 7 days each"));
+    }
+    Ok(Some(schedule.to_owned()))
+}
+
+/// Body of `PATCH /endpoints/{id}`: only the fields given change; `null` returns a setting to
+/// the global default.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateEndpoint {
+    url: Option<String>,
+    description: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    retry_schedule: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    max_attempts: Option<Option<i32>>,
+    #[serde(default, deserialize_with = "present")]
+    rate_limit_per_second: Option<Option<i32>>,
+    #[serde(default, deserialize_with = "present")]
+    max_in_flight: Option<Option<i32>>,
+}
+
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
+}
+
+pub async fn update(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Json(body): Json<UpdateEndpoint>,
+) -> Result<axum::Json<views::Endpoint>, ApiError> {
+    let mut changes = EndpointChanges { updated_at: Some(state.clock.now().naive_utc()), ..EndpointChanges::default() };
+    if let Some(url) = &body.url {
+        changes.url = Some(valid_target(&state, "url", url)?);
+    }
+    if let Some(description) = body.description {
+        if description.chars().count() > 500 {
+            return Err(ApiError::invalid("description", "longer than 500 characters"));
+        }
+        changes.description = Some(description.trim().to_owned());
+    }
+    if let Some(schedule) = body.retry_schedule {
+        changes.retry_schedule = Some(valid_schedule(schedule.as_deref())?);
+    }
+    if let Some(n) = body.max_attempts {
+        changes.max_attempts = Some(in_range("max_attempts", n, 1..=50)?);
+    }
+    if let Some(n) = body.rate_limit_per_second {
+        changes.rate_limit_per_second = Some(in_range("rate_limit_per_second", n, 1..=10_000)?);
+    }
+    if let Some(n) = body.max_in_flight {
+        changes.max_in_flight = Some(in_range("max_in_flight", n, 1..=1_000)?);
+    }
+    let endpoint = state
+        .store
+        .write(move |c| endpoints::update_endpoint(c, &caller.account_id, &id, &changes))
+        .await?
+        .ok_or_else(|| ApiError::not_found("no such endpoint"))?;
+    state.worker.wake();
+    Ok(axum::Json(endpoint.into()))
+}
+
+pub async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let deleted = state.store.write(move |c| endpoints::delete_endpoint(c, &caller.account_id, &id)).await?;
+    if deleted { Ok(StatusCode::NO_CONTENT) } else { Err(ApiError::not_found("no such endpoint")) }
+}
+
 pub async fn create(
     State(state): State<AppState>,
     caller: Caller,
@@ -49,17 +127,7 @@ pub async fn create(
     if description.chars().count() > 500 {
         return Err(ApiError::invalid("description", "longer than 500 characters"));
     }
-    let retry_schedule = match body.retry_schedule.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
-        Some(schedule) => {
-            let parsed =
-                driftwatch_delivery::parse_schedule(schedule).map_err(|e| ApiError::invalid("retry_schedule", e))?;
-            if parsed.len() > 20 || parsed.iter().any(|d| *d > std::time::Duration::from_secs(7 * 86_400)) {
-                return Err(ApiError::invalid("retry_schedule", "at most 20 delays of at most 7 days each"));
-            }
-            Some(schedule.to_owned())
-        }
-        None => None,
-    };
+    let retry_schedule = valid_schedule(body.retry_schedule.as_deref())?;
     let now = state.clock.now().naive_utc();
     let endpoint = driftwatch_store::Endpoint {
         kind: body.kind.unwrap_or(EndpointKind::Webhook).as_str().to_owned(),

@@ -32,7 +32,7 @@ pub fn routes() -> Router<AppState> {
         .route("/changes", get(feed::changes))
         .route("/stats", get(feed::stats))
         .route("/endpoints", post(endpoints::create).get(endpoints::list))
-        .route("/endpoints/{id}", get(endpoints::get))
+        .route("/endpoints/{id}", get(endpoints::get).patch(endpoints::update).delete(endpoints::delete))
         .route("/endpoints/{id}/enable", post(endpoints::enable))
         .route("/endpoints/{id}/disable", post(endpoints::disable))
         .route("/endpoints/{id}/rotate-secret", post(endpoints::rotate_secret))
