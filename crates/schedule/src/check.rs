@@ -313,19 +313,7 @@ impl Runner {
         );
         NewEvent {
             slack_body: driftwatch_alert::slack_message(&payload),
-            event: Event {
-                id: event_id,
-                account_id: watch.account_id.clone(),
-                watch_id: Some(watch.id.clone()),
-                endpoint_id: None,
-                event_type: event_type.as_str().to_owned(),
-                previous_snapshot_id: None,
-                snapshot_id: None,
-                added: 0,
-                removed: 0,
-                payload,
-                created_at: at,
-            },
+            event: Event::about_watch(event_id, watch, event_type, payload, at),
         }
     }
 }

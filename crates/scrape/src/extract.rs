@@ -184,13 +184,6 @@ const BLOCKS: &[&str] = &[
     "ul",
 ];
 
-/// The normalised text of an element and its descendants.
-pub fn html_to_text(root: ElementRef<'_>) -> String {
-    let mut raw = String::new();
-    push_text(root, &mut raw, false);
-    normalise(&raw)
-}
-
 /// Appends the text under `root`, with a line break around each block element and a space
 /// between table cells. Iterative, so a deeply nested page cannot overflow the stack.
 fn push_text(root: ElementRef<'_>, out: &mut String, links: bool) {

@@ -132,14 +132,6 @@ impl Fetcher {
         &self.options
     }
 
-    /// GETs `url`; a non-2xx status, a refused target or an oversized body is an error.
-    pub async fn fetch(&self, url: &str) -> Result<Page, FetchError> {
-        match self.fetch_with(url, &PageRequest::default()).await? {
-            Fetched::Page(page) => Ok(page),
-            Fetched::NotModified => Err(FetchError::Status { status: 304 }),
-        }
-    }
-
     /// Requests `url` as `request` says; a non-2xx status (other than 304 to a conditional
     /// request), a refused target or an oversized body is an error.
     pub async fn fetch_with(&self, url: &str, request: &PageRequest<'_>) -> Result<Fetched, FetchError> {

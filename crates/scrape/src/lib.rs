@@ -8,6 +8,6 @@ mod extract;
 mod fetch;
 mod rules;
 
-pub use extract::{ExtractError, extract, extract_with, html_to_text, validate_selector};
+pub use extract::{ExtractError, extract, extract_with, validate_selector};
 pub use fetch::{FetchError, FetchOptions, Fetched, Fetcher, Page, PageRequest};
 pub use rules::{RuleError, Rules};

@@ -408,6 +408,21 @@ impl Endpoint {
 }
 
 impl Event {
+    /// An event about a watch that carries no diff (`check.failed`, `check.recovered`, ...).
+    pub fn about_watch(
+        id: String,
+        watch: &Watch,
+        event_type: driftwatch_core::EventType,
+        payload: String,
+        at: NaiveDateTime,
+    ) -> Event {
+        Event {
+            watch_id: Some(watch.id.clone()),
+            endpoint_id: None,
+            ..Event::bare(id, &watch.account_id, event_type, payload, at)
+        }
+    }
+
     /// An event about an endpoint (`endpoint.disabled`, `endpoint.test`) with its payload.
     pub fn about_endpoint(
         id: String,
@@ -417,10 +432,23 @@ impl Event {
         at: NaiveDateTime,
     ) -> Event {
         Event {
-            id,
-            account_id: endpoint.account_id.clone(),
-            watch_id: None,
             endpoint_id: Some(endpoint.id.clone()),
+            ..Event::bare(id, &endpoint.account_id, event_type, payload, at)
+        }
+    }
+
+    fn bare(
+        id: String,
+        account_id: &str,
+        event_type: driftwatch_core::EventType,
+        payload: String,
+        at: NaiveDateTime,
+    ) -> Event {
+        Event {
+            id,
+            account_id: account_id.to_owned(),
+            watch_id: None,
+            endpoint_id: None,
             event_type: event_type.as_str().to_owned(),
             previous_snapshot_id: None,
             snapshot_id: None,

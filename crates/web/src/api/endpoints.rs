@@ -57,18 +57,14 @@ fn valid_schedule(schedule: Option<&str>) -> Result<Option<String>, ApiError> {
 pub struct UpdateEndpoint {
     url: Option<String>,
     description: Option<String>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "crate::extract::present")]
     retry_schedule: Option<Option<String>>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "crate::extract::present")]
     max_attempts: Option<Option<i32>>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "crate::extract::present")]
     rate_limit_per_second: Option<Option<i32>>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "crate::extract::present")]
     max_in_flight: Option<Option<i32>>,
-}
-
-fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
-    Option::<T>::deserialize(d).map(Some)
 }
 
 pub async fn update(

@@ -9,7 +9,7 @@ use driftwatch_core::{WatchOptions, WatchState};
 use driftwatch_schedule::{CheckError, Timing, TimingError};
 use driftwatch_store::watches::{self, WatchChanges};
 use driftwatch_store::{Page, Watch};
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 
 use super::{PageParams, page_of};
 use crate::AppState;
@@ -38,20 +38,15 @@ pub struct CreateWatch {
 pub struct UpdateWatch {
     url: Option<String>,
     name: Option<String>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "crate::extract::present")]
     selector: Option<Option<String>>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "crate::extract::present")]
     interval_seconds: Option<Option<i64>>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "crate::extract::present")]
     cron: Option<Option<String>>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "crate::extract::present")]
     time_zone: Option<Option<String>>,
     options: Option<WatchOptions>,
-}
-
-/// Tells a field given as `null` (`Some(None)`) from one left out (`None`).
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
-    Option::<T>::deserialize(d).map(Some)
 }
 
 const MAX_NAME: usize = 200;
