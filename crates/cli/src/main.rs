@@ -65,6 +65,8 @@ enum Command {
         #[arg(long, env = "DRIFTWATCH_ALLOW_PRIVATE_TARGETS", default_value_t = false, action = clap::ArgAction::Set)]
         allow_private_targets: bool,
     },
+    /// Print the API's OpenAPI 3.1 document (as served at `/api/v1/openapi.json`).
+    Openapi,
     /// Measure the pipeline against a local receiver.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -239,6 +241,10 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Verify { secret, headers, tolerance } => verify(&secret, &headers, tolerance),
+        Command::Openapi => {
+            println!("{:#}", driftwatch_web::openapi());
+            Ok(())
+        }
         Command::Import { account, file, settings } => import(&account, &file, &settings).await,
         Command::Export { account, settings } => export(&account, &settings).await,
         Command::Check { url, selector, options, diff_against, allow_private_targets } => {

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 /// Per-watch extraction and noise settings. Every field is optional; the defaults extract the
 /// whole text and alert on any change.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct WatchOptions {
     /// How the page is requested.
@@ -19,7 +19,7 @@ pub struct WatchOptions {
 }
 
 /// How a page is requested.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct FetchSpec {
     /// `GET` (default), `POST`, `PUT` or `PATCH`.
@@ -37,7 +37,7 @@ pub struct FetchSpec {
 }
 
 /// How the page becomes text (the CSS `selector` lives on the watch itself).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct ExtractOptions {
     /// CSS selectors of elements removed before the text is taken (ads, counters, footers).
@@ -51,7 +51,7 @@ pub struct ExtractOptions {
 /// Line rules, applied in this order: `ignore_lines`, `extract_regex`, `keep_lines_containing`,
 /// `masks`, `sort_lines`, `unique_lines`. (Trimming and whitespace collapsing always happen
 /// first, in extraction.)
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct TextRules {
     /// Drop lines matching any of these regexes.
@@ -69,7 +69,7 @@ pub struct TextRules {
 }
 
 /// When a change is worth an alert.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct NoiseRules {
     /// Alert only when the new text contains one of these (`/.../` for a regex, else text, case-insensitive).

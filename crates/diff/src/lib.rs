@@ -10,7 +10,7 @@ use similar::{ChangeTag, TextDiff};
 const CONTEXT_LINES: usize = 3;
 
 /// The difference between two texts, line by line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct TextChange {
     /// Lines present only in the new text.
     pub added: usize,
@@ -30,7 +30,7 @@ impl TextChange {
 }
 
 /// One group of nearby changed lines.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Hunk {
     /// First line of the hunk in the old text (1-based).
     pub old_start: usize,
@@ -45,7 +45,7 @@ pub struct Hunk {
 }
 
 /// One line of a hunk.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct HunkLine {
     /// `context`, `added` or `removed`.
     pub op: LineOp,
@@ -58,7 +58,7 @@ pub struct HunkLine {
 }
 
 /// A piece of a changed line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct WordSegment {
     /// Whether this piece differs from the other version of the line.
     pub changed: bool,
@@ -67,7 +67,7 @@ pub struct WordSegment {
 }
 
 /// What happened to a line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LineOp {
     /// Unchanged, shown for context.

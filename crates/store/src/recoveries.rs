@@ -5,7 +5,7 @@ use diesel::prelude::*;
 use driftwatch_core::RecoveryState;
 
 use crate::schema::recoveries;
-use crate::{DbConn, Recovery, StoreError, StoreResult};
+use crate::{DbConn, Page, Recovery, StoreError, StoreResult};
 
 /// Inserts a recovery request.
 pub fn insert_recovery(conn: &mut DbConn, recovery: &Recovery) -> StoreResult<()> {
@@ -21,6 +21,24 @@ pub fn get_recovery(conn: &mut DbConn, account_id: &str, id: &str) -> StoreResul
         .select(Recovery::as_select())
         .first(conn)
         .optional()?)
+}
+
+/// The account's recoveries, newest first, optionally of one endpoint.
+pub fn list_recoveries(
+    conn: &mut DbConn,
+    account_id: &str,
+    endpoint_id: Option<&str>,
+    page: &Page,
+) -> StoreResult<Vec<Recovery>> {
+    let mut query =
+        recoveries::table.filter(recoveries::account_id.eq(account_id)).select(Recovery::as_select()).into_boxed();
+    if let Some(endpoint_id) = endpoint_id {
+        query = query.filter(recoveries::endpoint_id.eq(endpoint_id));
+    }
+    if let Some(after) = &page.after {
+        query = query.filter(recoveries::id.lt(after));
+    }
+    Ok(query.order(recoveries::id.desc()).limit(page.limit).load(conn)?)
 }
 
 /// Leases one unfinished recovery to `owner` (any node may continue one a dead node started).

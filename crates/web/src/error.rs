@@ -5,7 +5,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 /// One invalid field of a request.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct FieldError {
     /// The field's name (`url`, `selector`, ...).
     pub field: String,
@@ -13,14 +13,20 @@ pub struct FieldError {
     pub message: String,
 }
 
-/// An error answered as `application/problem+json`.
-#[derive(Debug, Clone, Serialize)]
+/// An error answered as `application/problem+json` (RFC 9457).
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = Problem)]
 pub struct ApiError {
+    /// What kind of problem: `about:blank#not-found`, `about:blank#validation`, ...
     #[serde(rename = "type")]
     kind: &'static str,
+    /// A short summary of the kind.
     title: &'static str,
+    /// The HTTP status.
     status: u16,
+    /// What went wrong with this request.
     detail: String,
+    /// For validation problems: each field at fault.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     errors: Vec<FieldError>,
 }

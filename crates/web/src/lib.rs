@@ -1,5 +1,5 @@
 //! The HTTP surface: the REST API under `/api/v1` (JSON in and out, `application/problem+json`
-//! errors, bearer tokens) and a health check.
+//! errors, bearer tokens, an OpenAPI 3.1 document at `/api/v1/openapi.json`) and a health check.
 //!
 //! Every handler resolves the caller's account from its token first and passes it to each
 //! store query, so another account's id is simply not found (404), never forbidden.
@@ -14,6 +14,7 @@ mod views;
 use std::sync::Arc;
 
 use axum::Router;
+use axum::http::StatusCode;
 use axum::routing::get;
 use driftwatch_core::Clock;
 use driftwatch_delivery::DeliveryWorker;
@@ -23,6 +24,7 @@ use driftwatch_store::Store;
 use tower_http::request_id::{MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 
+pub use api::document as openapi;
 pub use error::ApiError;
 pub use middleware::RateLimiter;
 
@@ -96,6 +98,11 @@ pub fn router(state: AppState) -> Router {
         .nest(
             "/api/v1",
             api::routes()
+                .split_for_parts()
+                .0
+                .method_not_allowed_fallback(|| async {
+                    ApiError::with_status(StatusCode::METHOD_NOT_ALLOWED, "this path does not take that method")
+                })
                 .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::idempotency))
                 .layer(axum::middleware::from_fn(middleware::etag))
                 .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::rate_limit)),

@@ -1,15 +1,19 @@
 //! The JSON shapes of resources. Times are RFC 3339 UTC; leases and secrets stay inside.
 
 use chrono::{DateTime, NaiveDateTime, Utc};
+use driftwatch_core::{
+    AttemptTrigger, DeliveryStatus, EndpointKind, EventType, RecoveryState, RunOutcome, WatchHealth, WatchState,
+};
 use driftwatch_store as store;
 use serde::Serialize;
+use utoipa::ToSchema;
 
 fn utc(t: NaiveDateTime) -> DateTime<Utc> {
     t.and_utc()
 }
 
 /// A page of a list.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct List<T> {
     /// The items of this page.
     pub items: Vec<T>,
@@ -18,7 +22,7 @@ pub struct List<T> {
 }
 
 /// A watch.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Watch {
     id: String,
     name: String,
@@ -27,7 +31,9 @@ pub struct Watch {
     interval_seconds: Option<i64>,
     cron: Option<String>,
     time_zone: Option<String>,
+    #[schema(value_type = WatchState)]
     state: String,
+    #[schema(value_type = WatchHealth)]
     health: String,
     options: driftwatch_core::WatchOptions,
     next_run_at: DateTime<Utc>,
@@ -60,10 +66,11 @@ impl From<store::Watch> for Watch {
 }
 
 /// One check of a watch.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Run {
     id: String,
     watch_id: String,
+    #[schema(value_type = RunOutcome)]
     outcome: String,
     http_status: Option<i32>,
     duration_ms: i64,
@@ -96,10 +103,11 @@ impl From<store::Run> for Run {
 }
 
 /// An event, with the payload its deliveries carry.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Event {
     id: String,
     #[serde(rename = "type")]
+    #[schema(value_type = EventType)]
     event_type: String,
     watch_id: Option<String>,
     endpoint_id: Option<String>,
@@ -129,9 +137,10 @@ impl From<store::Event> for Event {
 }
 
 /// An endpoint; `secret` only in the answers to its creation and rotation.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Endpoint {
     id: String,
+    #[schema(value_type = EndpointKind)]
     kind: String,
     url: String,
     description: String,
@@ -150,13 +159,24 @@ pub struct Endpoint {
 }
 
 /// An endpoint's circuit breaker and failure streak.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct EndpointHealth {
-    /// `closed` (sending), `open` (holding deliveries) or `half_open` (one probe at a time).
-    circuit: &'static str,
+    circuit: Circuit,
     circuit_open_until: Option<DateTime<Utc>>,
     consecutive_failures: i32,
     failing_since: Option<DateTime<Utc>>,
+}
+
+/// An endpoint's circuit breaker.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Circuit {
+    /// Sending.
+    Closed,
+    /// Holding deliveries until `circuit_open_until`.
+    Open,
+    /// One probe at a time decides whether it closes.
+    HalfOpen,
 }
 
 impl Endpoint {
@@ -171,9 +191,9 @@ impl From<store::Endpoint> for Endpoint {
     fn from(e: store::Endpoint) -> Endpoint {
         let now = Utc::now().naive_utc();
         let circuit = match e.circuit_open_until {
-            Some(until) if until > now => "open",
-            Some(_) => "half_open",
-            None => "closed",
+            Some(until) if until > now => Circuit::Open,
+            Some(_) => Circuit::HalfOpen,
+            None => Circuit::Closed,
         };
         Endpoint {
             id: e.id,
@@ -201,14 +221,16 @@ impl From<store::Endpoint> for Endpoint {
 }
 
 /// A recovery (bulk re-queue) and its progress.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Recovery {
     id: String,
     endpoint_id: String,
     since: DateTime<Utc>,
     until: Option<DateTime<Utc>>,
+    #[schema(value_type = Vec<DeliveryStatus>)]
     statuses: Vec<String>,
     dry_run: bool,
+    #[schema(value_type = RecoveryState)]
     state: String,
     matched: i64,
     requeued: i64,
@@ -237,13 +259,15 @@ impl From<store::Recovery> for Recovery {
 }
 
 /// A delivery; `attempt_log` only on the single-resource read, `last_attempt` only in the dead-letter queue.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Delivery {
     id: String,
     event_id: String,
     endpoint_id: String,
     watch_id: Option<String>,
+    #[schema(value_type = EventType)]
     event_type: String,
+    #[schema(value_type = DeliveryStatus)]
     status: String,
     attempts: i32,
     max_attempts: i32,
@@ -300,7 +324,7 @@ impl From<store::Delivery> for Delivery {
 }
 
 /// One attempt of a delivery.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Attempt {
     id: String,
     attempt_number: i32,
@@ -310,6 +334,7 @@ pub struct Attempt {
     error_kind: Option<String>,
     error: Option<String>,
     response_snippet: Option<String>,
+    #[schema(value_type = AttemptTrigger)]
     trigger: String,
 }
 
@@ -330,7 +355,7 @@ impl From<store::DeliveryAttempt> for Attempt {
 }
 
 /// A snapshot; `content` only on the single-resource read.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Snapshot {
     id: String,
     watch_id: String,
@@ -365,7 +390,7 @@ impl From<store::watches::SnapshotInfo> for Snapshot {
 }
 
 /// The difference between two snapshots of a watch.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Diff {
     /// The older snapshot.
     pub from: String,
@@ -377,7 +402,7 @@ pub struct Diff {
 }
 
 /// An API token; `token` (the secret) only in the answer to its creation.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct Token {
     id: String,
     name: String,

@@ -294,6 +294,19 @@ pub async fn recover_requeues_exactly_the_matching_set(backend: Backend) {
     let (status, problem) = app.post(&path, &token, json!({"since": since, "statuses": ["sent"]})).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(problem["errors"][0]["field"], "statuses");
+
+    // Both recoveries are listed, newest first, one per page; filtered by endpoint; private.
+    let first = app.ok("/recoveries?limit=1", &token).await;
+    assert_eq!(first["items"][0]["id"], rid, "{first}");
+    let cursor = first["next_cursor"].as_str().expect("a second page");
+    let second = app.ok(&format!("/recoveries?limit=1&cursor={cursor}"), &token).await;
+    assert_eq!((second["items"][0]["id"].as_str(), &second["next_cursor"]), (dry["id"].as_str(), &json!(null)));
+    let by_endpoint = app.ok(&format!("/recoveries?endpoint_id={endpoint_id}"), &token).await;
+    assert_eq!(by_endpoint["items"].as_array().map(Vec::len), Some(2));
+    let other = app.account("globex").await;
+    assert_eq!(app.ok("/recoveries", &other).await["items"], json!([]));
+    let (status, _) = app.get(&format!("/recoveries/{rid}"), &other).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
 }
 
 pub async fn slack_endpoints_get_slack_messages(backend: Backend) {

@@ -3,11 +3,13 @@
 //! `DRIFTWATCH_TEST_POSTGRES_URL` is set at build time) a fresh PostgreSQL database per test.
 //! Every scenario runs on both backends.
 
+mod conformance;
 mod support;
 
 mod agents;
 mod api;
 mod delivery;
+mod openapi;
 mod pipeline;
 mod scale;
 mod store;
@@ -50,6 +52,7 @@ on_both_backends!(
     agents::the_changes_feed_continues_where_it_left_off,
     agents::requests_carry_an_id,
     agents::etags_idempotency_and_rate_limits,
+    openapi::every_documented_operation_is_routed,
     store::concurrent_claims_never_overlap,
     watches::watches_can_be_updated_paused_and_deleted,
     watches::snapshots_and_diffs_are_readable,

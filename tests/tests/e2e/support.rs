@@ -124,17 +124,17 @@ impl TestApp {
         token: &str,
         body: Option<Value>,
     ) -> (StatusCode, Value) {
+        let verb = method.to_string();
         let mut request = self.http.request(method, format!("{}{path}", self.base)).bearer_auth(token);
         if let Some(body) = body {
             request = request.json(&body);
         }
         let response = request.send().await.expect("request");
         let status = StatusCode::from_u16(response.status().as_u16()).expect("status");
-        let problem = response
-            .headers()
-            .get("content-type")
-            .is_some_and(|v| v.to_str().unwrap_or("").starts_with("application/problem+json"));
+        let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let problem = content_type.as_deref().is_some_and(|v| v.starts_with("application/problem+json"));
         let text = response.text().await.expect("body");
+        crate::conformance::check(&verb, path, status.as_u16(), content_type.as_deref(), &text);
         let value: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
         if !status.is_success() {
             assert!(problem, "an error must be application/problem+json: {status} {value}");

@@ -6,6 +6,7 @@ use driftwatch_core::DeliveryStatus;
 use driftwatch_delivery::RedeliverError;
 use driftwatch_store::deliveries::{self, DeliveryFilter};
 use serde::Deserialize;
+use utoipa::IntoParams;
 
 use super::{PageParams, page_of};
 use crate::AppState;
@@ -15,15 +16,27 @@ use crate::extract::Query;
 use crate::views::{self, List};
 
 /// Query of `GET /deliveries`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct DeliveryParams {
+    /// Only deliveries in this state.
+    #[param(value_type = Option<DeliveryStatus>)]
     status: Option<String>,
+    /// Only deliveries to this endpoint.
     endpoint_id: Option<String>,
+    /// Only deliveries about this watch.
     watch_id: Option<String>,
+    /// Created at or after this RFC 3339 time.
+    #[param(format = DateTime)]
     since: Option<String>,
+    /// Created before this RFC 3339 time.
+    #[param(format = DateTime)]
     until: Option<String>,
+    /// Items per page, 1 to 500 (default 50).
+    #[param(minimum = 1, maximum = 500)]
     limit: Option<i64>,
+    /// `next_cursor` of the previous page.
     cursor: Option<String>,
 }
 
@@ -38,6 +51,15 @@ pub(super) fn parse_time(field: &str, value: Option<&str>) -> Result<Option<Naiv
         .transpose()
 }
 
+/// The account's deliveries, newest first, filtered.
+#[utoipa::path(
+    get,
+    path = "/deliveries",
+    operation_id = "list_deliveries",
+    tag = "deliveries",
+    params(DeliveryParams),
+    responses((status = 200, description = "A page of deliveries.", body = List<views::Delivery>))
+)]
 pub async fn list(
     State(state): State<AppState>,
     caller: Caller,
@@ -62,16 +84,31 @@ pub async fn list(
 }
 
 /// Query of `GET /dlq`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct DlqParams {
+    /// Created at or after this RFC 3339 time.
+    #[param(format = DateTime)]
     since: Option<String>,
+    /// Only deliveries to this endpoint.
     endpoint_id: Option<String>,
+    /// Items per page, 1 to 500 (default 50).
+    #[param(minimum = 1, maximum = 500)]
     limit: Option<i64>,
+    /// `next_cursor` of the previous page.
     cursor: Option<String>,
 }
 
 /// The dead-letter queue: dead deliveries, newest first, each with its last attempt.
+#[utoipa::path(
+    get,
+    path = "/dlq",
+    operation_id = "list_dead_letters",
+    tag = "deliveries",
+    params(DlqParams),
+    responses((status = 200, description = "A page of dead deliveries.", body = List<views::Delivery>))
+)]
 pub async fn dlq(
     State(state): State<AppState>,
     caller: Caller,
@@ -109,6 +146,15 @@ pub async fn dlq(
     Ok(axum::Json(List { items, next_cursor }))
 }
 
+/// One delivery with every attempt (`attempt_log`).
+#[utoipa::path(
+    get,
+    path = "/deliveries/{id}",
+    operation_id = "get_delivery",
+    tag = "deliveries",
+    params(("id" = String, Path, description = "A delivery id (`dlv_...`), also its `webhook-id`.")),
+    responses((status = 200, description = "The delivery.", body = views::Delivery))
+)]
 pub async fn get(
     State(state): State<AppState>,
     caller: Caller,
@@ -128,6 +174,14 @@ pub async fn get(
 
 /// Sends the delivery again now (same `webhook-id` and body, a manual attempt) and answers
 /// with the delivery and its attempts afterwards.
+#[utoipa::path(
+    post,
+    path = "/deliveries/{id}/redeliver",
+    operation_id = "redeliver",
+    tag = "deliveries",
+    params(("id" = String, Path, description = "A delivery id (`dlv_...`), also its `webhook-id`.")),
+    responses((status = 200, description = "The delivery after the attempt.", body = views::Delivery))
+)]
 pub async fn redeliver(
     State(state): State<AppState>,
     caller: Caller,

@@ -9,6 +9,7 @@ use driftwatch_store::endpoints::EndpointChanges;
 use driftwatch_store::outbox::{self, NewEvent};
 use driftwatch_store::{Event, Recovery, deliveries, endpoints, recoveries};
 use serde::Deserialize;
+use utoipa::ToSchema;
 
 use super::watches::valid_target;
 use super::{PageParams, page_of};
@@ -19,15 +20,27 @@ use crate::extract::{Json, Query};
 use crate::views::{self, List};
 
 /// Body of `POST /endpoints`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateEndpoint {
+    /// Where to send: an `http` or `https` URL (a Slack incoming-webhook URL for `slack`).
+    #[schema(max_length = 2048)]
     url: String,
+    /// A note for people.
+    #[schema(max_length = 500)]
     description: Option<String>,
+    /// `webhook` (default, signed Standard Webhooks) or `slack`.
     kind: Option<EndpointKind>,
+    /// Delays between attempts, e.g. `30s,5m,1h` (at most 20, each at most 7 days); the global one when left out.
     retry_schedule: Option<String>,
+    /// Attempts before a delivery is dead.
+    #[schema(minimum = 1, maximum = 50)]
     max_attempts: Option<i32>,
+    /// At most this many requests a second to this endpoint.
+    #[schema(minimum = 1, maximum = 10_000)]
     rate_limit_per_second: Option<i32>,
+    /// At most this many requests in flight to this endpoint.
+    #[schema(minimum = 1, maximum = 1_000)]
     max_in_flight: Option<i32>,
 }
 
@@ -52,21 +65,42 @@ fn valid_schedule(schedule: Option<&str>) -> Result<Option<String>, ApiError> {
 
 /// Body of `PATCH /endpoints/{id}`: only the fields given change; `null` returns a setting to
 /// the global default.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateEndpoint {
+    /// A new URL.
+    #[schema(max_length = 2048)]
     url: Option<String>,
+    /// A new description.
+    #[schema(max_length = 500)]
     description: Option<String>,
+    /// A new retry schedule, or `null` for the global one.
     #[serde(default, deserialize_with = "crate::extract::present")]
     retry_schedule: Option<Option<String>>,
+    /// A new attempt budget, or `null` for the global one.
     #[serde(default, deserialize_with = "crate::extract::present")]
+    #[schema(minimum = 1, maximum = 50)]
     max_attempts: Option<Option<i32>>,
+    /// A new rate limit, or `null` for none.
     #[serde(default, deserialize_with = "crate::extract::present")]
+    #[schema(minimum = 1, maximum = 10_000)]
     rate_limit_per_second: Option<Option<i32>>,
+    /// A new in-flight cap, or `null` for the global one.
     #[serde(default, deserialize_with = "crate::extract::present")]
+    #[schema(minimum = 1, maximum = 1_000)]
     max_in_flight: Option<Option<i32>>,
 }
 
+/// Change an endpoint: only the fields given change; `null` returns a setting to the global default.
+#[utoipa::path(
+    patch,
+    path = "/endpoints/{id}",
+    operation_id = "update_endpoint",
+    tag = "endpoints",
+    params(("id" = String, Path, description = "An endpoint id (`end_...`).")),
+    request_body = UpdateEndpoint,
+    responses((status = 200, description = "The endpoint as changed.", body = views::Endpoint))
+)]
 pub async fn update(
     State(state): State<AppState>,
     caller: Caller,
@@ -104,6 +138,15 @@ pub async fn update(
     Ok(axum::Json(endpoint.into()))
 }
 
+/// Delete an endpoint with its deliveries.
+#[utoipa::path(
+    delete,
+    path = "/endpoints/{id}",
+    operation_id = "delete_endpoint",
+    tag = "endpoints",
+    params(("id" = String, Path, description = "An endpoint id (`end_...`).")),
+    responses((status = 204, description = "Deleted."))
+)]
 pub async fn delete(
     State(state): State<AppState>,
     caller: Caller,
@@ -113,6 +156,15 @@ pub async fn delete(
     if deleted { Ok(StatusCode::NO_CONTENT) } else { Err(ApiError::not_found("no such endpoint")) }
 }
 
+/// Add an endpoint. The answer carries the signing `secret`, shown this once.
+#[utoipa::path(
+    post,
+    path = "/endpoints",
+    operation_id = "create_endpoint",
+    tag = "endpoints",
+    request_body = CreateEndpoint,
+    responses((status = 201, description = "The endpoint, with its secret.", body = views::Endpoint))
+)]
 pub async fn create(
     State(state): State<AppState>,
     caller: Caller,
@@ -140,6 +192,15 @@ pub async fn create(
     Ok((StatusCode::CREATED, axum::Json(views::Endpoint::with_secret(endpoint))))
 }
 
+/// The account's endpoints, newest first.
+#[utoipa::path(
+    get,
+    path = "/endpoints",
+    operation_id = "list_endpoints",
+    tag = "endpoints",
+    params(PageParams),
+    responses((status = 200, description = "A page of endpoints.", body = List<views::Endpoint>))
+)]
 pub async fn list(
     State(state): State<AppState>,
     caller: Caller,
@@ -159,6 +220,15 @@ async fn find(state: &AppState, caller: &Caller, id: &str) -> Result<driftwatch_
         .ok_or_else(|| ApiError::not_found("no such endpoint"))
 }
 
+/// One endpoint, with its health.
+#[utoipa::path(
+    get,
+    path = "/endpoints/{id}",
+    operation_id = "get_endpoint",
+    tag = "endpoints",
+    params(("id" = String, Path, description = "An endpoint id (`end_...`).")),
+    responses((status = 200, description = "The endpoint.", body = views::Endpoint))
+)]
 pub async fn get(
     State(state): State<AppState>,
     caller: Caller,
@@ -186,6 +256,15 @@ async fn set_enabled(
     Ok(axum::Json(endpoint.into()))
 }
 
+/// Enable an endpoint: its waiting deliveries resume.
+#[utoipa::path(
+    post,
+    path = "/endpoints/{id}/enable",
+    operation_id = "enable_endpoint",
+    tag = "endpoints",
+    params(("id" = String, Path, description = "An endpoint id (`end_...`).")),
+    responses((status = 200, description = "The endpoint.", body = views::Endpoint))
+)]
 pub async fn enable(
     State(state): State<AppState>,
     caller: Caller,
@@ -194,6 +273,15 @@ pub async fn enable(
     set_enabled(state, caller, id, true).await
 }
 
+/// Disable an endpoint: deliveries wait until it is enabled.
+#[utoipa::path(
+    post,
+    path = "/endpoints/{id}/disable",
+    operation_id = "disable_endpoint",
+    tag = "endpoints",
+    params(("id" = String, Path, description = "An endpoint id (`end_...`).")),
+    responses((status = 200, description = "The endpoint.", body = views::Endpoint))
+)]
 pub async fn disable(
     State(state): State<AppState>,
     caller: Caller,
@@ -202,6 +290,15 @@ pub async fn disable(
     set_enabled(state, caller, id, false).await
 }
 
+/// Replace the signing secret; the previous one keeps signing alongside for the overlap.
+#[utoipa::path(
+    post,
+    path = "/endpoints/{id}/rotate-secret",
+    operation_id = "rotate_endpoint_secret",
+    tag = "endpoints",
+    params(("id" = String, Path, description = "An endpoint id (`end_...`).")),
+    responses((status = 200, description = "The endpoint, with its new secret.", body = views::Endpoint))
+)]
 pub async fn rotate_secret(
     State(state): State<AppState>,
     caller: Caller,
@@ -219,6 +316,15 @@ pub async fn rotate_secret(
     Ok(axum::Json(views::Endpoint::with_secret(endpoint)))
 }
 
+/// Queue an `endpoint.test` event to this endpoint alone.
+#[utoipa::path(
+    post,
+    path = "/endpoints/{id}/test",
+    operation_id = "test_endpoint",
+    tag = "endpoints",
+    params(("id" = String, Path, description = "An endpoint id (`end_...`).")),
+    responses((status = 202, description = "The queued delivery.", body = views::Delivery))
+)]
 pub async fn test(
     State(state): State<AppState>,
     caller: Caller,
@@ -253,15 +359,30 @@ pub async fn test(
 }
 
 /// Body of `POST /endpoints/{id}/recover`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Recover {
+    /// Deliveries created at or after this time.
     since: DateTime<Utc>,
+    /// ... and before this time (default: now).
     until: Option<DateTime<Utc>>,
+    /// Which to re-queue: `failed`, `dead` or both (default).
     statuses: Option<Vec<DeliveryStatus>>,
+    /// Only count them.
     dry_run: Option<bool>,
 }
 
+/// Re-queue the endpoint's failed and dead deliveries created in a time range, paced, in the
+/// background; `dry_run` only counts them.
+#[utoipa::path(
+    post,
+    path = "/endpoints/{id}/recover",
+    operation_id = "recover_endpoint",
+    tag = "endpoints",
+    params(("id" = String, Path, description = "An endpoint id (`end_...`).")),
+    request_body = Recover,
+    responses((status = 202, description = "The recovery, started.", body = views::Recovery), (status = 200, description = "The dry run, counted.", body = views::Recovery))
+)]
 pub async fn recover(
     State(state): State<AppState>,
     caller: Caller,

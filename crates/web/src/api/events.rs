@@ -12,14 +12,28 @@ use crate::extract::Query;
 use crate::views::{self, List};
 
 /// Query of `GET /events`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct EventParams {
+    /// Only events about this watch.
     watch_id: Option<String>,
+    /// Items per page, 1 to 500 (default 50).
+    #[param(minimum = 1, maximum = 500)]
     limit: Option<i64>,
+    /// `next_cursor` of the previous page.
     cursor: Option<String>,
 }
 
+/// What happened to the account's watches and endpoints, newest first.
+#[utoipa::path(
+    get,
+    path = "/events",
+    operation_id = "list_events",
+    tag = "events",
+    params(EventParams),
+    responses((status = 200, description = "A page of events.", body = List<views::Event>))
+)]
 pub async fn list(
     State(state): State<AppState>,
     caller: Caller,

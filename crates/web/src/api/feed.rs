@@ -14,15 +14,27 @@ use crate::extract::Query;
 use crate::views::{self, List};
 
 /// Query of `GET /changes`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ChangesParams {
+    /// A `next_cursor` from an earlier answer, or an RFC 3339 time.
     since: Option<String>,
+    /// Items per answer, 1 to 500 (default 50).
+    #[param(minimum = 1, maximum = 500)]
     limit: Option<i64>,
 }
 
 /// Change events across the account's watches, oldest first, each with its diff. Pass the
 /// returned `next_cursor` as `since` to get only what came after.
+#[utoipa::path(
+    get,
+    path = "/changes",
+    operation_id = "list_changes",
+    tag = "events",
+    params(ChangesParams),
+    responses((status = 200, description = "Changes after `since`, oldest first.", body = List<views::Event>))
+)]
 pub async fn changes(
     State(state): State<AppState>,
     caller: Caller,
@@ -48,28 +60,45 @@ pub async fn changes(
 }
 
 /// The answer of `GET /stats`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = Stats)]
 pub struct StatsView {
     watches: WatchCounts,
+    /// Events of every type in the last 24 hours.
     events_last_24h: i64,
+    /// Deliveries by status.
     deliveries: BTreeMap<String, i64>,
+    /// Dead deliveries.
     dead_letters: i64,
     endpoints: EndpointCounts,
 }
 
-#[derive(Debug, Serialize)]
+/// Watches by state and health.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 struct WatchCounts {
     total: i64,
     by_state: BTreeMap<String, i64>,
     by_health: BTreeMap<String, i64>,
 }
 
-#[derive(Debug, Serialize)]
+/// Endpoints that are not sending.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 struct EndpointCounts {
+    /// Endpoints whose circuit breaker is open.
     open_circuits: i64,
+    /// Disabled endpoints.
     disabled: i64,
 }
 
+/// Counts across the account: watches by state and health, events in the last 24 hours,
+/// deliveries by status, dead letters, endpoints with open circuits.
+#[utoipa::path(
+    get,
+    path = "/stats",
+    operation_id = "get_stats",
+    tag = "meta",
+    responses((status = 200, description = "The counts.", body = StatsView))
+)]
 pub async fn stats(State(state): State<AppState>, caller: Caller) -> Result<axum::Json<StatsView>, ApiError> {
     let now = state.clock.now().naive_utc();
     let s = state.store.run(move |c| stats::stats(c, &caller.account_id, now - TimeDelta::hours(24), now)).await?;

@@ -8,50 +8,62 @@ mod recoveries;
 mod tokens;
 mod watches;
 
-use axum::Router;
-use axum::routing::{get, post};
+mod openapi;
+
 use serde::Deserialize;
+use utoipa::OpenApi as _;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::AppState;
 use crate::error::ApiError;
 use crate::views::List;
 
-/// Every route of the API, in one place.
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/watches", post(watches::create).get(watches::list))
-        .route("/watches/{id}", get(watches::get).patch(watches::update).delete(watches::delete))
-        .route("/watches/{id}/check", post(watches::check))
-        .route("/watches/{id}/pause", post(watches::pause))
-        .route("/watches/{id}/resume", post(watches::resume))
-        .route("/watches/{id}/runs", get(watches::runs))
-        .route("/watches/{id}/snapshots", get(watches::snapshots))
-        .route("/watches/{id}/diff", get(watches::diff))
-        .route("/snapshots/{id}", get(watches::snapshot))
-        .route("/events", get(events::list))
-        .route("/changes", get(feed::changes))
-        .route("/stats", get(feed::stats))
-        .route("/endpoints", post(endpoints::create).get(endpoints::list))
-        .route("/endpoints/{id}", get(endpoints::get).patch(endpoints::update).delete(endpoints::delete))
-        .route("/endpoints/{id}/enable", post(endpoints::enable))
-        .route("/endpoints/{id}/disable", post(endpoints::disable))
-        .route("/endpoints/{id}/rotate-secret", post(endpoints::rotate_secret))
-        .route("/endpoints/{id}/test", post(endpoints::test))
-        .route("/endpoints/{id}/recover", post(endpoints::recover))
-        .route("/recoveries/{id}", get(recoveries::get))
-        .route("/deliveries", get(deliveries::list))
-        .route("/deliveries/{id}", get(deliveries::get))
-        .route("/deliveries/{id}/redeliver", post(deliveries::redeliver))
-        .route("/dlq", get(deliveries::dlq))
-        .route("/tokens", post(tokens::create).get(tokens::list))
-        .route("/tokens/{id}", axum::routing::delete(tokens::revoke))
+pub use openapi::document;
+
+/// Every route of the API, in one place, each documented: `routes!` accepts only handlers with
+/// a `#[utoipa::path]`, and the OpenAPI document is built from the same list.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+        .routes(routes!(openapi::serve))
+        .routes(routes!(watches::create, watches::list))
+        .routes(routes!(watches::get, watches::update, watches::delete))
+        .routes(routes!(watches::check))
+        .routes(routes!(watches::pause))
+        .routes(routes!(watches::resume))
+        .routes(routes!(watches::runs))
+        .routes(routes!(watches::snapshots))
+        .routes(routes!(watches::diff))
+        .routes(routes!(watches::snapshot))
+        .routes(routes!(events::list))
+        .routes(routes!(feed::changes))
+        .routes(routes!(feed::stats))
+        .routes(routes!(endpoints::create, endpoints::list))
+        .routes(routes!(endpoints::get, endpoints::update, endpoints::delete))
+        .routes(routes!(endpoints::enable))
+        .routes(routes!(endpoints::disable))
+        .routes(routes!(endpoints::rotate_secret))
+        .routes(routes!(endpoints::test))
+        .routes(routes!(endpoints::recover))
+        .routes(routes!(recoveries::list))
+        .routes(routes!(recoveries::get))
+        .routes(routes!(deliveries::list))
+        .routes(routes!(deliveries::get))
+        .routes(routes!(deliveries::redeliver))
+        .routes(routes!(deliveries::dlq))
+        .routes(routes!(tokens::create, tokens::list))
+        .routes(routes!(tokens::revoke))
 }
 
 /// `limit` and `cursor` of list requests.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct PageParams {
+    /// Items per page, 1 to 500 (default 50).
+    #[param(minimum = 1, maximum = 500)]
     limit: Option<i64>,
+    /// `next_cursor` of the previous page.
     cursor: Option<String>,
 }
 

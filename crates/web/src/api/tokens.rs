@@ -13,13 +13,37 @@ use crate::extract::{Json, Query};
 use crate::views::{self, List};
 
 /// Body of `POST /tokens`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateToken {
+    /// What the token is for.
+    #[schema(min_length = 1, max_length = 100)]
     name: String,
+    /// `read`, `write` or both (default: both; `write` includes `read`).
+    #[schema(value_type = Option<Vec<Scope>>)]
     scopes: Option<Vec<String>>,
 }
 
+/// What a token may do.
+#[derive(Debug, utoipa::ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[allow(dead_code)] // documentation only: scopes are read as text
+enum Scope {
+    /// `GET` requests.
+    Read,
+    /// Everything else.
+    Write,
+}
+
+/// Create a token. The answer carries the token itself, shown this once.
+#[utoipa::path(
+    post,
+    path = "/tokens",
+    operation_id = "create_token",
+    tag = "tokens",
+    request_body = CreateToken,
+    responses((status = 201, description = "The token, with its secret.", body = views::Token))
+)]
 pub async fn create(
     State(state): State<AppState>,
     caller: Caller,
@@ -47,6 +71,15 @@ pub async fn create(
     Ok((StatusCode::CREATED, axum::Json(views::Token::with_secret(token, plaintext))))
 }
 
+/// The account's tokens (never their secrets), newest first.
+#[utoipa::path(
+    get,
+    path = "/tokens",
+    operation_id = "list_tokens",
+    tag = "tokens",
+    params(PageParams),
+    responses((status = 200, description = "A page of tokens.", body = List<views::Token>))
+)]
 pub async fn list(
     State(state): State<AppState>,
     caller: Caller,
@@ -57,6 +90,15 @@ pub async fn list(
     Ok(axum::Json(page_of(rows, limit, |t| &t.id)))
 }
 
+/// Revoke a token: it stops working at once.
+#[utoipa::path(
+    delete,
+    path = "/tokens/{id}",
+    operation_id = "revoke_token",
+    tag = "tokens",
+    params(("id" = String, Path, description = "A token id (`tok_...`).")),
+    responses((status = 204, description = "Revoked."))
+)]
 pub async fn revoke(
     State(state): State<AppState>,
     caller: Caller,

@@ -10,6 +10,7 @@ use driftwatch_schedule::{CheckError, Timing, TimingError};
 use driftwatch_store::watches::{self, WatchChanges};
 use driftwatch_store::{Page, Watch};
 use serde::Deserialize;
+use utoipa::{IntoParams, ToSchema};
 
 use super::{PageParams, page_of};
 use crate::AppState;
@@ -19,33 +20,55 @@ use crate::extract::{Json, Query};
 use crate::views::{self, List};
 
 /// Body of `POST /watches`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateWatch {
+    /// The page: an `http` or `https` URL (private addresses are refused unless the server allows them).
+    #[schema(max_length = 2048)]
     url: String,
+    /// A name; the URL when left out.
+    #[schema(max_length = 200)]
     name: Option<String>,
+    /// A CSS selector of the part that matters; the whole page when left out.
     selector: Option<String>,
+    /// Check every this many seconds (at least the server's minimum, 30 by default; at most a year).
+    /// The default is hourly when neither this nor `cron` is given.
+    #[schema(maximum = 31_622_400)]
     interval_seconds: Option<i64>,
+    /// A cron expression (5 fields, or 6 with seconds) instead of an interval.
     cron: Option<String>,
+    /// An IANA time zone for `cron` (UTC when left out).
     time_zone: Option<String>,
+    /// Create it paused: no check until resumed.
     paused: Option<bool>,
+    /// How to fetch, extract and compare the page.
     options: Option<WatchOptions>,
 }
 
 /// Body of `PATCH /watches/{id}`: only the fields given change; `null` clears `selector`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateWatch {
+    /// A new page; starts a new baseline.
+    #[schema(max_length = 2048)]
     url: Option<String>,
+    /// A new name.
+    #[schema(max_length = 200)]
     name: Option<String>,
+    /// A new selector, or `null` for the whole page; starts a new baseline.
     #[serde(default, deserialize_with = "crate::extract::present")]
     selector: Option<Option<String>>,
+    /// A new interval; replaces a cron schedule.
     #[serde(default, deserialize_with = "crate::extract::present")]
+    #[schema(maximum = 31_622_400)]
     interval_seconds: Option<Option<i64>>,
+    /// A new cron schedule; replaces an interval.
     #[serde(default, deserialize_with = "crate::extract::present")]
     cron: Option<Option<String>>,
+    /// The cron schedule's time zone.
     #[serde(default, deserialize_with = "crate::extract::present")]
     time_zone: Option<Option<String>>,
+    /// New options (replacing all of them); starts a new baseline.
     options: Option<WatchOptions>,
 }
 
@@ -160,6 +183,15 @@ fn valid_timing(
     Ok(timing)
 }
 
+/// Register a watch. Unless `paused`, it is checked at once: the first check records the baseline.
+#[utoipa::path(
+    post,
+    path = "/watches",
+    operation_id = "create_watch",
+    tag = "watches",
+    request_body = CreateWatch,
+    responses((status = 201, description = "The watch.", body = views::Watch))
+)]
 pub async fn create(
     State(state): State<AppState>,
     caller: Caller,
@@ -198,6 +230,15 @@ pub async fn create(
     Ok((StatusCode::CREATED, axum::Json(watch.into())))
 }
 
+/// The account's watches, newest first.
+#[utoipa::path(
+    get,
+    path = "/watches",
+    operation_id = "list_watches",
+    tag = "watches",
+    params(PageParams),
+    responses((status = 200, description = "A page of watches.", body = List<views::Watch>))
+)]
 pub async fn list(
     State(state): State<AppState>,
     caller: Caller,
@@ -217,6 +258,15 @@ async fn find(state: &AppState, caller: &Caller, id: &str) -> Result<Watch, ApiE
         .ok_or_else(|| ApiError::not_found("no such watch"))
 }
 
+/// One watch.
+#[utoipa::path(
+    get,
+    path = "/watches/{id}",
+    operation_id = "get_watch",
+    tag = "watches",
+    params(("id" = String, Path, description = "A watch id (`wat_...`).")),
+    responses((status = 200, description = "The watch.", body = views::Watch))
+)]
 pub async fn get(
     State(state): State<AppState>,
     caller: Caller,
@@ -236,6 +286,16 @@ async fn apply(state: &AppState, caller: &Caller, id: String, changes: WatchChan
     Ok(watch)
 }
 
+/// Change a watch: only the fields given change. A new URL, selector or options starts a new baseline.
+#[utoipa::path(
+    patch,
+    path = "/watches/{id}",
+    operation_id = "update_watch",
+    tag = "watches",
+    params(("id" = String, Path, description = "A watch id (`wat_...`).")),
+    request_body = UpdateWatch,
+    responses((status = 200, description = "The watch as changed.", body = views::Watch))
+)]
 pub async fn update(
     State(state): State<AppState>,
     caller: Caller,
@@ -292,6 +352,15 @@ pub async fn update(
     Ok(axum::Json(watch.into()))
 }
 
+/// Delete a watch with its runs and snapshots.
+#[utoipa::path(
+    delete,
+    path = "/watches/{id}",
+    operation_id = "delete_watch",
+    tag = "watches",
+    params(("id" = String, Path, description = "A watch id (`wat_...`).")),
+    responses((status = 204, description = "Deleted."))
+)]
 pub async fn delete(
     State(state): State<AppState>,
     caller: Caller,
@@ -320,6 +389,15 @@ async fn set_state(
     Ok(axum::Json(watch.into()))
 }
 
+/// Stop checking a watch until it is resumed.
+#[utoipa::path(
+    post,
+    path = "/watches/{id}/pause",
+    operation_id = "pause_watch",
+    tag = "watches",
+    params(("id" = String, Path, description = "A watch id (`wat_...`).")),
+    responses((status = 200, description = "The paused watch.", body = views::Watch))
+)]
 pub async fn pause(
     State(state): State<AppState>,
     caller: Caller,
@@ -328,6 +406,15 @@ pub async fn pause(
     set_state(state, caller, id, WatchState::Paused).await
 }
 
+/// Check a paused watch again: at once, then on its schedule.
+#[utoipa::path(
+    post,
+    path = "/watches/{id}/resume",
+    operation_id = "resume_watch",
+    tag = "watches",
+    params(("id" = String, Path, description = "A watch id (`wat_...`).")),
+    responses((status = 200, description = "The active watch.", body = views::Watch))
+)]
 pub async fn resume(
     State(state): State<AppState>,
     caller: Caller,
@@ -336,6 +423,15 @@ pub async fn resume(
     set_state(state, caller, id, WatchState::Active).await
 }
 
+/// Check a watch now and answer with the run; a change raises an event as a scheduled check would.
+#[utoipa::path(
+    post,
+    path = "/watches/{id}/check",
+    operation_id = "check_watch",
+    tag = "watches",
+    params(("id" = String, Path, description = "A watch id (`wat_...`).")),
+    responses((status = 200, description = "The run.", body = views::Run))
+)]
 pub async fn check(
     State(state): State<AppState>,
     caller: Caller,
@@ -349,6 +445,15 @@ pub async fn check(
     }
 }
 
+/// A watch's checks, newest first.
+#[utoipa::path(
+    get,
+    path = "/watches/{id}/runs",
+    operation_id = "list_runs",
+    tag = "watches",
+    params(("id" = String, Path, description = "A watch id (`wat_...`)."), PageParams),
+    responses((status = 200, description = "A page of runs.", body = List<views::Run>))
+)]
 pub async fn runs(
     State(state): State<AppState>,
     caller: Caller,
@@ -361,6 +466,15 @@ pub async fn runs(
     Ok(axum::Json(page_of(rows, limit, |r| &r.id)))
 }
 
+/// A watch's snapshots (distinct contents), newest first, without their content.
+#[utoipa::path(
+    get,
+    path = "/watches/{id}/snapshots",
+    operation_id = "list_snapshots",
+    tag = "watches",
+    params(("id" = String, Path, description = "A watch id (`wat_...`)."), PageParams),
+    responses((status = 200, description = "A page of snapshots.", body = List<views::Snapshot>))
+)]
 pub async fn snapshots(
     State(state): State<AppState>,
     caller: Caller,
@@ -373,6 +487,15 @@ pub async fn snapshots(
     Ok(axum::Json(page_of(rows, limit, |s| &s.id)))
 }
 
+/// One snapshot, with its content.
+#[utoipa::path(
+    get,
+    path = "/snapshots/{id}",
+    operation_id = "get_snapshot",
+    tag = "watches",
+    params(("id" = String, Path, description = "A snapshot id (`snp_...`).")),
+    responses((status = 200, description = "The snapshot.", body = views::Snapshot))
+)]
 pub async fn snapshot(
     State(state): State<AppState>,
     caller: Caller,
@@ -387,16 +510,29 @@ pub async fn snapshot(
 }
 
 /// Query of `GET /watches/{id}/diff`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct DiffParams {
+    /// The older snapshot (default: the one before `to`).
     from: Option<String>,
+    /// The newer snapshot (default: the newest).
     to: Option<String>,
+    /// `json` (default) or `unified`.
+    #[param(pattern = "^(json|unified)$")]
     format: Option<String>,
 }
 
 /// The diff between two snapshots of the watch (by default the two newest): JSON with stats and
 /// hunks, or with `format=unified` the unified text.
+#[utoipa::path(
+    get,
+    path = "/watches/{id}/diff",
+    operation_id = "diff_snapshots",
+    tag = "watches",
+    params(("id" = String, Path, description = "A watch id (`wat_...`)."), DiffParams),
+    responses((status = 200, description = "The diff.", content((views::Diff = "application/json"), (String = "text/x-diff"))))
+)]
 pub async fn diff(
     State(state): State<AppState>,
     caller: Caller,

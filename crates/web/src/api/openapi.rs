@@ -1,0 +1,186 @@
+//! The OpenAPI 3.1 document: operations and schemas come from the handlers' `#[utoipa::path]`
+//! attributes and the views' `ToSchema` derives; the conventions every operation shares
+//! (authentication, problem responses, `ETag`, `Idempotency-Key`, rate limits) are added here,
+//! once, from what each operation is.
+
+use std::sync::OnceLock;
+
+use axum::http::header;
+use axum::response::IntoResponse;
+use serde_json::{Map, Value, json};
+
+use crate::error::ApiError;
+
+/// The document's fixed parts; the operations are added by the router.
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    info(
+        title = "driftwatch",
+        description = "Watch web pages and get told when they change. Every request but this document's \
+                       needs `Authorization: Bearer <token>`; `GET` needs the `read` scope, everything else \
+                       `write`. Lists page with `limit` and `cursor`. Errors are `application/problem+json` \
+                       (RFC 9457); validation problems name each field at fault in `errors`.",
+        license(name = "Apache-2.0", identifier = "Apache-2.0")
+    ),
+    servers((url = "/api/v1")),
+    security(("bearer" = [])),
+    components(schemas(ApiError)),
+    tags(
+        (name = "watches", description = "Pages to watch: what to extract, when to check, what counts as a change."),
+        (name = "events", description = "What happened: changes, failing checks, endpoint events; and the change feed."),
+        (name = "endpoints", description = "Where events are delivered: signed webhooks or Slack."),
+        (name = "deliveries", description = "Every delivery of an event to an endpoint, with its attempts; the dead-letter queue."),
+        (name = "recoveries", description = "Bulk re-queues of an endpoint's failed and dead deliveries."),
+        (name = "tokens", description = "The account's API tokens."),
+        (name = "meta", description = "This document and account-wide statistics."),
+    )
+)]
+pub struct ApiDoc;
+
+/// This document.
+#[utoipa::path(
+    get,
+    path = "/openapi.json",
+    operation_id = "get_openapi",
+    tag = "meta",
+    security(()),
+    responses((status = 200, description = "The OpenAPI 3.1 document of this API.", body = Object))
+)]
+pub async fn serve() -> impl IntoResponse {
+    static DOCUMENT: OnceLock<String> = OnceLock::new();
+    let body = DOCUMENT.get_or_init(|| document().to_string());
+    ([(header::CONTENT_TYPE, "application/json")], body.as_str())
+}
+
+/// The whole OpenAPI document of `/api/v1`, as served at `/api/v1/openapi.json`.
+pub fn document() -> Value {
+    let (_, openapi) = super::routes().split_for_parts();
+    let mut doc = serde_json::to_value(openapi).unwrap_or_else(|_| json!({}));
+    add_conventions(&mut doc);
+    doc
+}
+
+/// The shared error responses, by status, each a problem document.
+const PROBLEMS: &[(&str, &str, &str)] = &[
+    ("400", "BadRequest", "The request cannot be read: malformed JSON or query string."),
+    ("401", "Unauthorized", "No token, or an unknown or revoked one."),
+    ("403", "Forbidden", "The token lacks the `write` scope."),
+    ("404", "NotFound", "No such resource in this account."),
+    ("409", "Conflict", "The resource is busy or in a state that does not allow this."),
+    ("413", "PayloadTooLarge", "The body is too large."),
+    ("415", "UnsupportedMediaType", "The body is not sent as JSON."),
+    ("422", "ValidationFailed", "A field is invalid; `errors` names each one."),
+    ("429", "TooManyRequests", "The token's rate limit is spent; retry after `Retry-After` seconds."),
+    ("500", "InternalError", "The server failed; the error was logged."),
+    ("503", "Unavailable", "The database is unavailable."),
+];
+
+fn add_conventions(doc: &mut Value) {
+    let components = doc.as_object_mut().map(|d| d.entry("components").or_insert_with(|| json!({})));
+    if let Some(Value::Object(components)) = components {
+        let responses = components.entry("responses").or_insert_with(|| json!({}));
+        for (status, name, description) in PROBLEMS {
+            let mut response = json!({
+                "description": description,
+                "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
+            });
+            if *status == "429" {
+                response["headers"] = json!({"Retry-After": {
+                    "description": "Seconds until the token may send again.",
+                    "schema": {"type": "integer", "minimum": 0}
+                }});
+            }
+            responses[*name] = response;
+        }
+        components.entry("securitySchemes").or_insert_with(|| json!({})).as_object_mut().map(|schemes| {
+            schemes.insert(
+                "bearer".into(),
+                json!({"type": "http", "scheme": "bearer", "description": "An API token (`dwt_...`)."}),
+            )
+        });
+    }
+    let Some(Value::Object(paths)) = doc.get_mut("paths") else { return };
+    for (path, item) in paths.iter_mut() {
+        let Value::Object(item) = item else { continue };
+        for (method, operation) in item.iter_mut() {
+            if let Value::Object(operation) = operation {
+                add_operation_conventions(path, method, operation);
+            }
+        }
+    }
+}
+
+fn problem(status: &str) -> Value {
+    let name = PROBLEMS.iter().find(|(s, _, _)| *s == status).map_or("InternalError", |(_, name, _)| name);
+    json!({"$ref": format!("#/components/responses/{name}")})
+}
+
+/// What every operation answers beyond its own successes, from what it is: public or not,
+/// reading or writing, with a path id, a query or a body.
+fn add_operation_conventions(path: &str, method: &str, operation: &mut Map<String, Value>) {
+    let public = operation.get("security").and_then(Value::as_array).is_some_and(|s| s.iter().all(|r| r == &json!({})));
+    let has_body = operation.contains_key("requestBody");
+    let parameters = operation.entry("parameters").or_insert_with(|| json!([]));
+    let has_query =
+        parameters.as_array().is_some_and(|ps| ps.iter().any(|p| p.get("in").and_then(Value::as_str) == Some("query")));
+    let is_get = method == "get";
+    if let Value::Array(parameters) = parameters {
+        if is_get {
+            parameters.push(json!({
+                "name": "If-None-Match", "in": "header", "required": false,
+                "description": "An `ETag` from an earlier answer: 304 without a body when it still matches.",
+                "schema": {"type": "string"}
+            }));
+        }
+        if method == "post" {
+            parameters.push(json!({
+                "name": "Idempotency-Key", "in": "header", "required": false,
+                "description": "Repeating a key within 24 hours replays the first answer and does nothing \
+                                again; the same key with a different request is a 422.",
+                "schema": {"type": "string", "minLength": 1, "maxLength": 255}
+            }));
+        }
+        if parameters.is_empty() {
+            operation.remove("parameters");
+        }
+    }
+    let Some(Value::Object(responses)) = operation.get_mut("responses") else { return };
+    if is_get {
+        if let Some(Value::Object(ok)) = responses.get_mut("200") {
+            ok.entry("headers").or_insert_with(|| json!({})).as_object_mut().map(|h| {
+                h.insert(
+                    "ETag".into(),
+                    json!({"description": "A strong tag of this body.", "schema": {"type": "string"}}),
+                )
+            });
+        }
+        responses
+            .entry("304")
+            .or_insert_with(|| json!({"description": "Not modified: the `If-None-Match` tag still matches."}));
+    }
+    let mut statuses = Vec::new();
+    if !public {
+        statuses.extend(["401", "429"]);
+    }
+    if !is_get && !public {
+        statuses.extend(["403", "409"]);
+    }
+    if path.contains('{') {
+        statuses.push("404");
+    }
+    if has_query || has_body {
+        statuses.extend(["400", "422"]);
+    }
+    if method == "post" {
+        statuses.push("422"); // a malformed or reused Idempotency-Key
+    }
+    if has_body {
+        statuses.extend(["413", "415"]);
+    }
+    if !public {
+        statuses.extend(["500", "503"]);
+    }
+    for status in statuses {
+        responses.entry(status).or_insert_with(|| problem(status));
+    }
+}

@@ -1,0 +1,110 @@
+//! Checks answers against the OpenAPI document: every answer the tests receive through
+//! [`crate::support::TestApp::call`] must have a documented status, a documented content type
+//! and a body valid against the documented schema.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde_json::{Value, json};
+
+/// The document, built from the code as the server serves it.
+pub fn document() -> &'static Value {
+    static DOC: OnceLock<Value> = OnceLock::new();
+    DOC.get_or_init(driftwatch_web::openapi)
+}
+
+/// The documented template of `path` (relative to `/api/v1`, without its query): the one with
+/// the most literal segments when several match.
+pub fn template_of(path: &str) -> Option<&'static str> {
+    let paths = document()["paths"].as_object().expect("paths");
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    paths
+        .keys()
+        .filter_map(|template| {
+            let parts: Vec<&str> = template.trim_matches('/').split('/').collect();
+            if parts.len() != segments.len() {
+                return None;
+            }
+            let mut literal = 0;
+            for (part, segment) in parts.iter().zip(&segments) {
+                if part.starts_with('{') {
+                    if segment.is_empty() {
+                        return None;
+                    }
+                } else if part == segment {
+                    literal += 1;
+                } else {
+                    return None;
+                }
+            }
+            Some((literal, template.as_str()))
+        })
+        .max_by_key(|(literal, _)| *literal)
+        .map(|(_, template)| template)
+}
+
+/// Follows a local `$ref` (`#/components/...`).
+fn resolve(value: &Value) -> &Value {
+    match value.get("$ref").and_then(Value::as_str) {
+        Some(reference) => document().pointer(reference.trim_start_matches('#')).expect("a resolvable $ref"),
+        None => value,
+    }
+}
+
+type Validators = Mutex<HashMap<String, Arc<jsonschema::Validator>>>;
+
+fn validator(key: &str, schema: &Value) -> Arc<jsonschema::Validator> {
+    static CACHE: OnceLock<Validators> = OnceLock::new();
+    let cache = CACHE.get_or_init(Validators::default);
+    if let Some(v) = cache.lock().expect("cache").get(key) {
+        return v.clone();
+    }
+    // The schema's `#/components/...` references resolve against a root holding the components.
+    let root = json!({"allOf": [schema], "components": document()["components"]});
+    let compiled = jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .should_validate_formats(true)
+        .build(&root)
+        .unwrap_or_else(|e| panic!("the schema of {key} compiles: {e}"));
+    let compiled = Arc::new(compiled);
+    cache.lock().expect("cache").insert(key.to_owned(), compiled.clone());
+    compiled
+}
+
+/// Panics unless the answer `status`, `content_type`, `body` to `method path` is what the
+/// document says that operation answers.
+pub fn check(method: &str, path: &str, status: u16, content_type: Option<&str>, body: &str) {
+    let path = path.split('?').next().unwrap_or(path);
+    let what = format!("{method} {path} -> {status}");
+    let Some(template) = template_of(path) else {
+        assert_eq!(status, 404, "{what}: an undocumented path must be a 404");
+        return;
+    };
+    let Some(operation) = document()["paths"][template].get(method.to_ascii_lowercase()) else {
+        assert_eq!(status, 405, "{what}: an undocumented method must be a 405");
+        return;
+    };
+    let Some(response) = operation["responses"].get(status.to_string()) else {
+        panic!("{what}: status {status} is not documented for {method} {template}");
+    };
+    let response = resolve(response);
+    let Some(content) = response.get("content").and_then(Value::as_object) else {
+        assert!(body.is_empty(), "{what}: the document says no body, got {body}");
+        return;
+    };
+    let media = content_type.and_then(|c| c.split(';').next()).map(str::trim).unwrap_or("");
+    let Some(media_type) = content.get(media) else {
+        panic!("{what}: content type {media:?} is not documented (documented: {:?})", content.keys());
+    };
+    let Some(schema) = media_type.get("schema") else { return };
+    if !media.ends_with("json") {
+        assert!(schema["type"] == "string", "{what}: a non-JSON body is documented as a string");
+        return;
+    }
+    let instance: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{what}: the body is not JSON ({e})"));
+    let key = format!("{method} {template} {status} {media}");
+    let validator = validator(&key, schema);
+    let errors: Vec<String> =
+        validator.iter_errors(&instance).map(|e| format!("{} at {}", e, e.instance_path())).collect();
+    assert!(errors.is_empty(), "{what}: the body does not match the documented schema: {errors:#?}\n{instance:#}");
+}
