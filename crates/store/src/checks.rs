@@ -105,6 +105,16 @@ pub fn list_events(
     Ok(query.order(events::id.desc()).limit(page.limit).load(conn)?)
 }
 
+/// The account's event `id`.
+pub fn get_event(conn: &mut DbConn, account_id: &str, id: &str) -> StoreResult<Option<Event>> {
+    Ok(events::table
+        .filter(events::account_id.eq(account_id))
+        .filter(events::id.eq(id))
+        .select(Event::as_select())
+        .first(conn)
+        .optional()?)
+}
+
 /// The account's `change.detected` events, oldest first, after the event `after` or from the
 /// time `since` (the changes feed).
 pub fn changes(

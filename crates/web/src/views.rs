@@ -24,22 +24,37 @@ pub struct List<T> {
 /// A watch.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Watch {
+    /// `wat_...`.
     id: String,
+    /// A name for people.
     name: String,
+    /// The page.
     url: String,
+    /// CSS selector of the part that matters; null for the whole page.
     selector: Option<String>,
+    /// Checked every this many seconds (null with a cron schedule).
     interval_seconds: Option<i64>,
+    /// Cron schedule (null with an interval).
     cron: Option<String>,
+    /// Time zone of the cron schedule.
     time_zone: Option<String>,
+    /// `active` (checked on schedule) or `paused`.
     #[schema(value_type = WatchState)]
     state: String,
+    /// Whether recent checks succeed.
     #[schema(value_type = WatchHealth)]
     health: String,
+    /// How the page is fetched, extracted and compared.
     options: driftwatch_core::WatchOptions,
+    /// When the next scheduled check is due.
     next_run_at: DateTime<Utc>,
+    /// When it was last checked.
     last_run_at: Option<DateTime<Utc>>,
+    /// Failed checks in a row.
     consecutive_failures: i32,
+    /// Creation time.
     created_at: DateTime<Utc>,
+    /// Last change by a request.
     updated_at: DateTime<Utc>,
 }
 
@@ -68,18 +83,30 @@ impl From<store::Watch> for Watch {
 /// One check of a watch.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Run {
+    /// `run_...`.
     id: String,
+    /// The watch checked.
     watch_id: String,
+    /// What the check found.
     #[schema(value_type = RunOutcome)]
     outcome: String,
+    /// The page's HTTP status, when one came.
     http_status: Option<i32>,
+    /// How long the check took.
     duration_ms: i64,
+    /// Size of the page body.
     bytes: i64,
+    /// Why the check failed.
     error: Option<String>,
+    /// Why a change raised no alert (noise rules), or other detail.
     note: Option<String>,
+    /// The snapshot the check recorded (baseline or change).
     snapshot_id: Option<String>,
+    /// The event the check raised.
     event_id: Option<String>,
+    /// Start time.
     started_at: DateTime<Utc>,
+    /// End time.
     finished_at: DateTime<Utc>,
 }
 
@@ -105,17 +132,27 @@ impl From<store::Run> for Run {
 /// An event, with the payload its deliveries carry.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Event {
+    /// `evt_...`; also a cursor of `GET /changes`.
     id: String,
+    /// What happened.
     #[serde(rename = "type")]
     #[schema(value_type = EventType)]
     event_type: String,
+    /// The watch it is about, if any.
     watch_id: Option<String>,
+    /// The endpoint it is about, if any.
     endpoint_id: Option<String>,
+    /// For a change: the snapshot before.
     previous_snapshot_id: Option<String>,
+    /// For a change: the snapshot after.
     snapshot_id: Option<String>,
+    /// Lines added.
     added: i32,
+    /// Lines removed.
     removed: i32,
+    /// The JSON body its webhooks carry (with the diff for a change).
     payload: serde_json::Value,
+    /// When it happened.
     created_at: DateTime<Utc>,
 }
 
@@ -139,31 +176,50 @@ impl From<store::Event> for Event {
 /// An endpoint; `secret` only in the answers to its creation and rotation.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Endpoint {
+    /// `end_...`.
     id: String,
+    /// Webhook or Slack.
     #[schema(value_type = EndpointKind)]
     kind: String,
+    /// Where deliveries are sent.
     url: String,
+    /// A note for people.
     description: String,
+    /// Whether deliveries are sent.
     enabled: bool,
+    /// Why it was disabled (by request, 410 Gone, or failing too long).
     disabled_reason: Option<String>,
+    /// The signing secret (`whsec_...`); only in the answers to creation and rotation.
     #[serde(skip_serializing_if = "Option::is_none")]
     secret: Option<String>,
+    /// After a rotation: until when the previous secret also signs.
     previous_secret_expires_at: Option<DateTime<Utc>>,
+    /// Its retry delays; null for the global schedule.
     retry_schedule: Option<String>,
+    /// Its attempt budget; null for the global one.
     max_attempts: Option<i32>,
+    /// Its request rate limit; null for none.
     rate_limit_per_second: Option<i32>,
+    /// Its cap on concurrent requests; null for the global one.
     max_in_flight: Option<i32>,
+    /// Its circuit breaker and failure streak.
     health: EndpointHealth,
+    /// Creation time.
     created_at: DateTime<Utc>,
+    /// Last change.
     updated_at: DateTime<Utc>,
 }
 
 /// An endpoint's circuit breaker and failure streak.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct EndpointHealth {
+    /// `closed` (sending), `open` (holding deliveries) or `half_open` (one probe at a time).
     circuit: Circuit,
+    /// While open: when a probe may go.
     circuit_open_until: Option<DateTime<Utc>>,
+    /// Failed attempts in a row.
     consecutive_failures: i32,
+    /// Start of the current failure streak.
     failing_since: Option<DateTime<Utc>>,
 }
 
@@ -223,19 +279,31 @@ impl From<store::Endpoint> for Endpoint {
 /// A recovery (bulk re-queue) and its progress.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Recovery {
+    /// `rec_...`.
     id: String,
+    /// The endpoint whose deliveries are re-queued.
     endpoint_id: String,
+    /// Deliveries created at or after this time...
     since: DateTime<Utc>,
+    /// ...and before this time.
     until: Option<DateTime<Utc>>,
+    /// Which deliveries: `failed`, `dead` or both.
     #[schema(value_type = Vec<DeliveryStatus>)]
     statuses: Vec<String>,
+    /// Only counted, nothing re-queued.
     dry_run: bool,
+    /// Progress.
     #[schema(value_type = RecoveryState)]
     state: String,
+    /// Deliveries found so far.
     matched: i64,
+    /// Deliveries re-queued so far.
     requeued: i64,
+    /// Creation time.
     created_at: DateTime<Utc>,
+    /// Last progress.
     updated_at: DateTime<Utc>,
+    /// When it finished.
     finished_at: Option<DateTime<Utc>>,
 }
 
@@ -261,25 +329,42 @@ impl From<store::Recovery> for Recovery {
 /// A delivery; `attempt_log` only on the single-resource read, `last_attempt` only in the dead-letter queue.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Delivery {
+    /// `dlv_...`; also its `webhook-id`.
     id: String,
+    /// The event delivered.
     event_id: String,
+    /// Where to.
     endpoint_id: String,
+    /// The watch the event is about, if any.
     watch_id: Option<String>,
+    /// The event's type.
     #[schema(value_type = EventType)]
     event_type: String,
+    /// `queued`, `failed` (retrying), `sent` or `dead`.
     #[schema(value_type = DeliveryStatus)]
     status: String,
+    /// Attempts so far.
     attempts: i32,
+    /// Its attempt budget.
     max_attempts: i32,
+    /// While pending: when the next attempt is due.
     next_attempt_at: Option<DateTime<Utc>>,
+    /// The receiver's last HTTP status.
     last_status_code: Option<i32>,
+    /// The last failure.
     last_error: Option<String>,
+    /// Creation time.
     created_at: DateTime<Utc>,
+    /// Last change.
     updated_at: DateTime<Utc>,
+    /// When it was sent or went dead.
     finished_at: Option<DateTime<Utc>>,
+    /// Whether retention removed its stored body (it can no longer be resent).
     body_purged: bool,
+    /// Every attempt, oldest first; only on `GET /deliveries/{id}` and redelivery.
     #[serde(skip_serializing_if = "Option::is_none")]
     attempt_log: Option<Vec<Attempt>>,
+    /// The last attempt; only in the dead-letter queue.
     #[serde(skip_serializing_if = "Option::is_none")]
     last_attempt: Option<Attempt>,
 }
@@ -326,14 +411,23 @@ impl From<store::Delivery> for Delivery {
 /// One attempt of a delivery.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Attempt {
+    /// `att_...`.
     id: String,
+    /// 1 for the first.
     attempt_number: i32,
+    /// Start time.
     started_at: DateTime<Utc>,
+    /// How long it took.
     duration_ms: i64,
+    /// The receiver's HTTP status.
     status_code: Option<i32>,
+    /// Why it failed: `http`, `redirect`, `timeout`, `connect`, `dns`, `tls`, `blocked`, ...
     error_kind: Option<String>,
+    /// What failed.
     error: Option<String>,
+    /// The start of the receiver's answer.
     response_snippet: Option<String>,
+    /// What made the attempt.
     #[schema(value_type = AttemptTrigger)]
     trigger: String,
 }
@@ -357,11 +451,16 @@ impl From<store::DeliveryAttempt> for Attempt {
 /// A snapshot; `content` only on the single-resource read.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Snapshot {
+    /// `snp_...`.
     id: String,
+    /// The watch.
     watch_id: String,
+    /// SHA-256 of the content.
     content_hash: String,
+    /// The extracted text; only on `GET /snapshots/{id}`.
     #[serde(skip_serializing_if = "Option::is_none")]
     content: Option<String>,
+    /// When it was recorded.
     created_at: DateTime<Utc>,
 }
 
@@ -404,14 +503,22 @@ pub struct Diff {
 /// An API token; `token` (the secret) only in the answer to its creation.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Token {
+    /// `tok_...`.
     id: String,
+    /// What it is for.
     name: String,
+    /// The token's first characters, to recognise it.
     prefix: String,
+    /// `read`, `write`.
     scopes: Vec<String>,
+    /// The token itself; only in the answer to its creation.
     #[serde(skip_serializing_if = "Option::is_none")]
     token: Option<String>,
+    /// Creation time.
     created_at: DateTime<Utc>,
+    /// Last use.
     last_used_at: Option<DateTime<Utc>>,
+    /// When it was revoked.
     revoked_at: Option<DateTime<Utc>>,
 }
 

@@ -101,6 +101,9 @@ pub async fn a_change_is_delivered_once_and_signed(backend: Backend) {
     assert_eq!(items(&events).len(), 1);
     assert_eq!(items(&events)[0]["id"], event_id.as_str());
     assert_eq!(items(&events)[0]["payload"], payload, "the event stores the exact payload delivered");
+    assert_eq!(app.ok(&format!("/events/{event_id}"), &token).await, items(&events)[0], "one event reads the same");
+    let other = app.account("globex").await;
+    assert_eq!(app.get(&format!("/events/{event_id}"), &other).await.0, StatusCode::NOT_FOUND);
 
     // Checking the changed page again raises nothing more.
     assert_eq!(check(&app, &token, watch_id).await["outcome"], "unchanged");

@@ -1,6 +1,6 @@
 //! `/events`: what happened to the account's watches.
 
-use axum::extract::State;
+use axum::extract::{Path, State};
 use driftwatch_store::checks;
 use serde::Deserialize;
 
@@ -43,4 +43,26 @@ pub async fn list(
     let watch_id = params.watch_id;
     let rows = state.store.run(move |c| checks::list_events(c, &caller.account_id, watch_id.as_deref(), &page)).await?;
     Ok(axum::Json(page_of(rows, limit, |e| &e.id)))
+}
+
+/// One event, with the payload its deliveries carry.
+#[utoipa::path(
+    get,
+    path = "/events/{id}",
+    operation_id = "get_event",
+    tag = "events",
+    params(("id" = String, Path, description = "An event id (`evt_...`).")),
+    responses((status = 200, description = "The event.", body = views::Event))
+)]
+pub async fn get(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<axum::Json<views::Event>, ApiError> {
+    let event = state
+        .store
+        .run(move |c| checks::get_event(c, &caller.account_id, &id))
+        .await?
+        .ok_or_else(|| ApiError::not_found("no such event"))?;
+    Ok(axum::Json(event.into()))
 }

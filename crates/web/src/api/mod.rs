@@ -36,6 +36,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(watches::diff))
         .routes(routes!(watches::snapshot))
         .routes(routes!(events::list))
+        .routes(routes!(events::get))
         .routes(routes!(feed::changes))
         .routes(routes!(feed::stats))
         .routes(routes!(endpoints::create, endpoints::list))
