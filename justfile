@@ -15,6 +15,10 @@ test:
 test-pg:
     DRIFTWATCH_TEST_POSTGRES_URL={{pg_url}} cargo test --workspace
 
+# Fuzz the API from its OpenAPI document with schemathesis (as CI does; more examples find more).
+fuzz examples="50" seed="1":
+    DRIFTWATCH_FUZZ_EXAMPLES={{examples}} DRIFTWATCH_FUZZ_SEED={{seed}} .ci/fuzz
+
 # Formatting, lints as errors, and repeated code in the current change.
 lint:
     cargo fmt --all -- --check

@@ -33,8 +33,16 @@ pub fn validate_selector(selector: &str) -> Result<(), ExtractError> {
 }
 
 fn parse_selector(selector: &str) -> Result<Selector, ExtractError> {
-    Selector::parse(selector)
-        .map_err(|e| ExtractError::InvalidSelector { selector: selector.to_owned(), reason: e.to_string() })
+    Selector::parse(selector).map_err(|e| {
+        // scraper words some parse errors as its own bug ("Unexpected error occurred. Please
+        // report this to the developer\nEmptySelector"): keep only the error's name.
+        let message = e.to_string();
+        let reason = match message.split_once("report this to the developer") {
+            Some((_, name)) => format!("not a selector ({})", name.trim()),
+            None => message,
+        };
+        ExtractError::InvalidSelector { selector: selector.to_owned(), reason }
+    })
 }
 
 /// The normalised text of a page: what is stored in snapshots and compared.

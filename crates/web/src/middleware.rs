@@ -102,7 +102,9 @@ pub async fn rate_limit(State(state): State<AppState>, request: Request, next: N
 }
 
 /// Replays the stored answer to a `POST` that repeats an `Idempotency-Key` of the same token's
-/// account within the retention window; a key reused for a different request is refused.
+/// account on the same path within the retention window; a key reused on that path for a
+/// different body is refused (422, as the IETF Idempotency-Key draft says). Keys are scoped by
+/// path, so one key may name a create of a watch and a create of an endpoint.
 pub async fn idempotency(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let key = request.headers().get("idempotency-key").and_then(|v| v.to_str().ok()).map(str::to_owned);
     let auth = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::to_owned);
@@ -122,7 +124,8 @@ pub async fn idempotency(State(state): State<AppState>, request: Request, next: 
     let Ok(bytes) = axum::body::to_bytes(body, MAX_BUFFERED).await else {
         return ApiError::with_status(StatusCode::PAYLOAD_TOO_LARGE, "the body is too large").into_response();
     };
-    let fingerprint = hex(&Sha256::digest([parts.uri.path().as_bytes(), b"\n", &bytes].concat()));
+    let fingerprint = hex(&Sha256::digest(&bytes));
+    let key = format!("{} {key}", parts.uri.path());
     let (account, lookup) = (found.account_id.clone(), key.clone());
     let since = now - chrono::TimeDelta::hours(24);
     match state.store.write(move |c| driftwatch_store::idempotency::find(c, &account, &lookup, since)).await {

@@ -129,6 +129,18 @@ pub async fn etags_idempotency_and_rate_limits(backend: Backend) {
     let reused = create("k-1", "https://example.com/other").await.expect("create");
     assert_eq!(reused.status(), 422, "a key reused for another request is refused");
     assert_eq!(app.ok("/watches", &token).await["items"].as_array().map(Vec::len), Some(1));
+    // Keys are scoped by path: the same key creates an endpoint, once.
+    let endpoint = |key: &str| {
+        app.http
+            .post(format!("{}/endpoints", app.base))
+            .bearer_auth(&token)
+            .header("idempotency-key", key)
+            .json(&json!({"url": "https://example.com/hook"}))
+            .send()
+    };
+    assert_eq!(endpoint("k-1").await.expect("create").status(), 201);
+    assert_eq!(endpoint("k-1").await.expect("create").headers()["idempotent-replayed"], "true");
+    assert_eq!(app.ok("/endpoints", &token).await["items"].as_array().map(Vec::len), Some(1));
 
     // ETags: an unchanged resource answers 304 to If-None-Match.
     let path = format!("{}/watches/{}", app.base, first["id"].as_str().expect("id"));

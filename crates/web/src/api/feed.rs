@@ -44,7 +44,7 @@ pub async fn changes(
     if !(1..=500).contains(&limit) {
         return Err(ApiError::invalid("limit", "must be between 1 and 500"));
     }
-    let (after, since) = match params.since.as_deref() {
+    let (after, since) = match params.since.as_deref().filter(|s| !s.is_empty()) {
         None => (None, None),
         Some(cursor) if cursor.starts_with("evt_") => (Some(cursor.to_owned()), None),
         Some(time) => match DateTime::parse_from_rfc3339(time) {

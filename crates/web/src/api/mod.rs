@@ -78,7 +78,10 @@ impl PageParams {
         if !(1..=MAX_LIMIT).contains(&limit) {
             return Err(ApiError::invalid("limit", format!("must be between 1 and {MAX_LIMIT}")));
         }
-        Ok((driftwatch_store::Page { after: self.cursor.clone(), limit: limit + 1 }, limit as usize))
+        Ok((
+            driftwatch_store::Page { after: self.cursor.clone().filter(|c| !c.is_empty()), limit: limit + 1 },
+            limit as usize,
+        ))
     }
 }
 

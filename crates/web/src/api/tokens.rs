@@ -20,7 +20,7 @@ pub struct CreateToken {
     #[schema(min_length = 1, max_length = 100)]
     name: String,
     /// `read`, `write` or both (default: both; `write` includes `read`).
-    #[schema(value_type = Option<Vec<Scope>>)]
+    #[schema(value_type = Option<Vec<Scope>>, min_items = 1)]
     scopes: Option<Vec<String>>,
 }
 

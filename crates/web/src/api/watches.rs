@@ -24,7 +24,7 @@ use crate::views::{self, List};
 #[serde(deny_unknown_fields)]
 pub struct CreateWatch {
     /// The page: an `http` or `https` URL (private addresses are refused unless the server allows them).
-    #[schema(max_length = 2048)]
+    #[schema(pattern = "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#\\s]+", min_length = 1, max_length = 2048)]
     url: String,
     /// A name; the URL when left out.
     #[schema(max_length = 200)]
@@ -33,7 +33,7 @@ pub struct CreateWatch {
     selector: Option<String>,
     /// Check every this many seconds (at least the server's minimum, 30 by default; at most a year).
     /// The default is hourly when neither this nor `cron` is given.
-    #[schema(maximum = 31_622_400)]
+    #[schema(minimum = 1, maximum = 31_622_400)]
     interval_seconds: Option<i64>,
     /// A cron expression (5 fields, or 6 with seconds) instead of an interval.
     cron: Option<String>,
@@ -50,17 +50,17 @@ pub struct CreateWatch {
 #[serde(deny_unknown_fields)]
 pub struct UpdateWatch {
     /// A new page; starts a new baseline.
-    #[schema(max_length = 2048)]
+    #[schema(pattern = "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#\\s]+", min_length = 1, max_length = 2048)]
     url: Option<String>,
     /// A new name.
-    #[schema(max_length = 200)]
+    #[schema(pattern = "\\S", max_length = 200)]
     name: Option<String>,
     /// A new selector, or `null` for the whole page; starts a new baseline.
     #[serde(default, deserialize_with = "crate::extract::present")]
     selector: Option<Option<String>>,
     /// A new interval; replaces a cron schedule.
     #[serde(default, deserialize_with = "crate::extract::present")]
-    #[schema(maximum = 31_622_400)]
+    #[schema(minimum = 1, maximum = 31_622_400)]
     interval_seconds: Option<Option<i64>>,
     /// A new cron schedule; replaces an interval.
     #[serde(default, deserialize_with = "crate::extract::present")]
