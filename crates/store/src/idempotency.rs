@@ -14,9 +14,9 @@ pub struct Stored {
     pub account_id: String,
     /// The client's key.
     pub key: String,
-    /// Hash of the request path and body: the same key with another request is refused.
+    /// Hash of the request body: the same key with another request is refused.
     pub fingerprint: String,
-    /// The status answered.
+    /// The status answered ([`IN_FLIGHT`] while the request is handled).
     pub status: i32,
     /// The body answered.
     pub body: Vec<u8>,
@@ -24,31 +24,92 @@ pub struct Stored {
     pub created_at: NaiveDateTime,
 }
 
-/// The stored answer for the account's `key`, if stored at or after `since`; an older one is
-/// deleted (the key may be used afresh).
-pub fn find(conn: &mut DbConn, account_id: &str, key: &str, since: NaiveDateTime) -> StoreResult<Option<Stored>> {
+/// `status` of a key whose request is still being handled.
+pub const IN_FLIGHT: i32 = 0;
+
+/// What [`claim`] found for a key.
+#[derive(Debug)]
+pub enum Claim {
+    /// The key is new: the caller handles the request, then [`complete`]s or [`release`]s it.
+    Claimed,
+    /// The same request was answered before: replay this answer.
+    Replay(Stored),
+    /// The same key is being handled by another request right now.
+    InFlight,
+    /// The key was used for a different request.
+    Mismatch,
+}
+
+/// Claims the account's `key` for a request whose body hashes to `fingerprint`, or says why
+/// not. Answers stored before `since`, and claims made before `abandoned_before` whose request
+/// never finished (a crash, a dropped connection), free the key. The primary key decides races:
+/// of two concurrent first uses, one claims and the other is told `InFlight`.
+pub fn claim(
+    conn: &mut DbConn,
+    account_id: &str,
+    key: &str,
+    fingerprint: &str,
+    now: NaiveDateTime,
+    since: NaiveDateTime,
+    abandoned_before: NaiveDateTime,
+) -> StoreResult<Claim> {
+    let mine = idempotency_keys::table
+        .filter(idempotency_keys::account_id.eq(account_id))
+        .filter(idempotency_keys::key.eq(key));
+    diesel::delete(
+        mine.filter(
+            idempotency_keys::created_at
+                .lt(since)
+                .or(idempotency_keys::status.eq(IN_FLIGHT).and(idempotency_keys::created_at.lt(abandoned_before))),
+        ),
+    )
+    .execute(conn)?;
+    let claim = Stored {
+        account_id: account_id.to_owned(),
+        key: key.to_owned(),
+        fingerprint: fingerprint.to_owned(),
+        status: IN_FLIGHT,
+        body: Vec::new(),
+        created_at: now,
+    };
+    match diesel::insert_into(idempotency_keys::table).values(&claim).execute(conn) {
+        Ok(_) => return Ok(Claim::Claimed),
+        Err(diesel::result::Error::DatabaseError(diesel::result::DatabaseErrorKind::UniqueViolation, _)) => {}
+        Err(e) => return Err(e.into()),
+    }
+    let existing = mine.select(Stored::as_select()).first(conn).optional()?;
+    Ok(match existing {
+        // Released between our insert and this read: the other request failed; so may this one.
+        None => Claim::InFlight,
+        Some(stored) if stored.fingerprint != fingerprint => Claim::Mismatch,
+        Some(stored) if stored.status == IN_FLIGHT => Claim::InFlight,
+        Some(stored) => Claim::Replay(stored),
+    })
+}
+
+/// Stores the answer to a claimed key.
+pub fn complete(conn: &mut DbConn, account_id: &str, key: &str, status: i32, body: &[u8]) -> StoreResult<()> {
+    diesel::update(
+        idempotency_keys::table
+            .filter(idempotency_keys::account_id.eq(account_id))
+            .filter(idempotency_keys::key.eq(key))
+            .filter(idempotency_keys::status.eq(IN_FLIGHT)),
+    )
+    .set((idempotency_keys::status.eq(status), idempotency_keys::body.eq(body)))
+    .execute(conn)?;
+    Ok(())
+}
+
+/// Frees a claimed key whose request failed, so that it may be retried.
+pub fn release(conn: &mut DbConn, account_id: &str, key: &str) -> StoreResult<()> {
     diesel::delete(
         idempotency_keys::table
             .filter(idempotency_keys::account_id.eq(account_id))
             .filter(idempotency_keys::key.eq(key))
-            .filter(idempotency_keys::created_at.lt(since)),
+            .filter(idempotency_keys::status.eq(IN_FLIGHT)),
     )
     .execute(conn)?;
-    Ok(idempotency_keys::table
-        .filter(idempotency_keys::account_id.eq(account_id))
-        .filter(idempotency_keys::key.eq(key))
-        .select(Stored::as_select())
-        .first(conn)
-        .optional()?)
-}
-
-/// Stores an answer (a concurrent duplicate that stored first wins).
-pub fn save(conn: &mut DbConn, stored: &Stored) -> StoreResult<()> {
-    match diesel::insert_into(idempotency_keys::table).values(stored).execute(conn) {
-        Ok(_) => Ok(()),
-        Err(diesel::result::Error::DatabaseError(diesel::result::DatabaseErrorKind::UniqueViolation, _)) => Ok(()),
-        Err(e) => Err(e.into()),
-    }
+    Ok(())
 }
 
 /// Deletes answers stored before `before`; returns how many.

@@ -13,6 +13,8 @@ use axum::response::{IntoResponse, Response};
 use driftwatch_core::{hash_token, hex};
 use sha2::{Digest, Sha256};
 
+use driftwatch_store::idempotency::{self, Claim};
+
 use crate::AppState;
 use crate::error::ApiError;
 
@@ -126,39 +128,47 @@ pub async fn idempotency(State(state): State<AppState>, request: Request, next: 
     };
     let fingerprint = hex(&Sha256::digest(&bytes));
     let key = format!("{} {key}", parts.uri.path());
-    let (account, lookup) = (found.account_id.clone(), key.clone());
+    let account = found.account_id;
     let since = now - chrono::TimeDelta::hours(24);
-    match state.store.write(move |c| driftwatch_store::idempotency::find(c, &account, &lookup, since)).await {
-        Ok(Some(stored)) if stored.fingerprint == fingerprint => {
+    // A claim whose request never finished (a crash, a dropped connection) frees the key after this.
+    let abandoned_before = now - chrono::TimeDelta::minutes(5);
+    let (claim_account, claim_key) = (account.clone(), key.clone());
+    let claim = state
+        .store
+        .write(move |c| idempotency::claim(c, &claim_account, &claim_key, &fingerprint, now, since, abandoned_before))
+        .await;
+    match claim {
+        Ok(Claim::Claimed) => {}
+        Ok(Claim::Replay(stored)) => {
             let mut response =
                 (StatusCode::from_u16(stored.status as u16).unwrap_or(StatusCode::OK), stored.body).into_response();
             response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
             response.headers_mut().insert("idempotent-replayed", HeaderValue::from_static("true"));
             return response;
         }
-        Ok(Some(_)) => {
+        Ok(Claim::InFlight) => {
+            return ApiError::conflict("a request with this Idempotency-Key is still being handled; retry shortly")
+                .into_response();
+        }
+        Ok(Claim::Mismatch) => {
             return ApiError::invalid("Idempotency-Key", "this key was used for a different request").into_response();
         }
-        Ok(None) => {}
         Err(e) => return ApiError::from(e).into_response(),
     }
     let response = next.run(Request::from_parts(parts, Body::from(bytes))).await;
     if !response.status().is_success() {
+        // Not an answer worth replaying: free the key for a retry.
+        if let Err(e) = state.store.write(move |c| idempotency::release(c, &account, &key)).await {
+            tracing::warn!(error = %e, "releasing an idempotency key failed");
+        }
         return response;
     }
     let (parts, body) = response.into_parts();
     let Ok(bytes): Result<Bytes, _> = axum::body::to_bytes(body, MAX_BUFFERED).await else {
         return ApiError::internal(&"response too large to store").into_response();
     };
-    let record = driftwatch_store::idempotency::Stored {
-        account_id: found.account_id,
-        key,
-        fingerprint,
-        status: i32::from(parts.status.as_u16()),
-        body: bytes.to_vec(),
-        created_at: now,
-    };
-    if let Err(e) = state.store.write(move |c| driftwatch_store::idempotency::save(c, &record)).await {
+    let (status, stored) = (i32::from(parts.status.as_u16()), bytes.to_vec());
+    if let Err(e) = state.store.write(move |c| idempotency::complete(c, &account, &key, status, &stored)).await {
         tracing::warn!(error = %e, "storing an idempotent response failed");
     }
     Response::from_parts(parts, Body::from(bytes))

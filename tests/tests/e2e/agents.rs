@@ -1,9 +1,11 @@
 //! What agents rely on: tokens and scopes, the changes feed, stats, request ids.
 
 use axum::http::StatusCode;
-use serde_json::json;
+use std::time::Duration;
 
-use crate::support::{Backend, PageServer, TestApp};
+use serde_json::{Value, json};
+
+use crate::support::{Backend, PageServer, Receiver, TestApp};
 
 pub async fn tokens_are_managed_and_scoped(backend: Backend) {
     let app = TestApp::start(backend).await;
@@ -165,4 +167,46 @@ pub async fn etags_idempotency_and_rate_limits(backend: Backend) {
     assert_eq!(limited.headers()["content-type"], "application/problem+json");
     let other = app.account("other").await;
     assert_eq!(app.get("/watches", &other).await.0, StatusCode::OK, "other tokens have their own budget");
+}
+
+/// Two requests with one `Idempotency-Key` at the same time: the second is told the first is
+/// still running (409) instead of running twice; afterwards the key replays the answer, and a
+/// failed request frees its key for a retry.
+pub async fn a_key_in_flight_is_not_run_twice(backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let token = app.account("acme").await;
+    let receiver = Receiver::start(200).await;
+    let (status, endpoint) = app.post("/endpoints", &token, json!({"url": receiver.url})).await;
+    assert_eq!(status, StatusCode::CREATED, "{endpoint}");
+    let (status, delivery) =
+        app.post(&format!("/endpoints/{}/test", endpoint["id"].as_str().expect("id")), &token, json!({})).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    receiver.wait_for(1).await;
+
+    // A redelivery holds its request until the (slow) receiver answers.
+    receiver.set_delay(Duration::from_secs(2));
+    let path = format!("{}/deliveries/{}/redeliver", app.base, delivery["id"].as_str().expect("id"));
+    let redeliver = || app.http.post(&path).bearer_auth(&token).header("idempotency-key", "once").send();
+    let first = tokio::spawn(redeliver());
+    receiver.wait_for(2).await; // the first is in flight
+    let second = redeliver().await.expect("second");
+    assert_eq!(second.status(), 409, "the same key while the first runs");
+    assert_eq!(second.headers()["content-type"], "application/problem+json");
+    let problem: Value = second.json().await.expect("json");
+    assert!(problem["detail"].as_str().is_some_and(|d| d.contains("Idempotency-Key")), "{problem}");
+    let first = first.await.expect("join").expect("first");
+    assert_eq!(first.status(), 200);
+    let first: Value = first.json().await.expect("json");
+    receiver.set_delay(Duration::ZERO);
+    let third = redeliver().await.expect("third");
+    assert_eq!(third.status(), 200);
+    assert_eq!(third.headers()["idempotent-replayed"], "true");
+    assert_eq!(third.json::<Value>().await.expect("json"), first, "the first answer, replayed");
+    assert_eq!(receiver.received().len(), 2, "one redelivery reached the receiver");
+
+    // A failed request (here 404) stores nothing: the key may be used again.
+    let missing = format!("{}/deliveries/dlv_missing/redeliver", app.base);
+    let retry = || app.http.post(&missing).bearer_auth(&token).header("idempotency-key", "after-404").send();
+    assert_eq!(retry().await.expect("post").status(), 404);
+    assert_eq!(retry().await.expect("post").status(), 404, "not a replay, and not in flight");
 }

@@ -108,3 +108,38 @@ pub fn check(method: &str, path: &str, status: u16, content_type: Option<&str>, 
         validator.iter_errors(&instance).map(|e| format!("{} at {}", e, e.instance_path())).collect();
     assert!(errors.is_empty(), "{what}: the body does not match the documented schema: {errors:#?}\n{instance:#}");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::check;
+
+    #[test]
+    fn a_conforming_answer_passes() {
+        check("GET", "/watches?limit=2", 200, Some("application/json"), r#"{"items": [], "next_cursor": null}"#);
+        check("DELETE", "/watches/wat_1", 204, None, "");
+    }
+
+    #[test]
+    #[should_panic(expected = "does not match the documented schema")]
+    fn a_body_that_breaks_the_schema_fails() {
+        check("GET", "/watches", 200, Some("application/json"), r#"{"items": [{"id": 1}], "next_cursor": null}"#);
+    }
+
+    #[test]
+    #[should_panic(expected = "is not documented")]
+    fn an_undocumented_status_fails() {
+        check("GET", "/stats", 404, Some("application/problem+json"), "{}");
+    }
+
+    #[test]
+    #[should_panic(expected = "content type")]
+    fn an_undocumented_content_type_fails() {
+        check("GET", "/stats", 200, Some("text/html"), "<p>");
+    }
+
+    #[test]
+    #[should_panic(expected = "an undocumented method must be a 405")]
+    fn an_undocumented_method_must_be_405() {
+        check("PUT", "/watches", 200, Some("application/json"), "{}");
+    }
+}

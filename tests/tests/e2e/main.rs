@@ -52,6 +52,7 @@ on_both_backends!(
     agents::the_changes_feed_continues_where_it_left_off,
     agents::requests_carry_an_id,
     agents::etags_idempotency_and_rate_limits,
+    agents::a_key_in_flight_is_not_run_twice,
     openapi::every_documented_operation_is_routed,
     store::concurrent_claims_never_overlap,
     watches::watches_can_be_updated_paused_and_deleted,

@@ -33,6 +33,14 @@ fn the_document_is_valid_openapi_3_1() {
         .expect("the OAS 3.1 schema compiles");
     let errors: Vec<String> = validator.iter_errors(doc).map(|e| format!("{e} at {}", e.instance_path())).collect();
     assert!(errors.is_empty(), "the document is not valid OpenAPI 3.1: {errors:#?}");
+    // The check can fail: a document without `info`, or with a response lacking its
+    // description, is refused.
+    let mut broken = doc.clone();
+    broken.as_object_mut().expect("object").remove("info");
+    assert!(!validator.is_valid(&broken), "a document without info is invalid");
+    let mut broken = doc.clone();
+    broken["paths"]["/watches"]["get"]["responses"]["200"].as_object_mut().expect("response").remove("description");
+    assert!(!validator.is_valid(&broken), "a response needs a description");
 
     // Every schema is a valid JSON Schema 2020-12 (the OAS schema leaves them unchecked).
     for (name, schema) in doc["components"]["schemas"].as_object().expect("schemas") {

@@ -24,7 +24,7 @@ use crate::views::{self, List};
 #[serde(deny_unknown_fields)]
 pub struct CreateEndpoint {
     /// Where to send: an `http` or `https` URL (a Slack incoming-webhook URL for `slack`).
-    #[schema(pattern = "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#\\s]+", min_length = 1, max_length = 2048)]
+    #[schema(pattern = "^\\s*[Hh][Tt][Tt][Pp][Ss]?://[^/?#\\s]+([/?#][\\s\\S]*)?$", min_length = 1, max_length = 2048)]
     url: String,
     /// A note for people.
     #[schema(max_length = 500)]
@@ -32,7 +32,7 @@ pub struct CreateEndpoint {
     /// `webhook` (default, signed Standard Webhooks) or `slack`.
     kind: Option<EndpointKind>,
     /// Delays between attempts, e.g. `30s,5m,1h` (at most 20, each at most 7 days); the global one when left out.
-    #[schema(pattern = "^\\s*$|^\\s*[0-9]+\\s*(ms|s|m|h|d)?\\s*(,\\s*[0-9]+\\s*(ms|s|m|h|d)?\\s*)*$")]
+    #[schema(pattern = "^\\s*([0-9]{1,9}\\s*(ms|s|m|h|d)?\\s*(,\\s*[0-9]{1,9}\\s*(ms|s|m|h|d)?\\s*){0,19})?$")]
     retry_schedule: Option<String>,
     /// Attempts before a delivery is dead.
     #[schema(minimum = 1, maximum = 50)]
@@ -70,14 +70,14 @@ fn valid_schedule(schedule: Option<&str>) -> Result<Option<String>, ApiError> {
 #[serde(deny_unknown_fields)]
 pub struct UpdateEndpoint {
     /// A new URL.
-    #[schema(pattern = "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#\\s]+", min_length = 1, max_length = 2048)]
+    #[schema(pattern = "^\\s*[Hh][Tt][Tt][Pp][Ss]?://[^/?#\\s]+([/?#][\\s\\S]*)?$", min_length = 1, max_length = 2048)]
     url: Option<String>,
     /// A new description.
     #[schema(max_length = 500)]
     description: Option<String>,
     /// A new retry schedule, or `null` for the global one.
     #[serde(default, deserialize_with = "crate::extract::present")]
-    #[schema(pattern = "^\\s*$|^\\s*[0-9]+\\s*(ms|s|m|h|d)?\\s*(,\\s*[0-9]+\\s*(ms|s|m|h|d)?\\s*)*$")]
+    #[schema(pattern = "^\\s*([0-9]{1,9}\\s*(ms|s|m|h|d)?\\s*(,\\s*[0-9]{1,9}\\s*(ms|s|m|h|d)?\\s*){0,19})?$")]
     retry_schedule: Option<Option<String>>,
     /// A new attempt budget, or `null` for the global one.
     #[serde(default, deserialize_with = "crate::extract::present")]

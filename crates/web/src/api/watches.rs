@@ -24,7 +24,7 @@ use crate::views::{self, List};
 #[serde(deny_unknown_fields)]
 pub struct CreateWatch {
     /// The page: an `http` or `https` URL (private addresses are refused unless the server allows them).
-    #[schema(pattern = "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#\\s]+", min_length = 1, max_length = 2048)]
+    #[schema(pattern = "^\\s*[Hh][Tt][Tt][Pp][Ss]?://[^/?#\\s]+([/?#][\\s\\S]*)?$", min_length = 1, max_length = 2048)]
     url: String,
     /// A name; the URL when left out.
     #[schema(max_length = 200)]
@@ -50,10 +50,10 @@ pub struct CreateWatch {
 #[serde(deny_unknown_fields)]
 pub struct UpdateWatch {
     /// A new page; starts a new baseline.
-    #[schema(pattern = "^[Hh][Tt][Tt][Pp][Ss]?://[^/?#\\s]+", min_length = 1, max_length = 2048)]
+    #[schema(pattern = "^\\s*[Hh][Tt][Tt][Pp][Ss]?://[^/?#\\s]+([/?#][\\s\\S]*)?$", min_length = 1, max_length = 2048)]
     url: Option<String>,
     /// A new name.
-    #[schema(pattern = "\\S", max_length = 200)]
+    #[schema(min_length = 1, max_length = 200)]
     name: Option<String>,
     /// A new selector, or `null` for the whole page; starts a new baseline.
     #[serde(default, deserialize_with = "crate::extract::present")]
