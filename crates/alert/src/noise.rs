@@ -24,9 +24,7 @@ enum Needle {
 impl Needle {
     fn parse(field: String, spec: &str) -> Result<Needle, NoiseError> {
         match spec.strip_prefix('/').and_then(|s| s.strip_suffix('/')) {
-            Some(pattern) if !pattern.is_empty() => regex::RegexBuilder::new(pattern)
-                .size_limit(1 << 20)
-                .build()
+            Some(pattern) if !pattern.is_empty() => driftwatch_core::compiled_regex(pattern)
                 .map(Needle::Pattern)
                 .map_err(|e| NoiseError { field, message: format!("invalid regex: {e}") }),
             _ if spec.trim().is_empty() => Err(NoiseError { field, message: "must not be empty".into() }),

@@ -1,11 +1,13 @@
-//! Extraction throughput on a ~20 KB product page, whole page and through a selector.
+//! Extraction throughput on a ~20 KB product page, whole page and through a selector; line
+//! rules (compiled as a check compiles them, then applied).
 //! Run with `cargo bench -p driftwatch-scrape`.
 #![allow(missing_docs)]
 
 use std::hint::black_box;
 use std::time::Instant;
 
-use driftwatch_scrape::{Page, extract};
+use driftwatch_core::TextRules;
+use driftwatch_scrape::{Page, Rules, extract};
 
 fn page() -> Page {
     let mut html =
@@ -47,5 +49,18 @@ fn main() {
     });
     measure("extract with .price (200 hits)", 300, || {
         black_box(extract(black_box(&page), Some(".price")).ok());
+    });
+    let spec = TextRules {
+        ignore_lines: vec!["(?i)^(home|menu)$".into(), r"(?i)\bsponsored\b".into()],
+        masks: ["dates", "times", "numbers", "uuids", "hex_ids"].map(String::from).to_vec(),
+        ..TextRules::default()
+    };
+    let text = extract(&page, None).unwrap_or_default();
+    measure("rules: compile (5 masks, 2 ignores)", 300, || {
+        black_box(Rules::new(black_box(&spec)).ok());
+    });
+    let rules = Rules::new(&spec).expect("rules");
+    measure("rules: apply to the page's text", 300, || {
+        black_box(rules.apply(black_box(&text)));
     });
 }

@@ -38,10 +38,7 @@ pub struct Rules {
 }
 
 fn compile(field: String, pattern: &str) -> Result<Regex, RuleError> {
-    regex::RegexBuilder::new(pattern)
-        .size_limit(1 << 20)
-        .build()
-        .map_err(|e| RuleError { field, message: format!("invalid regex: {e}") })
+    driftwatch_core::compiled_regex(pattern).map_err(|e| RuleError { field, message: format!("invalid regex: {e}") })
 }
 
 impl Rules {
