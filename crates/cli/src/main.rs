@@ -242,7 +242,7 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Verify { secret, headers, tolerance } => verify(&secret, &headers, tolerance),
         Command::Openapi => {
-            println!("{:#}", driftwatch_web::openapi());
+            print_out(&format!("{:#}", driftwatch_web::openapi()));
             Ok(())
         }
         Command::Import { account, file, settings } => import(&account, &file, &settings).await,
@@ -269,6 +269,13 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// Prints a document to standard output; a reader that stops early (`| head`) is not an error.
+fn print_out(text: &str) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{text}").and_then(|()| out.flush());
 }
 
 async fn run_until_signal(settings: &Settings, roles: Roles) -> anyhow::Result<()> {
@@ -347,7 +354,7 @@ async fn export(account: &str, settings: &Settings) -> anyhow::Result<()> {
         after = Some(last.id.clone());
         all.extend(rows.iter().map(driftwatch::import::from_watch));
     }
-    println!("{}", serde_json::to_string_pretty(&all)?);
+    print_out(&serde_json::to_string_pretty(&all)?);
     Ok(())
 }
 

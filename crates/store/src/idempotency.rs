@@ -12,7 +12,7 @@ use crate::{DbConn, StoreResult};
 pub struct Stored {
     /// The account that sent it.
     pub account_id: String,
-    /// The client's key.
+    /// The client's key with the request path, hashed (fixed length for the primary key).
     pub key: String,
     /// Hash of the request body: the same key with another request is refused.
     pub fingerprint: String,
@@ -40,8 +40,8 @@ pub enum Claim {
     Mismatch,
 }
 
-/// Claims the account's `key` for a request whose body hashes to `fingerprint`, or says why
-/// not. Answers stored before `since`, and claims made before `abandoned_before` whose request
+/// Claims the account's `key` for a request whose body hashes to `fingerprint`, at `now` (the
+/// claim's version, for [`complete`] and [`release`]), or says why not. Answers stored before `since`, and claims made before `abandoned_before` whose request
 /// never finished (a crash, a dropped connection), free the key. The primary key decides races:
 /// of two concurrent first uses, one claims and the other is told `InFlight`.
 pub fn claim(
@@ -87,26 +87,35 @@ pub fn claim(
     })
 }
 
-/// Stores the answer to a claimed key.
-pub fn complete(conn: &mut DbConn, account_id: &str, key: &str, status: i32, body: &[u8]) -> StoreResult<()> {
+/// Stores the answer to the key claimed at `claimed_at` (a claim taken over since is left alone).
+pub fn complete(
+    conn: &mut DbConn,
+    account_id: &str,
+    key: &str,
+    claimed_at: NaiveDateTime,
+    status: i32,
+    body: &[u8],
+) -> StoreResult<()> {
     diesel::update(
         idempotency_keys::table
             .filter(idempotency_keys::account_id.eq(account_id))
             .filter(idempotency_keys::key.eq(key))
-            .filter(idempotency_keys::status.eq(IN_FLIGHT)),
+            .filter(idempotency_keys::status.eq(IN_FLIGHT))
+            .filter(idempotency_keys::created_at.eq(claimed_at)),
     )
     .set((idempotency_keys::status.eq(status), idempotency_keys::body.eq(body)))
     .execute(conn)?;
     Ok(())
 }
 
-/// Frees a claimed key whose request failed, so that it may be retried.
-pub fn release(conn: &mut DbConn, account_id: &str, key: &str) -> StoreResult<()> {
+/// Frees the key claimed at `claimed_at`, whose request failed, so that it may be retried.
+pub fn release(conn: &mut DbConn, account_id: &str, key: &str, claimed_at: NaiveDateTime) -> StoreResult<()> {
     diesel::delete(
         idempotency_keys::table
             .filter(idempotency_keys::account_id.eq(account_id))
             .filter(idempotency_keys::key.eq(key))
-            .filter(idempotency_keys::status.eq(IN_FLIGHT)),
+            .filter(idempotency_keys::status.eq(IN_FLIGHT))
+            .filter(idempotency_keys::created_at.eq(claimed_at)),
     )
     .execute(conn)?;
     Ok(())

@@ -105,7 +105,8 @@ pub fn router(state: AppState) -> Router {
                 })
                 .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::idempotency))
                 .layer(axum::middleware::from_fn(middleware::etag))
-                .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::rate_limit)),
+                .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::rate_limit))
+                .layer(axum::middleware::from_fn(middleware::no_nul)),
         )
         .fallback(|| async { ApiError::not_found("no such route") })
         .layer(PropagateRequestIdLayer::x_request_id())

@@ -143,6 +143,32 @@ pub async fn etags_idempotency_and_rate_limits(backend: Backend) {
     assert_eq!(endpoint("k-1").await.expect("create").status(), 201);
     assert_eq!(endpoint("k-1").await.expect("create").headers()["idempotent-replayed"], "true");
     assert_eq!(app.ok("/endpoints", &token).await["items"].as_array().map(Vec::len), Some(1));
+    // A replayed token creation does not show the token again: its plaintext is kept nowhere.
+    let new_token = || {
+        app.http
+            .post(format!("{}/tokens", app.base))
+            .bearer_auth(&token)
+            .header("idempotency-key", "k-1")
+            .json(&json!({"name": "reader", "scopes": ["read"]}))
+            .send()
+    };
+    let created: serde_json::Value = new_token().await.expect("create").json().await.expect("json");
+    let reader = created["token"].as_str().expect("shown at creation").to_owned();
+    let replayed = new_token().await.expect("create");
+    assert_eq!(replayed.headers()["idempotent-replayed"], "true");
+    let replayed: serde_json::Value = replayed.json().await.expect("json");
+    assert_eq!((&replayed["id"], replayed.get("token")), (&created["id"], None), "{replayed}");
+    // A read-only token gets no replay of a write's answer, only its 403.
+    let as_reader = app
+        .http
+        .post(format!("{}/endpoints", app.base))
+        .bearer_auth(&reader)
+        .header("idempotency-key", "k-1")
+        .json(&json!({"url": "https://example.com/hook"}))
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(as_reader.status(), 403);
 
     // ETags: an unchanged resource answers 304 to If-None-Match.
     let path = format!("{}/watches/{}", app.base, first["id"].as_str().expect("id"));

@@ -81,7 +81,18 @@ pub async fn bad_input_answers_problem_json(backend: Backend) {
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(problem["errors"][0]["field"], "status");
     assert_eq!(app.get("/watches?limit=0", &token).await.0, StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!(app.get("/watches?limit=many", &token).await.0, StatusCode::BAD_REQUEST);
+    let (status, problem) = app.get("/watches?limit=many", &token).await;
+    assert_eq!((status, &problem["errors"][0]["field"]), (StatusCode::UNPROCESSABLE_ENTITY, &json!("limit")));
+    let (status, problem) = app.get("/watches?colour=red", &token).await;
+    assert_eq!((status, &problem["errors"][0]["field"]), (StatusCode::UNPROCESSABLE_ENTITY, &json!("colour")));
+    // NUL characters (which PostgreSQL cannot hold) are refused in paths, queries and bodies.
+    assert_eq!(app.get("/watches/wat_%00", &token).await.0, StatusCode::BAD_REQUEST);
+    assert_eq!(app.get("/events?watch_id=%00", &token).await.0, StatusCode::BAD_REQUEST);
+    let (status, problem) =
+        app.post("/watches", &token, json!({"url": "https://example.com/", "name": "a\u{0}b"})).await;
+    assert_eq!((status, &problem["errors"][0]["field"]), (StatusCode::UNPROCESSABLE_ENTITY, &json!("name")));
+    // A path that is not UTF-8 is a problem too, not axum's plain text.
+    assert_eq!(app.get("/watches/%FF", &token).await.0, StatusCode::BAD_REQUEST);
     assert_eq!(app.get("/nowhere", &token).await.0, StatusCode::NOT_FOUND);
     assert_eq!(app.get("/deliveries/dlv_missing", &token).await.0, StatusCode::NOT_FOUND);
     assert_eq!(app.ok("/watches", &token).await["items"], json!([]), "nothing was created by bad input");

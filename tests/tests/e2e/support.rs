@@ -135,6 +135,7 @@ impl TestApp {
         let problem = content_type.as_deref().is_some_and(|v| v.starts_with("application/problem+json"));
         let text = response.text().await.expect("body");
         crate::conformance::check(&verb, path, status.as_u16(), content_type.as_deref(), &text);
+        assert!(!status.is_server_error(), "{verb} {path} -> {status}: {text}");
         let value: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
         if !status.is_success() {
             assert!(problem, "an error must be application/problem+json: {status} {value}");

@@ -137,7 +137,8 @@ pub async fn snapshots_and_diffs_are_readable(backend: Backend) {
     let other = app.account("other").await;
     assert_eq!(app.get(&format!("/snapshots/{newest}"), &other).await.0, StatusCode::NOT_FOUND);
     assert_eq!(app.get(&format!("/watches/{id}/diff?from=snp_nope"), &token).await.0, StatusCode::NOT_FOUND);
-    assert_eq!(app.get(&format!("/watches/{id}/diff?format=pdf"), &token).await.0, StatusCode::UNPROCESSABLE_ENTITY);
+    let (status, problem) = app.get(&format!("/watches/{id}/diff?format=pdf"), &token).await;
+    assert_eq!((status, &problem["errors"][0]["field"]), (StatusCode::UNPROCESSABLE_ENTITY, &json!("format")));
 }
 
 pub async fn failing_checks_raise_failed_then_recovered(backend: Backend) {

@@ -1,6 +1,6 @@
 //! `/deliveries` and `/dlq`: the outbox, every attempt, redelivery.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use chrono::{DateTime, NaiveDateTime};
 use driftwatch_core::DeliveryStatus;
 use driftwatch_delivery::RedeliverError;
@@ -12,7 +12,7 @@ use super::{PageParams, page_of};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::extract::Query;
+use crate::extract::{Path, Query};
 use crate::views::{self, List};
 
 /// Query of `GET /deliveries`.

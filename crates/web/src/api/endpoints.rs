@@ -1,6 +1,6 @@
 //! `/endpoints`: where events are delivered, their health, secrets and recoveries.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, TimeDelta, Utc};
 use driftwatch_alert::{EndpointRef, endpoint_payload, slack_message};
@@ -16,7 +16,7 @@ use super::{PageParams, page_of};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::extract::{Json, Query};
+use crate::extract::{Json, Path, Query};
 use crate::views::{self, List};
 
 /// Body of `POST /endpoints`.
@@ -173,10 +173,11 @@ pub async fn create(
     Json(body): Json<CreateEndpoint>,
 ) -> Result<(StatusCode, axum::Json<views::Endpoint>), ApiError> {
     let url = valid_target(&state, "url", &body.url)?;
-    let description = body.description.unwrap_or_default().trim().to_owned();
+    let description = body.description.unwrap_or_default();
     if description.chars().count() > 500 {
         return Err(ApiError::invalid("description", "longer than 500 characters"));
     }
+    let description = description.trim().to_owned();
     let retry_schedule = valid_schedule(body.retry_schedule.as_deref())?;
     let now = state.clock.now().naive_utc();
     let endpoint = driftwatch_store::Endpoint {

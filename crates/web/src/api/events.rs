@@ -1,6 +1,6 @@
 //! `/events`: what happened to the account's watches.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use driftwatch_store::checks;
 use serde::Deserialize;
 
@@ -8,7 +8,7 @@ use super::{PageParams, page_of};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::extract::Query;
+use crate::extract::{Path, Query};
 use crate::views::{self, List};
 
 /// Query of `GET /events`.

@@ -99,6 +99,9 @@ fn add_conventions(doc: &mut Value) {
             )
         });
     }
+    if let Some(Value::Object(schemas)) = doc.pointer_mut("/components/schemas") {
+        complete_views(schemas);
+    }
     let Some(Value::Object(paths)) = doc.get_mut("paths") else { return };
     for (path, item) in paths.iter_mut() {
         let Value::Object(item) = item else { continue };
@@ -106,6 +109,75 @@ fn add_conventions(doc: &mut Value) {
             if let Value::Object(operation) = operation {
                 add_operation_conventions(path, method, operation);
             }
+        }
+    }
+}
+
+/// Answers that always carry every field (`null` when empty), except these, which are left out
+/// when they do not apply (and are never `null`).
+const VIEWS: &[&str] = &[
+    "Watch",
+    "Run",
+    "Event",
+    "Endpoint",
+    "EndpointHealth",
+    "Recovery",
+    "Delivery",
+    "Attempt",
+    "Snapshot",
+    "Token",
+    "Stats",
+    "WatchCounts",
+    "EndpointCounts",
+    "Problem",
+    "FieldError",
+    "TextChange",
+    "Hunk",
+    "HunkLine",
+    "WordSegment",
+];
+const LEFT_OUT_WHEN_EMPTY: &[(&str, &str)] = &[
+    ("Endpoint", "secret"),
+    ("Delivery", "attempt_log"),
+    ("Delivery", "last_attempt"),
+    ("Snapshot", "content"),
+    ("Token", "token"),
+    ("HunkLine", "words"),
+    ("Problem", "errors"),
+];
+
+/// utoipa marks every `Option` field of an answer optional and nullable; the views say more:
+/// all their fields are always present, and the few that are left out are never `null`.
+fn complete_views(schemas: &mut Map<String, Value>) {
+    for (name, schema) in schemas.iter_mut() {
+        let is_list = name.starts_with("List_");
+        if !is_list && !VIEWS.contains(&name.as_str()) {
+            continue;
+        }
+        let Some(Value::Object(properties)) = schema.get_mut("properties") else { continue };
+        let mut required = Vec::new();
+        for (field, property) in properties.iter_mut() {
+            if LEFT_OUT_WHEN_EMPTY.contains(&(name.as_str(), field.as_str())) {
+                not_null(property);
+            } else {
+                required.push(Value::String(field.clone()));
+            }
+        }
+        schema["required"] = Value::Array(required);
+    }
+}
+
+/// Drops `null` from a property's types.
+fn not_null(property: &mut Value) {
+    if let Some(Value::Array(types)) = property.get_mut("type") {
+        types.retain(|t| t != "null");
+        if types.len() == 1 {
+            property["type"] = types[0].clone();
+        }
+    } else if let Some(Value::Array(choices)) = property.get("oneOf") {
+        let rest: Vec<Value> = choices.iter().filter(|c| c.get("type").is_none_or(|t| t != "null")).cloned().collect();
+        if rest.len() == 1 {
+            *property = rest[0].clone();
         }
     }
 }
@@ -125,6 +197,21 @@ fn add_operation_conventions(path: &str, method: &str, operation: &mut Map<Strin
         parameters.as_array().is_some_and(|ps| ps.iter().any(|p| p.get("in").and_then(Value::as_str) == Some("query")));
     let is_get = method == "get";
     if let Value::Array(parameters) = parameters {
+        // No id or filter holds a NUL character; the server refuses one in a path or query (400).
+        for parameter in parameters.iter_mut() {
+            if let Some(Value::Object(schema)) = parameter.get_mut("schema") {
+                let is_string = schema
+                    .get("type")
+                    .is_some_and(|t| t == "string" || t.as_array().is_some_and(|a| a.contains(&json!("string"))));
+                if is_string
+                    && !schema.contains_key("pattern")
+                    && !schema.contains_key("enum")
+                    && !schema.contains_key("format")
+                {
+                    schema.insert("pattern".into(), json!("^[^\\u0000]*$"));
+                }
+            }
+        }
         if is_get {
             parameters.push(json!({
                 "name": "If-None-Match", "in": "header", "required": false,
@@ -135,8 +222,10 @@ fn add_operation_conventions(path: &str, method: &str, operation: &mut Map<Strin
         if method == "post" {
             parameters.push(json!({
                 "name": "Idempotency-Key", "in": "header", "required": false,
-                "description": "Repeating a key within 24 hours replays the first answer and does nothing \
-                                again; the same key with a different request is a 422.",
+                "description": "Repeating a key on this path within 24 hours replays the first successful \
+                                answer (`idempotent-replayed: true`) and does nothing again; the same key with \
+                                a different body is a 422, and a repeat while the first request still runs a \
+                                409. A failed request frees its key. Keys are scoped to the account and path.",
                 "schema": {"type": "string", "minLength": 1, "maxLength": 255}
             }));
         }
@@ -158,9 +247,11 @@ fn add_operation_conventions(path: &str, method: &str, operation: &mut Map<Strin
             .entry("304")
             .or_insert_with(|| json!({"description": "Not modified: the `If-None-Match` tag still matches."}));
     }
-    let mut statuses = Vec::new();
+    // Any request may be unreadable (a NUL in its path or query, a path that is not UTF-8) and
+    // any request with a token counts against its rate limit.
+    let mut statuses = vec!["400", "429"];
     if !public {
-        statuses.extend(["401", "429"]);
+        statuses.push("401");
     }
     if !is_get && !public {
         statuses.extend(["403", "409"]);
@@ -172,7 +263,8 @@ fn add_operation_conventions(path: &str, method: &str, operation: &mut Map<Strin
         statuses.extend(["400", "422"]);
     }
     if method == "post" {
-        statuses.push("422"); // a malformed or reused Idempotency-Key
+        // A malformed or reused Idempotency-Key; a body too large to keep for replays.
+        statuses.extend(["413", "422"]);
     }
     if has_body {
         statuses.extend(["413", "415"]);
@@ -182,5 +274,29 @@ fn add_operation_conventions(path: &str, method: &str, operation: &mut Map<Strin
     }
     for status in statuses {
         responses.entry(status).or_insert_with(|| problem(status));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_schemas_say_what_the_server_checks() {
+        let doc = document();
+        for schema in ["CreateWatch", "UpdateWatch", "CreateEndpoint", "UpdateEndpoint"] {
+            let pattern = &doc["components"]["schemas"][schema]["properties"]["url"]["pattern"];
+            assert_eq!(pattern, super::super::watches::URL_PATTERN, "{schema}.url");
+        }
+    }
+
+    #[test]
+    fn views_list_every_field_as_required_but_those_left_out() {
+        let doc = document();
+        let watch = &doc["components"]["schemas"]["Watch"];
+        assert!(watch["required"].as_array().is_some_and(|r| r.contains(&json!("last_run_at"))));
+        let endpoint = &doc["components"]["schemas"]["Endpoint"];
+        assert!(endpoint["required"].as_array().is_some_and(|r| !r.contains(&json!("secret"))));
+        assert_eq!(endpoint["properties"]["secret"]["type"], "string", "left out, never null");
     }
 }

@@ -1,6 +1,6 @@
 //! `/tokens`: an account's API tokens, managed with a `write` token.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use driftwatch_store::accounts;
 use serde::Deserialize;
@@ -9,7 +9,7 @@ use super::{PageParams, page_of};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::extract::{Json, Query};
+use crate::extract::{Json, Path, Query};
 use crate::views::{self, List};
 
 /// Body of `POST /tokens`.
@@ -50,7 +50,7 @@ pub async fn create(
     Json(body): Json<CreateToken>,
 ) -> Result<(StatusCode, axum::Json<views::Token>), ApiError> {
     let name = body.name.trim().to_owned();
-    if name.is_empty() || name.chars().count() > 100 {
+    if name.is_empty() || body.name.chars().count() > 100 {
         return Err(ApiError::invalid("name", "must be 1 to 100 characters"));
     }
     let mut scopes = body.scopes.unwrap_or_else(|| vec!["read".into(), "write".into()]);

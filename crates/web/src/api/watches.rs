@@ -1,7 +1,7 @@
 //! `/watches`: create, read, list, update, delete, pause, resume, check now, runs, snapshots and
 //! diffs.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use chrono::NaiveDateTime;
@@ -16,7 +16,7 @@ use super::{PageParams, page_of};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::extract::{Json, Query};
+use crate::extract::{Json, Path, Query};
 use crate::views::{self, List};
 
 /// Body of `POST /watches`.
@@ -76,10 +76,18 @@ const MAX_NAME: usize = 200;
 const MAX_URL: usize = 2048;
 const MAX_INTERVAL: i64 = 366 * 86_400;
 
+/// What a target URL looks like; the schemas of `url` fields say the same (a test holds them
+/// together), so the server accepts exactly what the document describes.
+pub(crate) const URL_PATTERN: &str = r"^\s*[Hh][Tt][Tt][Pp][Ss]?://[^/?#\s]+([/?#][\s\S]*)?$";
+
 /// Validates a URL that the server will request on the caller's behalf.
 pub(super) fn valid_target(state: &AppState, field: &str, raw: &str) -> Result<String, ApiError> {
-    if raw.len() > MAX_URL {
+    if raw.chars().count() > MAX_URL {
         return Err(ApiError::invalid(field, format!("longer than {MAX_URL} characters")));
+    }
+    let shape = driftwatch_core::compiled_regex(URL_PATTERN).map_err(|e| ApiError::internal(&e))?;
+    if !shape.is_match(raw) {
+        return Err(ApiError::invalid(field, "must be an http:// or https:// URL with a host"));
     }
     let url = url::Url::parse(raw.trim()).map_err(|e| ApiError::invalid(field, format!("not a valid URL: {e}")))?;
     driftwatch_net::check_url(&url, state.policy).map_err(|e| ApiError::invalid(field, e.to_string()))?;
@@ -87,12 +95,12 @@ pub(super) fn valid_target(state: &AppState, field: &str, raw: &str) -> Result<S
 }
 
 fn valid_name(name: &str) -> Result<String, ApiError> {
+    if name.chars().count() > MAX_NAME {
+        return Err(ApiError::invalid("name", format!("longer than {MAX_NAME} characters")));
+    }
     let name = name.trim();
     if name.is_empty() {
         return Err(ApiError::invalid("name", "must not be empty"));
-    }
-    if name.chars().count() > MAX_NAME {
-        return Err(ApiError::invalid("name", format!("longer than {MAX_NAME} characters")));
     }
     Ok(name.to_owned())
 }
@@ -198,8 +206,11 @@ pub async fn create(
     Json(body): Json<CreateWatch>,
 ) -> Result<(StatusCode, axum::Json<views::Watch>), ApiError> {
     let url = valid_target(&state, "url", &body.url)?;
-    let name = match body.name.as_deref().map(str::trim).filter(|n| !n.is_empty()) {
+    let name = match body.name.as_deref().filter(|n| !n.trim().is_empty()) {
         Some(name) => valid_name(name)?,
+        None if body.name.as_ref().is_some_and(|n| n.chars().count() > MAX_NAME) => {
+            return Err(ApiError::invalid("name", format!("longer than {MAX_NAME} characters")));
+        }
         None => url.chars().take(MAX_NAME).collect(),
     };
     let selector = valid_selector(body.selector)?;
@@ -519,8 +530,18 @@ pub struct DiffParams {
     /// The newer snapshot (default: the newest).
     to: Option<String>,
     /// `json` (default) or `unified`.
-    #[param(pattern = "^(json|unified)$")]
-    format: Option<String>,
+    #[param(inline)]
+    format: Option<DiffFormat>,
+}
+
+/// How a diff is answered.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DiffFormat {
+    /// Stats, hunks and the unified text as JSON.
+    Json,
+    /// The unified text alone (`text/x-diff`).
+    Unified,
 }
 
 /// The diff between two snapshots of the watch (by default the two newest): JSON with stats and
@@ -539,11 +560,7 @@ pub async fn diff(
     Path(id): Path<String>,
     Query(params): Query<DiffParams>,
 ) -> Result<Response, ApiError> {
-    let unified = match params.format.as_deref() {
-        None | Some("json") => false,
-        Some("unified") => true,
-        Some(_) => return Err(ApiError::invalid("format", "must be `json` or `unified`")),
-    };
+    let unified = matches!(params.format, Some(DiffFormat::Unified));
     let watch = find(&state, &caller, &id).await?;
     let account = caller.account_id.clone();
     let (from, to) = state
