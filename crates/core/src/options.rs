@@ -22,7 +22,8 @@ pub struct WatchOptions {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct FetchSpec {
-    /// `GET` (default), `POST`, `PUT` or `PATCH`.
+    /// `GET` (default), `POST`, `PUT` or `PATCH` (any case).
+    #[schema(pattern = "^([Gg][Ee][Tt]|[Pp][Oo][Ss][Tt]|[Pp][Uu][Tt]|[Pp][Aa][Tt][Cc][Hh])$")]
     pub method: Option<String>,
     /// Extra request headers.
     pub headers: std::collections::BTreeMap<String, String>,
@@ -32,7 +33,8 @@ pub struct FetchSpec {
     pub cookies: std::collections::BTreeMap<String, String>,
     /// A `User-Agent` instead of driftwatch's own.
     pub user_agent: Option<String>,
-    /// Request timeout in seconds, instead of the global one.
+    /// Request timeout in seconds (1-300), instead of the global one.
+    #[schema(minimum = 1, maximum = 300)]
     pub timeout_seconds: Option<u32>,
 }
 
@@ -83,9 +85,11 @@ pub struct NoiseRules {
     /// At least this many changed lines (added + removed).
     pub min_changed_lines: Option<u32>,
     /// At least this share of words changed, in percent (0-100).
+    #[schema(minimum = 0, maximum = 100)]
     pub min_change_percent: Option<f64>,
     /// No alert when the page returns to one of its last N distinct states (flapping pages).
     pub known_states: Option<u32>,
     /// Fetch again this many seconds (1-60) after a change and alert only if it holds.
+    #[schema(minimum = 1, maximum = 60)]
     pub confirm_after_seconds: Option<u32>,
 }

@@ -60,7 +60,21 @@ fn validator(key: &str, schema: &Value) -> Arc<jsonschema::Validator> {
         return v.clone();
     }
     // The schema's `#/components/...` references resolve against a root holding the components.
-    let root = json!({"allOf": [schema], "components": document()["components"]});
+    // Answers are held to their documented fields: an extra one (a leaked secret, a renamed
+    // field) fails here, though the published document leaves objects open for new fields.
+    let mut components = document()["components"].clone();
+    if let Some(Value::Object(schemas)) = components.get_mut("schemas") {
+        for (name, schema) in schemas.iter_mut() {
+            // `TextChange` is one part of `Diff`'s `allOf`; closing it would refuse the other part.
+            if name != "TextChange"
+                && schema.get("properties").is_some()
+                && schema.get("additionalProperties").is_none()
+            {
+                schema["additionalProperties"] = json!(false);
+            }
+        }
+    }
+    let root = json!({"allOf": [schema], "components": components});
     let compiled = jsonschema::options()
         .with_draft(jsonschema::Draft::Draft202012)
         .should_validate_formats(true)
@@ -123,6 +137,20 @@ mod tests {
     #[should_panic(expected = "does not match the documented schema")]
     fn a_body_that_breaks_the_schema_fails() {
         check("GET", "/watches", 200, Some("application/json"), r#"{"items": [{"id": 1}], "next_cursor": null}"#);
+    }
+
+    #[test]
+    #[should_panic(expected = "does not match the documented schema")]
+    fn an_extra_field_fails() {
+        let token = r#"{"id": "tok_1", "name": "n", "prefix": "dwt_ab", "scopes": ["read"], "created_at": "2026-12-02T00:00:00Z",
+            "last_used_at": null, "revoked_at": null, "token_hash": "leaked"}"#;
+        check(
+            "GET",
+            "/tokens",
+            200,
+            Some("application/json"),
+            &format!(r#"{{"items": [{token}], "next_cursor": null}}"#),
+        );
     }
 
     #[test]

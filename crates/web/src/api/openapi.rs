@@ -149,6 +149,15 @@ const LEFT_OUT_WHEN_EMPTY: &[(&str, &str)] = &[
 /// utoipa marks every `Option` field of an answer optional and nullable; the views say more:
 /// all their fields are always present, and the few that are left out are never `null`.
 fn complete_views(schemas: &mut Map<String, Value>) {
+    // utoipa inlines a generic's argument: `List_Watch.items` should point at `Watch` instead.
+    let names: Vec<String> = schemas.keys().cloned().collect();
+    for (name, schema) in schemas.iter_mut() {
+        if let Some(item) = name.strip_prefix("List_").filter(|item| names.iter().any(|n| n == item)) {
+            if let Some(items) = schema.pointer_mut("/properties/items/items") {
+                *items = json!({"$ref": format!("#/components/schemas/{item}")});
+            }
+        }
+    }
     for (name, schema) in schemas.iter_mut() {
         let is_list = name.starts_with("List_");
         if !is_list && !VIEWS.contains(&name.as_str()) {
