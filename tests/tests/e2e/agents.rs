@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::{Backend, PageServer, Receiver, TestApp};
+use crate::support::{Backend, PageServer, Receiver, SendChecked, TestApp};
 
 pub async fn tokens_are_managed_and_scoped(backend: Backend) {
     let app = TestApp::start(backend).await;
@@ -99,11 +99,11 @@ pub async fn requests_carry_an_id(backend: Backend) {
         .get(format!("{}/watches", app.base))
         .bearer_auth(&token)
         .header("x-request-id", "agent-42")
-        .send()
+        .send_checked()
         .await
         .expect("request");
     assert_eq!(echoed.headers()["x-request-id"], "agent-42");
-    let made = app.http.get(format!("{}/watches", app.base)).bearer_auth(&token).send().await.expect("request");
+    let made = app.http.get(format!("{}/watches", app.base)).bearer_auth(&token).send_checked().await.expect("request");
     assert!(made.headers()["x-request-id"].to_str().is_ok_and(|id| id.starts_with("req_")));
 }
 
@@ -118,7 +118,7 @@ pub async fn etags_idempotency_and_rate_limits(backend: Backend) {
             .bearer_auth(&token)
             .header("idempotency-key", key)
             .json(&json!({"url": url, "interval_seconds": 3600, "paused": true}))
-            .send()
+            .send_checked()
     };
     let first = create("k-1", "https://example.com/a").await.expect("create");
     assert_eq!(first.status(), 201);
@@ -138,7 +138,7 @@ pub async fn etags_idempotency_and_rate_limits(backend: Backend) {
             .bearer_auth(&token)
             .header("idempotency-key", key)
             .json(&json!({"url": "https://example.com/hook"}))
-            .send()
+            .send_checked()
     };
     assert_eq!(endpoint("k-1").await.expect("create").status(), 201);
     assert_eq!(endpoint("k-1").await.expect("create").headers()["idempotent-replayed"], "true");
@@ -150,7 +150,7 @@ pub async fn etags_idempotency_and_rate_limits(backend: Backend) {
             .bearer_auth(&token)
             .header("idempotency-key", "k-1")
             .json(&json!({"name": "reader", "scopes": ["read"]}))
-            .send()
+            .send_checked()
     };
     let created: serde_json::Value = new_token().await.expect("create").json().await.expect("json");
     let reader = created["token"].as_str().expect("shown at creation").to_owned();
@@ -165,24 +165,27 @@ pub async fn etags_idempotency_and_rate_limits(backend: Backend) {
         .bearer_auth(&reader)
         .header("idempotency-key", "k-1")
         .json(&json!({"url": "https://example.com/hook"}))
-        .send()
+        .send_checked()
         .await
         .expect("post");
     assert_eq!(as_reader.status(), 403);
 
     // ETags: an unchanged resource answers 304 to If-None-Match.
     let path = format!("{}/watches/{}", app.base, first["id"].as_str().expect("id"));
-    let got = app.http.get(&path).bearer_auth(&token).send().await.expect("get");
+    let got = app.http.get(&path).bearer_auth(&token).send_checked().await.expect("get");
     let etag = got.headers()["etag"].to_str().expect("etag").to_owned();
-    let cached = app.http.get(&path).bearer_auth(&token).header("if-none-match", &etag).send().await.expect("get");
+    let cached =
+        app.http.get(&path).bearer_auth(&token).header("if-none-match", &etag).send_checked().await.expect("get");
     assert_eq!(cached.status(), 304);
-    let stale = app.http.get(&path).bearer_auth(&token).header("if-none-match", "\"other\"").send().await.expect("get");
+    let stale =
+        app.http.get(&path).bearer_auth(&token).header("if-none-match", "\"other\"").send_checked().await.expect("get");
     assert_eq!(stale.status(), 200);
 
     // The per-token rate limit: 429 with Retry-After once the burst is spent.
     let mut limited = None;
     for _ in 0..60 {
-        let response = app.http.get(format!("{}/watches", app.base)).bearer_auth(&token).send().await.expect("get");
+        let response =
+            app.http.get(format!("{}/watches", app.base)).bearer_auth(&token).send_checked().await.expect("get");
         if response.status() == 429 {
             limited = Some(response);
             break;
@@ -212,7 +215,7 @@ pub async fn a_key_in_flight_is_not_run_twice(backend: Backend) {
     // A redelivery holds its request until the (slow) receiver answers.
     receiver.set_delay(Duration::from_secs(2));
     let path = format!("{}/deliveries/{}/redeliver", app.base, delivery["id"].as_str().expect("id"));
-    let redeliver = || app.http.post(&path).bearer_auth(&token).header("idempotency-key", "once").send();
+    let redeliver = || app.http.post(&path).bearer_auth(&token).header("idempotency-key", "once").send_checked();
     let first = tokio::spawn(redeliver());
     receiver.wait_for(2).await; // the first is in flight
     let second = redeliver().await.expect("second");
@@ -232,7 +235,7 @@ pub async fn a_key_in_flight_is_not_run_twice(backend: Backend) {
 
     // A failed request (here 404) stores nothing: the key may be used again.
     let missing = format!("{}/deliveries/dlv_missing/redeliver", app.base);
-    let retry = || app.http.post(&missing).bearer_auth(&token).header("idempotency-key", "after-404").send();
+    let retry = || app.http.post(&missing).bearer_auth(&token).header("idempotency-key", "after-404").send_checked();
     assert_eq!(retry().await.expect("post").status(), 404);
     assert_eq!(retry().await.expect("post").status(), 404, "not a replay, and not in flight");
 }

@@ -3,7 +3,7 @@
 use axum::http::StatusCode;
 use serde_json::json;
 
-use crate::support::{Backend, PageServer, TestApp};
+use crate::support::{Backend, PageServer, SendChecked, TestApp};
 
 pub async fn owners_cannot_see_each_other(backend: Backend) {
     let app = TestApp::start(backend).await;
@@ -35,7 +35,7 @@ pub async fn bad_input_answers_problem_json(backend: Backend) {
     let token = app.account("acme").await;
 
     // No token, or a wrong one.
-    let response = app.http.get(format!("{}/watches", app.base)).send().await.expect("request");
+    let response = app.http.get(format!("{}/watches", app.base)).send_checked().await.expect("request");
     assert_eq!(response.status(), 401);
     assert_eq!(response.headers()["content-type"], "application/problem+json");
     assert_eq!(app.get("/watches", "dwt_not-a-token").await.0, StatusCode::UNAUTHORIZED);
@@ -47,13 +47,19 @@ pub async fn bad_input_answers_problem_json(backend: Backend) {
         .bearer_auth(&token)
         .header("content-type", "application/json")
         .body("{\"url\": ")
-        .send()
+        .send_checked()
         .await
         .expect("request");
     assert_eq!(response.status(), 400);
     assert_eq!(response.headers()["content-type"], "application/problem+json");
-    let response =
-        app.http.post(format!("{}/watches", app.base)).bearer_auth(&token).body("url=x").send().await.expect("request");
+    let response = app
+        .http
+        .post(format!("{}/watches", app.base))
+        .bearer_auth(&token)
+        .body("url=x")
+        .send_checked()
+        .await
+        .expect("request");
     assert_eq!(response.status(), 415, "a body that is not JSON");
 
     let cases = [

@@ -4,7 +4,7 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use crate::conformance::document;
-use crate::support::{Backend, TestApp};
+use crate::support::{Backend, SendChecked, TestApp};
 
 const METHODS: [&str; 5] = ["get", "post", "put", "patch", "delete"];
 
@@ -103,7 +103,7 @@ fn a_route_cannot_bypass_the_documented_router() {
 pub async fn every_documented_operation_is_routed(backend: Backend) {
     let app = TestApp::start(backend).await;
     let token = app.account("acme").await;
-    let served = app.http.get(format!("{}/openapi.json", app.base)).send().await.expect("openapi.json");
+    let served = app.http.get(format!("{}/openapi.json", app.base)).send_checked().await.expect("openapi.json");
     assert_eq!(served.status(), 200);
     assert!(served.headers()["content-type"].to_str().expect("ascii").starts_with("application/json"));
     assert_eq!(&served.json::<Value>().await.expect("json"), document(), "the served document is the built one");

@@ -409,3 +409,35 @@ async fn serve(app: axum::Router) -> SocketAddr {
     });
     addr
 }
+
+/// `send` for requests built by hand (headers, raw bodies): the answer is checked against the
+/// OpenAPI document like every answer through [`TestApp::call`].
+pub trait SendChecked {
+    fn send_checked(self) -> impl Future<Output = reqwest::Result<reqwest::Response>> + Send;
+}
+
+impl SendChecked for reqwest::RequestBuilder {
+    async fn send_checked(self) -> reqwest::Result<reqwest::Response> {
+        {
+            let (client, request) = self.build_split();
+            let request = request?;
+            let method = request.method().to_string();
+            let url = request.url().clone();
+            let response = client.execute(request).await?;
+            let status = response.status();
+            let headers = response.headers().clone();
+            let body = response.bytes().await?;
+            if let Some(path) = url.path().strip_prefix("/api/v1") {
+                let content_type = headers.get("content-type").and_then(|v| v.to_str().ok());
+                let text = String::from_utf8_lossy(&body);
+                crate::conformance::check(&method, path, status.as_u16(), content_type, &text);
+                assert!(!status.is_server_error(), "{method} {path} -> {status}: {text}");
+            }
+            let mut rebuilt = axum::http::Response::builder().status(status.as_u16());
+            for (name, value) in &headers {
+                rebuilt = rebuilt.header(name.as_str(), value.as_bytes());
+            }
+            Ok(reqwest::Response::from(rebuilt.body(body).expect("a response")))
+        }
+    }
+}

@@ -3,7 +3,7 @@
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{Backend, PageServer, Receiver, TestApp, eventually};
+use crate::support::{Backend, PageServer, Receiver, SendChecked, TestApp, eventually};
 
 /// Waits until the watch has `n` runs; returns the newest.
 async fn wait_for_runs(app: &TestApp, token: &str, id: &str, n: usize) -> Value {
@@ -114,7 +114,7 @@ pub async fn snapshots_and_diffs_are_readable(backend: Backend) {
         .http
         .get(format!("{}/watches/{id}/diff?from={oldest}&to={newest}&format=unified", app.base))
         .bearer_auth(&token)
-        .send()
+        .send_checked()
         .await
         .expect("diff");
     assert_eq!(text.status(), 200);
@@ -342,7 +342,7 @@ pub async fn one_host_is_not_hammered_and_changes_can_be_confirmed(backend: Back
         async move {
             http.post(format!("{base}/watches/{id}/check"))
                 .bearer_auth(token)
-                .send()
+                .send_checked()
                 .await
                 .expect("check")
                 .json::<Value>()

@@ -258,6 +258,19 @@ fn add_operation_conventions(path: &str, method: &str, operation: &mut Map<Strin
     }
     // Any request may be unreadable (a NUL in its path or query, a path that is not UTF-8) and
     // any request with a token counts against its rate limit.
+    if method == "post" {
+        for (status, response) in responses.iter_mut() {
+            if let (true, Value::Object(response)) = (status.starts_with('2'), response) {
+                response.entry("headers").or_insert_with(|| json!({})).as_object_mut().map(|h| {
+                    h.insert(
+                        "idempotent-replayed".into(),
+                        json!({"description": "`true` when this is the stored answer to an earlier request with \
+                                              the same `Idempotency-Key`.", "schema": {"type": "string", "enum": ["true"]}}),
+                    )
+                });
+            }
+        }
+    }
     let mut statuses = vec!["400", "429"];
     if !public {
         statuses.push("401");
