@@ -189,6 +189,8 @@ pub struct EndpointChanges {
     pub rate_limit_per_second: Option<Option<i32>>,
     /// New concurrency cap (`Some(None)`: the global one).
     pub max_in_flight: Option<Option<i32>>,
+    /// New event types, comma-separated (`Some(None)`: all of them).
+    pub event_types: Option<Option<String>>,
     /// Now.
     pub updated_at: Option<NaiveDateTime>,
 }

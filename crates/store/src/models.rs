@@ -206,6 +206,20 @@ pub struct Endpoint {
     pub circuit_open_until: Option<NaiveDateTime>,
     /// Why it was disabled (by a person, a 410, or a long failure streak).
     pub disabled_reason: Option<String>,
+    /// The event types it receives, comma-separated; `None` for all of them.
+    pub event_types: Option<String>,
+}
+
+impl Endpoint {
+    /// Whether events of `event_type` are delivered here (a test event sent to it always is).
+    pub fn receives(&self, event_type: &str) -> bool {
+        receives(self.event_types.as_deref(), event_type)
+    }
+}
+
+/// Whether a subscription (comma-separated event types, `None` for all) takes `event_type`.
+pub fn receives(event_types: Option<&str>, event_type: &str) -> bool {
+    event_types.is_none_or(|types| types.split(',').any(|t| t == event_type))
 }
 
 /// An outbox row without its body (lists and state changes never need the bytes).
@@ -403,6 +417,7 @@ impl Endpoint {
             failing_since: None,
             circuit_open_until: None,
             disabled_reason: None,
+            event_types: None,
         }
     }
 }

@@ -42,7 +42,7 @@ pub fn enqueue(
     diesel::insert_into(events::table).values(event).execute(conn)?;
     let mut query = endpoints::table
         .filter(endpoints::account_id.eq(&event.account_id))
-        .select((endpoints::id, endpoints::kind, endpoints::max_attempts))
+        .select((endpoints::id, endpoints::kind, endpoints::max_attempts, endpoints::event_types))
         .order(endpoints::id.asc())
         .into_boxed();
     query = match target {
@@ -50,8 +50,12 @@ pub fn enqueue(
         Target::AllEnabledExcept(id) => query.filter(endpoints::enabled.eq(true)).filter(endpoints::id.ne(id)),
         Target::One(id) => query.filter(endpoints::id.eq(id)),
     };
-    let targets: Vec<(String, String, Option<i32>)> = query.load(conn)?;
-    for (endpoint_id, kind, max_attempts) in &targets {
+    let mut targets: Vec<(String, String, Option<i32>, Option<String>)> = query.load(conn)?;
+    if !matches!(target, Target::One(_)) {
+        // Endpoints subscribed to some event types only; one named on purpose gets the event.
+        targets.retain(|(_, _, _, types)| crate::models::receives(types.as_deref(), &event.event_type));
+    }
+    for (endpoint_id, kind, max_attempts, _) in &targets {
         let body = if kind == EndpointKind::Slack.as_str() { &new.slack_body } else { &event.payload };
         let delivery = NewDelivery {
             id: new_id(IdKind::Delivery),

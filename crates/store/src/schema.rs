@@ -113,6 +113,7 @@ diesel::table! {
         failing_since -> Nullable<Timestamp>,
         circuit_open_until -> Nullable<Timestamp>,
         disabled_reason -> Nullable<Text>,
+        event_types -> Nullable<Text>,
     }
 }
 

@@ -202,6 +202,9 @@ pub struct Endpoint {
     rate_limit_per_second: Option<i32>,
     /// Its cap on concurrent requests; null for the global one.
     max_in_flight: Option<i32>,
+    /// The event types it receives; null for all of them.
+    #[schema(value_type = Option<Vec<EventType>>)]
+    event_types: Option<Vec<String>>,
     /// Its circuit breaker and failure streak.
     health: EndpointHealth,
     /// Creation time.
@@ -264,6 +267,7 @@ impl From<store::Endpoint> for Endpoint {
             max_attempts: e.max_attempts,
             rate_limit_per_second: e.rate_limit_per_second,
             max_in_flight: e.max_in_flight,
+            event_types: e.event_types.map(|t| t.split(',').filter(|s| !s.is_empty()).map(str::to_owned).collect()),
             health: EndpointHealth {
                 circuit,
                 circuit_open_until: e.circuit_open_until.map(utc),

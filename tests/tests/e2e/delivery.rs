@@ -6,7 +6,7 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{Backend, PageServer, Receiver, TestApp, eventually};
+use crate::support::{Backend, PageServer, Receiver, SendChecked, TestApp, eventually};
 
 async fn endpoint(app: &TestApp, token: &str, url: &str, extra: Value) -> (String, String) {
     let mut body = json!({"url": url});
@@ -487,4 +487,53 @@ pub async fn a_rate_limited_endpoint_is_paced(backend: Backend) {
     for id in &ids {
         assert_eq!(app.ok(&format!("/deliveries/{id}"), &token).await["attempts"], 1, "pacing spends no attempts");
     }
+}
+
+/// The event types a receiver got, once it has at least `n`.
+async fn types(receiver: &Receiver, n: usize) -> Vec<String> {
+    receiver.wait_for(n).await.iter().map(|h| h.json()["type"].as_str().unwrap_or("").to_owned()).collect()
+}
+
+/// An endpoint subscribed to some event types gets only those; one named for a test event gets
+/// it anyway; `null` subscribes it to everything again.
+pub async fn endpoints_receive_only_their_event_types(backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let token = app.account("acme").await;
+    let site = PageServer::start("<div id=price>10</div>").await;
+    let everything = Receiver::start(200).await;
+    let failures = Receiver::start(200).await;
+    endpoint(&app, &token, &everything.url, json!({})).await;
+    let (failures_id, _) =
+        endpoint(&app, &token, &failures.url, json!({"event_types": ["check.failed", "check.failed"]})).await;
+    let shown = app.ok(&format!("/endpoints/{failures_id}"), &token).await;
+    assert_eq!(shown["event_types"], json!(["check.failed"]), "stored once");
+    for (bad, field) in [(json!([]), "event_types"), (json!(["change.maybe"]), "event_types[0]")] {
+        let (status, problem) = app.post("/endpoints", &token, json!({"url": site.url, "event_types": bad})).await;
+        assert_eq!((status, problem["errors"][0]["field"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some(field)));
+    }
+
+    let watch = app.watch_with_baseline(&token, json!({"url": site.url, "selector": "#price"})).await;
+    let check = format!("/watches/{}/check", watch["id"].as_str().expect("id"));
+    site.set("<div id=price>12</div>");
+    assert_eq!(app.post(&check, &token, json!({})).await.1["outcome"], "changed");
+    site.set_status(500);
+    for _ in 0..3 {
+        assert_eq!(app.post(&check, &token, json!({})).await.1["outcome"], "failed");
+    }
+    assert_eq!(types(&everything, 2).await, ["change.detected", "check.failed"]);
+    assert_eq!(types(&failures, 1).await, ["check.failed"], "only what it subscribed to");
+
+    // Named on purpose, a test event reaches it; `null` subscribes it to everything.
+    send_test(&app, &token, &failures_id).await;
+    assert_eq!(types(&failures, 2).await, ["check.failed", "endpoint.test"]);
+    let path = format!("{}/endpoints/{failures_id}", app.base);
+    let patched = app.http.patch(&path).bearer_auth(&token).json(&json!({"event_types": null})).send_checked().await;
+    assert_eq!(patched.expect("patch").json::<Value>().await.expect("json")["event_types"], json!(null));
+    site.set_status(200);
+    site.set("<div id=price>14</div>");
+    assert_eq!(app.post(&check, &token, json!({})).await.1["outcome"], "changed");
+    eventually("the change to reach the re-subscribed endpoint", || async {
+        failures.received().iter().any(|h| h.json()["type"] == "change.detected").then_some(())
+    })
+    .await;
 }

@@ -77,4 +77,5 @@ on_both_backends!(
     delivery::a_long_failing_endpoint_is_disabled,
     delivery::a_hanging_endpoint_does_not_delay_healthy_ones,
     delivery::a_rate_limited_endpoint_is_paced,
+    delivery::endpoints_receive_only_their_event_types,
 );

@@ -43,6 +43,9 @@ pub struct CreateEndpoint {
     /// At most this many requests in flight to this endpoint.
     #[schema(minimum = 1, maximum = 1_000)]
     max_in_flight: Option<i32>,
+    /// Receive only these event types (a test event is always delivered); all of them when left out.
+    #[schema(min_items = 1)]
+    event_types: Option<Vec<EventType>>,
 }
 
 fn in_range(field: &str, value: Option<i32>, range: std::ops::RangeInclusive<i32>) -> Result<Option<i32>, ApiError> {
@@ -91,6 +94,22 @@ pub struct UpdateEndpoint {
     #[serde(default, deserialize_with = "crate::extract::present")]
     #[schema(minimum = 1, maximum = 1_000)]
     max_in_flight: Option<Option<i32>>,
+    /// New event types to receive, or `null` for all of them.
+    #[serde(default, deserialize_with = "crate::extract::present")]
+    #[schema(min_items = 1)]
+    event_types: Option<Option<Vec<EventType>>>,
+}
+
+/// Event types as stored: sorted, once each, comma-separated; `None` (all) for none given.
+fn valid_event_types(types: Option<Vec<EventType>>) -> Result<Option<String>, ApiError> {
+    let Some(types) = types else { return Ok(None) };
+    if types.is_empty() {
+        return Err(ApiError::invalid("event_types", "give at least one event type, or leave it out for all"));
+    }
+    let mut names: Vec<&str> = types.iter().map(|t| t.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    Ok(Some(names.join(",")))
 }
 
 /// Change an endpoint: only the fields given change; `null` returns a setting to the global default.
@@ -130,6 +149,9 @@ pub async fn update(
     }
     if let Some(n) = body.max_in_flight {
         changes.max_in_flight = Some(in_range("max_in_flight", n, 1..=1_000)?);
+    }
+    if let Some(types) = body.event_types {
+        changes.event_types = Some(valid_event_types(types)?);
     }
     let endpoint = state
         .store
@@ -187,6 +209,7 @@ pub async fn create(
         max_attempts: in_range("max_attempts", body.max_attempts, 1..=50)?,
         rate_limit_per_second: in_range("rate_limit_per_second", body.rate_limit_per_second, 1..=10_000)?,
         max_in_flight: in_range("max_in_flight", body.max_in_flight, 1..=1_000)?,
+        event_types: valid_event_types(body.event_types)?,
         ..driftwatch_store::Endpoint::webhook(&caller.account_id, &url, now)
     };
     let stored = endpoint.clone();
