@@ -59,6 +59,13 @@ impl Runner {
         let started = self.now();
         let clock = std::time::Instant::now();
         let options: WatchOptions = serde_json::from_str(&watch.options).unwrap_or_default();
+        let needed = self.lease_for(&options);
+        if needed > self.lease_length() {
+            // Its own long timeout or a confirming refetch: hold the watch long enough that no
+            // other node takes it up halfway.
+            let (id, lease, until) = (watch.id.clone(), owner.clone(), started + needed);
+            self.store().write(move |c| watches::extend_lease(c, &id, &lease, until)).await?;
+        }
         let page = self.read(&watch, &options, true).await;
         let mut run = Run {
             id: new_id(IdKind::Run),

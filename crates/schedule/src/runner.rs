@@ -127,8 +127,15 @@ impl Runner {
     /// How long a check may hold its watch: a few fetch timeouts (it may queue behind other
     /// checks of the same host) and a margin for the write.
     pub(crate) fn lease_length(&self) -> TimeDelta {
-        let fetch = self.inner.fetcher.options().timeout;
-        TimeDelta::from_std(fetch * 5 + Duration::from_secs(60)).unwrap_or(TimeDelta::minutes(5))
+        lease_needed(self.inner.fetcher.options().timeout, None, None)
+    }
+
+    /// How long a check of a watch with these options may take; more than [`Self::lease_length`]
+    /// when the watch has its own longer timeout or confirms changes by fetching again.
+    pub(crate) fn lease_for(&self, options: &driftwatch_core::WatchOptions) -> TimeDelta {
+        let own = options.fetch.timeout_seconds.map(|s| Duration::from_secs(u64::from(s)));
+        let confirm = options.noise.confirm_after_seconds.map(|s| Duration::from_secs(u64::from(s)));
+        lease_needed(self.inner.fetcher.options().timeout, own, confirm)
     }
 
     /// Runs until `shutdown` is cancelled, then waits for checks in flight to be recorded.
@@ -189,5 +196,27 @@ impl Runner {
         let next = self.inner.store.run(move |c| watches::next_wake(c, now)).await.ok().flatten();
         let until_next = next.map_or(poll, |at| (at - now).to_std().unwrap_or(Duration::ZERO));
         until_next.min(poll).max(Duration::from_millis(5))
+    }
+}
+
+/// A check's worst case: queued behind four fetches of the same host (global timeout), its own
+/// fetch, with confirmation a wait and a second fetch, and a minute for the write.
+fn lease_needed(global: Duration, own: Option<Duration>, confirm: Option<Duration>) -> TimeDelta {
+    let fetch = own.unwrap_or(global);
+    let total = global * 4 + fetch + confirm.map_or(Duration::ZERO, |wait| wait + fetch) + Duration::from_secs(60);
+    TimeDelta::from_std(total).unwrap_or(TimeDelta::minutes(30))
+}
+
+#[cfg(test)]
+mod lease_tests {
+    use super::*;
+
+    #[test]
+    fn a_slow_confirmed_watch_needs_a_longer_lease() {
+        let global = Duration::from_secs(30);
+        assert_eq!(lease_needed(global, None, None), TimeDelta::seconds(4 * 30 + 30 + 60));
+        let slow = lease_needed(global, Some(Duration::from_secs(300)), Some(Duration::from_secs(60)));
+        assert_eq!(slow, TimeDelta::seconds(4 * 30 + 300 + 60 + 300 + 60));
+        assert!(slow > lease_needed(global, None, None));
     }
 }

@@ -82,6 +82,15 @@ pub fn claim_one(
     Ok(watch.map(|w| (claimed == 1).then_some(w)))
 }
 
+/// Extends `owner`'s lease on watch `id` to `lease_until` (for a check that may run long);
+/// `false` when the lease is no longer `owner`'s.
+pub fn extend_lease(conn: &mut DbConn, id: &str, owner: &str, lease_until: NaiveDateTime) -> StoreResult<bool> {
+    let extended = diesel::update(watches::table.filter(watches::id.eq(id)).filter(watches::lease_owner.eq(owner)))
+        .set(watches::lease_until.eq(lease_until))
+        .execute(conn)?;
+    Ok(extended == 1)
+}
+
 /// When the runner next has something to do: the earliest due time of an unleased active
 /// watch, or the earliest expiry of a live lease (a check in flight may be abandoned).
 pub fn next_wake(conn: &mut DbConn, now: NaiveDateTime) -> StoreResult<Option<NaiveDateTime>> {

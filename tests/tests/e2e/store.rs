@@ -35,6 +35,12 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
                 ..Watch::new(&account.id, "http://127.0.0.1:9/", now)
             };
             watches::insert_watch(c, &watch)?;
+            // A long check extends its own lease; another owner cannot.
+            assert!(watches::extend_lease(c, &watch.id, "runner", now + TimeDelta::minutes(12))?);
+            assert!(!watches::extend_lease(c, &watch.id, "thief", now + TimeDelta::hours(1))?);
+            let leased = watches::get_watch(c, &account.id, &watch.id)?.expect("watch");
+            let until = leased.lease_until.expect("leased");
+            assert!((until - (now + TimeDelta::minutes(12))).num_milliseconds().abs() < 1, "{until}");
             let event_id = new_id(IdKind::Event);
             let result = CheckResult {
                 watch_id: watch.id.clone(),
