@@ -349,7 +349,8 @@ async fn export(account: &str, settings: &Settings) -> anyhow::Result<()> {
     let mut after = None;
     loop {
         let (id, page) = (account_id.clone(), driftwatch_store::Page { after: after.clone(), limit: 500 });
-        let rows = store.run(move |c| driftwatch_store::watches::list_watches(c, &id, &page)).await?;
+        let rows =
+            store.run(move |c| driftwatch_store::watches::list_watches(c, &id, &Default::default(), &page)).await?;
         let Some(last) = rows.last() else { break };
         after = Some(last.id.clone());
         all.extend(rows.iter().map(driftwatch::import::from_watch));

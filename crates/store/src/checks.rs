@@ -93,11 +93,15 @@ pub fn list_events(
     conn: &mut DbConn,
     account_id: &str,
     watch_id: Option<&str>,
+    event_type: Option<driftwatch_core::EventType>,
     page: &crate::Page,
 ) -> StoreResult<Vec<Event>> {
     let mut query = events::table.filter(events::account_id.eq(account_id)).select(Event::as_select()).into_boxed();
     if let Some(watch_id) = watch_id {
         query = query.filter(events::watch_id.eq(watch_id));
+    }
+    if let Some(event_type) = event_type {
+        query = query.filter(events::event_type.eq(event_type.as_str()));
     }
     if let Some(after) = &page.after {
         query = query.filter(events::id.lt(after));

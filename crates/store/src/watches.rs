@@ -24,12 +24,27 @@ pub fn get_watch(conn: &mut DbConn, account_id: &str, id: &str) -> StoreResult<O
 }
 
 /// The account's watches in creation order.
-pub fn list_watches(conn: &mut DbConn, account_id: &str, page: &Page) -> StoreResult<Vec<Watch>> {
+pub fn list_watches(conn: &mut DbConn, account_id: &str, filter: &WatchFilter, page: &Page) -> StoreResult<Vec<Watch>> {
     let mut query = watches::table.filter(watches::account_id.eq(account_id)).select(Watch::as_select()).into_boxed();
+    if let Some(state) = filter.state {
+        query = query.filter(watches::state.eq(state.as_str()));
+    }
+    if let Some(health) = filter.health {
+        query = query.filter(watches::health.eq(health.as_str()));
+    }
     if let Some(after) = &page.after {
         query = query.filter(watches::id.gt(after));
     }
     Ok(query.order(watches::id.asc()).limit(page.limit).load(conn)?)
+}
+
+/// Which watches a list shows; `None` fields do not filter.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WatchFilter {
+    /// Only watches in this state.
+    pub state: Option<driftwatch_core::WatchState>,
+    /// Only watches in this health.
+    pub health: Option<driftwatch_core::WatchHealth>,
 }
 
 /// Leases up to `limit` due, active, unleased watches to `owner` until `lease_until` and returns

@@ -72,6 +72,13 @@ pub async fn watches_can_be_updated_paused_and_deleted(backend: Backend) {
 
     let (status, paused) = app.post(&format!("{path}/pause"), &token, json!({})).await;
     assert_eq!((status, paused["state"].as_str()), (StatusCode::OK, Some("paused")));
+    let listed = |query: &'static str| {
+        let (app, token) = (&app, &token);
+        async move { app.ok(&format!("/watches?{query}"), token).await["items"].as_array().map_or(0, Vec::len) }
+    };
+    assert_eq!((listed("state=paused").await, listed("state=active").await), (1, 0), "filtered by state");
+    let (status, problem) = app.get("/watches?state=sleeping", &token).await;
+    assert_eq!((status, &problem["errors"][0]["field"]), (StatusCode::UNPROCESSABLE_ENTITY, &json!("state")));
     let (_, resumed) = app.post(&format!("{path}/resume"), &token, json!({})).await;
     assert_eq!(resumed["state"], "active");
 
@@ -167,6 +174,12 @@ pub async fn failing_checks_raise_failed_then_recovered(backend: Backend) {
     assert_eq!(event["data"]["check"]["http_status"], 500);
     assert_eq!(event["data"]["check"]["consecutive_failures"], 3);
     assert_eq!(receiver.received().len(), 1, "raised once, when the watch became failing");
+    let failing = app.ok("/watches?health=failing", &token).await;
+    assert_eq!(failing["items"][0]["id"], id, "what needs a look");
+    assert_eq!(app.ok("/watches?health=ok", &token).await["items"], json!([]));
+    let failed_events = app.ok("/events?type=check.failed", &token).await;
+    assert_eq!(failed_events["items"].as_array().map(Vec::len), Some(1));
+    assert_eq!(app.ok("/events?type=change.detected", &token).await["items"], json!([]));
 
     // The page comes back with the watched element gone: its own state and event.
     site.set_status(200);

@@ -218,7 +218,7 @@ pub async fn create(
     Ok((StatusCode::CREATED, axum::Json(views::Endpoint::with_secret(endpoint))))
 }
 
-/// The account's endpoints, newest first.
+/// The account's endpoints, oldest first.
 #[utoipa::path(
     get,
     path = "/endpoints",

@@ -18,6 +18,10 @@ use crate::views::{self, List};
 pub struct EventParams {
     /// Only events about this watch.
     watch_id: Option<String>,
+    /// Only events of this type.
+    #[serde(rename = "type")]
+    #[param(rename = "type", inline)]
+    event_type: Option<driftwatch_core::EventType>,
     /// Items per page, 1 to 500 (default 50).
     #[param(minimum = 1, maximum = 500)]
     limit: Option<i64>,
@@ -25,7 +29,8 @@ pub struct EventParams {
     cursor: Option<String>,
 }
 
-/// What happened to the account's watches and endpoints, newest first.
+/// What happened to the account's watches and endpoints, newest first, optionally of one watch
+/// or one type.
 #[utoipa::path(
     get,
     path = "/events",
@@ -40,8 +45,11 @@ pub async fn list(
     Query(params): Query<EventParams>,
 ) -> Result<axum::Json<List<views::Event>>, ApiError> {
     let (page, limit) = PageParams { limit: params.limit, cursor: params.cursor }.to_page()?;
-    let watch_id = params.watch_id;
-    let rows = state.store.run(move |c| checks::list_events(c, &caller.account_id, watch_id.as_deref(), &page)).await?;
+    let (watch_id, event_type) = (params.watch_id, params.event_type);
+    let rows = state
+        .store
+        .run(move |c| checks::list_events(c, &caller.account_id, watch_id.as_deref(), event_type, &page))
+        .await?;
     Ok(axum::Json(page_of(rows, limit, |e| &e.id)))
 }
 

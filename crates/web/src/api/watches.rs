@@ -5,9 +5,9 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use chrono::NaiveDateTime;
-use driftwatch_core::{WatchOptions, WatchState};
+use driftwatch_core::{WatchHealth, WatchOptions, WatchState};
 use driftwatch_schedule::{CheckError, Timing, TimingError};
-use driftwatch_store::watches::{self, WatchChanges};
+use driftwatch_store::watches::{self, WatchChanges, WatchFilter};
 use driftwatch_store::{Page, Watch};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
@@ -241,22 +241,41 @@ pub async fn create(
     Ok((StatusCode::CREATED, axum::Json(watch.into())))
 }
 
-/// The account's watches, newest first.
+/// Query of `GET /watches`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct WatchParams {
+    /// Only watches in this state.
+    #[param(inline)]
+    state: Option<WatchState>,
+    /// Only watches in this health (`failing`, say: what needs a look).
+    #[param(inline)]
+    health: Option<WatchHealth>,
+    /// Items per page, 1 to 500 (default 50).
+    #[param(minimum = 1, maximum = 500)]
+    limit: Option<i64>,
+    /// `next_cursor` of the previous page.
+    cursor: Option<String>,
+}
+
+/// The account's watches, oldest first, optionally only those in a state or health.
 #[utoipa::path(
     get,
     path = "/watches",
     operation_id = "list_watches",
     tag = "watches",
-    params(PageParams),
+    params(WatchParams),
     responses((status = 200, description = "A page of watches.", body = List<views::Watch>))
 )]
 pub async fn list(
     State(state): State<AppState>,
     caller: Caller,
-    Query(params): Query<PageParams>,
+    Query(params): Query<WatchParams>,
 ) -> Result<axum::Json<List<views::Watch>>, ApiError> {
-    let (page, limit) = params.to_page()?;
-    let rows = state.store.run(move |c| watches::list_watches(c, &caller.account_id, &page)).await?;
+    let (page, limit) = PageParams { limit: params.limit, cursor: params.cursor }.to_page()?;
+    let filter = WatchFilter { state: params.state, health: params.health };
+    let rows = state.store.run(move |c| watches::list_watches(c, &caller.account_id, &filter, &page)).await?;
     Ok(axum::Json(page_of(rows, limit, |w| &w.id)))
 }
 
