@@ -4,7 +4,7 @@ use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method};
-use driftwatch_store::accounts;
+use driftwatch_store::{ApiToken, accounts};
 
 use crate::AppState;
 use crate::error::ApiError;
@@ -20,9 +20,15 @@ impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Caller, ApiError> {
-        let token = bearer_token(&parts.headers)?.to_owned();
-        let now = state.clock.now().naive_utc();
-        let found = state.store.run(move |c| accounts::authenticate(c, &token, now)).await?;
+        let found = match parts.extensions.get::<ApiToken>() {
+            // Already looked up by a middleware of this request.
+            Some(token) => Some(token.clone()),
+            None => {
+                let token = bearer_token(&parts.headers)?.to_owned();
+                let now = state.clock.now().naive_utc();
+                state.store.run(move |c| accounts::authenticate(c, &token, now)).await?
+            }
+        };
         let Some(token) = found else { return Err(ApiError::unauthorized("the token is unknown or revoked")) };
         // Reading is `GET`; everything else (create, update, delete, actions) needs `write`.
         let reads = matches!(parts.method, Method::GET | Method::HEAD);
@@ -48,6 +54,6 @@ pub fn bearer_token(headers: &HeaderMap) -> Result<&str, ApiError> {
 }
 
 /// Whether the token has the `write` scope.
-pub fn may_write(token: &driftwatch_store::ApiToken) -> bool {
+pub fn may_write(token: &ApiToken) -> bool {
     token.scopes.split_whitespace().any(|s| s == "write")
 }

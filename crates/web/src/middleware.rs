@@ -139,6 +139,9 @@ pub async fn idempotency(State(state): State<AppState>, request: Request, next: 
     let Ok(Some(found)) = found else {
         return next.run(request).await; // the handler answers 401
     };
+    // The handler's `Caller` takes the token from here instead of looking it up again.
+    let mut request = request;
+    request.extensions_mut().insert(found.clone());
     if !may_write(&found) {
         return next.run(request).await; // the handler answers 403; nothing is replayed to a reader
     }

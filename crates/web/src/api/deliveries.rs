@@ -8,7 +8,7 @@ use driftwatch_store::deliveries::{self, DeliveryFilter};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::{PageParams, page_of};
+use super::{PageParams, next_cursor, page_of};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiError;
@@ -121,21 +121,15 @@ pub async fn dlq(
         ..DeliveryFilter::default()
     };
     let (page, limit) = PageParams { limit: params.limit, cursor: params.cursor }.to_page()?;
-    let (mut rows, last) = state
+    let (rows, next_cursor, mut last) = state
         .store
         .run(move |c| {
-            let rows = deliveries::list_deliveries(c, &caller.account_id, &filter, &page)?;
+            let mut rows = deliveries::list_deliveries(c, &caller.account_id, &filter, &page)?;
+            let cursor = next_cursor(&mut rows, limit, |d| &d.id);
             let ids: Vec<String> = rows.iter().map(|d| d.id.clone()).collect();
-            Ok((rows, deliveries::last_attempts(c, &ids)?))
+            Ok((rows, cursor, deliveries::last_attempts(c, &ids)?))
         })
         .await?;
-    let next_cursor = if rows.len() > limit {
-        rows.truncate(limit);
-        rows.last().map(|d| d.id.clone())
-    } else {
-        None
-    };
-    let mut last = last;
     let items = rows
         .into_iter()
         .map(|d| {

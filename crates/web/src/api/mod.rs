@@ -90,11 +90,16 @@ fn page_of<R, V>(mut rows: Vec<R>, limit: usize, id: impl Fn(&R) -> &str) -> Lis
 where
     V: From<R>,
 {
-    let next_cursor = if rows.len() > limit {
-        rows.truncate(limit);
-        rows.last().map(|r| id(r).to_owned())
-    } else {
-        None
-    };
+    let next_cursor = next_cursor(&mut rows, limit, id);
     List { items: rows.into_iter().map(V::from).collect(), next_cursor }
+}
+
+/// Drops the extra row fetched to know whether another page follows; returns the cursor of
+/// the next page, if one follows.
+fn next_cursor<R>(rows: &mut Vec<R>, limit: usize, id: impl Fn(&R) -> &str) -> Option<String> {
+    if rows.len() <= limit {
+        return None;
+    }
+    rows.truncate(limit);
+    rows.last().map(|r| id(r).to_owned())
 }

@@ -62,7 +62,7 @@ pub fn document() -> Value {
 
 /// The shared error responses, by status, each a problem document.
 const PROBLEMS: &[(&str, &str, &str)] = &[
-    ("400", "BadRequest", "The request cannot be read: malformed JSON or query string."),
+    ("400", "BadRequest", "The request cannot be read: malformed JSON, a NUL character or a path that is not UTF-8."),
     ("401", "Unauthorized", "No token, or an unknown or revoked one."),
     ("403", "Forbidden", "The token lacks the `write` scope."),
     ("404", "NotFound", "No such resource in this account."),
@@ -85,10 +85,12 @@ fn add_conventions(doc: &mut Value) {
                 "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
             });
             if *status == "429" {
-                response["headers"] = json!({"Retry-After": {
-                    "description": "Seconds until the token may send again.",
-                    "schema": {"type": "integer", "minimum": 0}
-                }});
+                add_header(
+                    &mut response,
+                    "Retry-After",
+                    "Seconds until the token may send again.",
+                    json!({"type": "integer", "minimum": 0}),
+                );
             }
             responses[*name] = response;
         }
@@ -191,6 +193,17 @@ fn not_null(property: &mut Value) {
     }
 }
 
+/// Documents a response header (a response given by reference is left alone).
+fn add_header(response: &mut Value, name: &str, description: &str, schema: Value) {
+    if let Some(Value::Object(headers)) = response
+        .as_object_mut()
+        .filter(|r| !r.contains_key("$ref"))
+        .map(|r| r.entry("headers").or_insert_with(|| json!({})))
+    {
+        headers.insert(name.into(), json!({"description": description, "schema": schema}));
+    }
+}
+
 fn problem(status: &str) -> Value {
     let name = PROBLEMS.iter().find(|(s, _, _)| *s == status).map_or("InternalError", |(_, name, _)| name);
     json!({"$ref": format!("#/components/responses/{name}")})
@@ -207,18 +220,13 @@ fn add_operation_conventions(path: &str, method: &str, operation: &mut Map<Strin
     let is_get = method == "get";
     if let Value::Array(parameters) = parameters {
         // No id or filter holds a NUL character; the server refuses one in a path or query (400).
-        for parameter in parameters.iter_mut() {
-            if let Some(Value::Object(schema)) = parameter.get_mut("schema") {
-                let is_string = schema
-                    .get("type")
-                    .is_some_and(|t| t == "string" || t.as_array().is_some_and(|a| a.contains(&json!("string"))));
-                if is_string
-                    && !schema.contains_key("pattern")
-                    && !schema.contains_key("enum")
-                    && !schema.contains_key("format")
-                {
-                    schema.insert("pattern".into(), json!("^[^\\u0000]*$"));
-                }
+        for schema in parameters.iter_mut().filter_map(|p| p.get_mut("schema")).filter_map(Value::as_object_mut) {
+            let is_string = schema
+                .get("type")
+                .is_some_and(|t| t == "string" || t.as_array().is_some_and(|a| a.contains(&json!("string"))));
+            let constrained = ["pattern", "enum", "format"].iter().any(|k| schema.contains_key(*k));
+            if is_string && !constrained {
+                schema.insert("pattern".into(), json!("^[^\\u0000]*$"));
             }
         }
         if is_get {
@@ -244,33 +252,22 @@ fn add_operation_conventions(path: &str, method: &str, operation: &mut Map<Strin
     }
     let Some(Value::Object(responses)) = operation.get_mut("responses") else { return };
     if is_get {
-        if let Some(Value::Object(ok)) = responses.get_mut("200") {
-            ok.entry("headers").or_insert_with(|| json!({})).as_object_mut().map(|h| {
-                h.insert(
-                    "ETag".into(),
-                    json!({"description": "A strong tag of this body.", "schema": {"type": "string"}}),
-                )
-            });
+        if let Some(ok) = responses.get_mut("200") {
+            add_header(ok, "ETag", "A strong tag of this body.", json!({"type": "string"}));
         }
         responses
             .entry("304")
             .or_insert_with(|| json!({"description": "Not modified: the `If-None-Match` tag still matches."}));
     }
-    // Any request may be unreadable (a NUL in its path or query, a path that is not UTF-8) and
-    // any request with a token counts against its rate limit.
     if method == "post" {
-        for (status, response) in responses.iter_mut() {
-            if let (true, Value::Object(response)) = (status.starts_with('2'), response) {
-                response.entry("headers").or_insert_with(|| json!({})).as_object_mut().map(|h| {
-                    h.insert(
-                        "idempotent-replayed".into(),
-                        json!({"description": "`true` when this is the stored answer to an earlier request with \
-                                              the same `Idempotency-Key`.", "schema": {"type": "string", "enum": ["true"]}}),
-                    )
-                });
-            }
+        for (_, response) in responses.iter_mut().filter(|(status, _)| status.starts_with('2')) {
+            let description =
+                "`true` when this is the stored answer to an earlier request with the same `Idempotency-Key`.";
+            add_header(response, "idempotent-replayed", description, json!({"type": "string", "enum": ["true"]}));
         }
     }
+    // Any request may be unreadable (a NUL in its path or query, a path that is not UTF-8) and
+    // any request with a token counts against its rate limit.
     let mut statuses = vec!["400", "429"];
     if !public {
         statuses.push("401");
