@@ -36,6 +36,8 @@ pub struct App {
     pub addr: Option<SocketAddr>,
     /// The store it uses.
     pub store: Store,
+    /// The first-run setup URL, while no user exists (printed by `serve`).
+    pub setup_url: Option<String>,
     shutdown: CancellationToken,
     tasks: TaskTracker,
     scheduler: Option<tokio_cron_scheduler::JobScheduler>,
@@ -113,6 +115,8 @@ impl App {
             scheduler = Some(jobs::start(settings, store.clone(), runner.clone(), worker.clone()).await?);
         }
         let mut addr = None;
+        let mut setup_url = None;
+        let setup = Arc::new(driftwatch_web::ui::SetupCode::default());
         if roles.web {
             let state = driftwatch_web::AppState {
                 store: store.clone(),
@@ -127,6 +131,12 @@ impl App {
                     ..driftwatch_web::ApiLimits::default()
                 },
                 limiter: std::sync::Arc::new(driftwatch_web::RateLimiter::new(settings.rate_limit_per_minute)),
+                ui: driftwatch_web::ui::UiSettings {
+                    public_url: settings.public_url.clone(),
+                    ..driftwatch_web::ui::UiSettings::default()
+                },
+                setup: Arc::clone(&setup),
+                throttle: Arc::new(driftwatch_web::ui::SignInThrottle::new(10, std::time::Duration::from_secs(900))),
             };
             let listener = tokio::net::TcpListener::bind(&settings.listen)
                 .await
@@ -135,9 +145,17 @@ impl App {
             addr = Some(local);
             tasks.spawn(driftwatch_web::serve(listener, state, shutdown.clone()));
             tracing::info!(addr = %local, backend = store.backend(), "listening");
+            if !store.run(driftwatch_store::users::any_user).await? {
+                let base = settings.public_url.clone().unwrap_or_else(|| format!("http://{local}"));
+                let url = format!("{}/setup?code={}", base.trim_end_matches('/'), setup.issue());
+                // The code is a one-time secret for whoever runs the server; logged once so a
+                // service manager's log shows it too.
+                tracing::info!(setup_url = %url, "no user yet: open the setup URL to create the first account");
+                setup_url = Some(url);
+            }
         }
         tasks.close();
-        Ok(App { addr, store, shutdown, tasks, scheduler })
+        Ok(App { addr, store, setup_url, shutdown, tasks, scheduler })
     }
 
     /// Stops accepting work and waits for what is in flight to be recorded.

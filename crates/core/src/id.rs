@@ -23,6 +23,8 @@ pub enum IdKind {
     Recovery,
     /// An HTTP request (the `x-request-id` made when a client sends none).
     Request,
+    /// A person who signs in to the browser UI (one of an account's users).
+    User,
 }
 
 impl IdKind {
@@ -40,6 +42,7 @@ impl IdKind {
             IdKind::Attempt => "att",
             IdKind::Recovery => "rec",
             IdKind::Request => "req",
+            IdKind::User => "usr",
         }
     }
 }

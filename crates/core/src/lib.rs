@@ -6,6 +6,7 @@
 mod clock;
 mod id;
 mod options;
+pub mod password;
 mod regexes;
 mod secret;
 mod status;
@@ -13,8 +14,11 @@ mod status;
 pub use clock::{Clock, SystemClock};
 pub use id::{IdKind, new_id};
 pub use options::{ExtractOptions, FetchSpec, NoiseRules, TextRules, WatchOptions};
+pub use password::{PasswordError, hash_password, verify_password};
 pub use regexes::{REGEX_SIZE_LIMIT, compiled_regex};
-pub use secret::{API_TOKEN_PREFIX, WEBHOOK_SECRET_PREFIX, hash_token, hex, new_api_token, new_webhook_secret};
+pub use secret::{
+    API_TOKEN_PREFIX, WEBHOOK_SECRET_PREFIX, hash_token, hex, new_api_token, new_random_key, new_webhook_secret,
+};
 pub use status::{
     AttemptTrigger, DeliveryStatus, EndpointKind, EventType, ParseEnumError, RecoveryState, RunOutcome, WatchHealth,
     WatchState,

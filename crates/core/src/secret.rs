@@ -20,6 +20,12 @@ pub fn new_api_token() -> String {
     format!("{API_TOKEN_PREFIX}{}", URL_SAFE_NO_PAD.encode(random_bytes::<32>()))
 }
 
+/// A new random secret for a browser session, a feed key or a setup code: `prefix` and 256
+/// random bits, URL-safe base64. Like API tokens, stored only as [`hash_token`].
+pub fn new_random_key(prefix: &str) -> String {
+    format!("{prefix}{}", URL_SAFE_NO_PAD.encode(random_bytes::<32>()))
+}
+
 /// A new webhook signing secret: `whsec_` and base64 of 32 random bytes.
 pub fn new_webhook_secret() -> String {
     format!("{WEBHOOK_SECRET_PREFIX}{}", STANDARD.encode(random_bytes::<32>()))

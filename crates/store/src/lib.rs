@@ -20,6 +20,7 @@ pub mod idempotency;
 pub mod outbox;
 pub mod recoveries;
 pub mod stats;
+pub mod users;
 pub mod watches;
 
 use std::sync::Arc;

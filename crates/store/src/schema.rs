@@ -6,6 +6,39 @@ diesel::table! {
         id -> Text,
         name -> Text,
         created_at -> Timestamp,
+        feed_key_hash -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    users (id) {
+        id -> Text,
+        account_id -> Text,
+        email -> Text,
+        password_hash -> Text,
+        time_zone -> Text,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    sessions (id_hash) {
+        id_hash -> Text,
+        user_id -> Text,
+        csrf_token -> Text,
+        created_at -> Timestamp,
+        last_seen_at -> Timestamp,
+        expires_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    watch_views (user_id, watch_id) {
+        user_id -> Text,
+        watch_id -> Text,
+        snapshot_id -> Text,
+        seen_at -> Timestamp,
     }
 }
 
@@ -191,6 +224,9 @@ diesel::table! {
 }
 
 diesel::joinable!(api_tokens -> accounts (account_id));
+diesel::joinable!(users -> accounts (account_id));
+diesel::joinable!(sessions -> users (user_id));
+diesel::joinable!(watch_views -> watches (watch_id));
 diesel::joinable!(watches -> accounts (account_id));
 diesel::joinable!(snapshots -> watches (watch_id));
 diesel::joinable!(runs -> watches (watch_id));
@@ -208,4 +244,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     endpoints,
     deliveries,
     delivery_attempts,
+    users,
+    sessions,
+    watch_views,
 );

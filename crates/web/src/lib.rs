@@ -1,5 +1,6 @@
 //! The HTTP surface: the REST API under `/api/v1` (JSON in and out, `application/problem+json`
-//! errors, bearer tokens, an OpenAPI 3.1 document at `/api/v1/openapi.json`) and a health check.
+//! errors, bearer tokens, an OpenAPI 3.1 document at `/api/v1/openapi.json`), the browser UI
+//! beside it (`ui`: server-rendered pages, sessions, CSRF) and a health check.
 //!
 //! Every handler resolves the caller's account from its token first and passes it to each
 //! store query, so another account's id is simply not found (404), never forbidden.
@@ -9,6 +10,7 @@ mod auth;
 mod error;
 mod extract;
 mod middleware;
+pub mod ui;
 mod views;
 
 use std::sync::Arc;
@@ -69,6 +71,12 @@ pub struct AppState {
     pub limits: ApiLimits,
     /// Per-token request budgets.
     pub limiter: std::sync::Arc<middleware::RateLimiter>,
+    /// Settings of the browser UI.
+    pub ui: ui::UiSettings,
+    /// The first-run setup code, while no user exists.
+    pub setup: Arc<ui::SetupCode>,
+    /// Failed sign-ins per email and address.
+    pub throttle: Arc<ui::SignInThrottle>,
 }
 
 /// Makes an `x-request-id` for requests that come without one.
@@ -85,9 +93,20 @@ impl MakeRequestId for MakeId {
 
 /// Serves the router on `listener` until `shutdown` is cancelled, finishing requests in flight.
 pub async fn serve(listener: tokio::net::TcpListener, state: AppState, shutdown: tokio_util::sync::CancellationToken) {
-    let served = axum::serve(listener, router(state)).with_graceful_shutdown(shutdown.cancelled_owned()).await;
+    let app = router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    let served = axum::serve(listener, app).with_graceful_shutdown(shutdown.cancelled_owned()).await;
     if let Err(e) = served {
         tracing::error!(error = %e, "the HTTP server failed");
+    }
+}
+
+/// Unknown paths: a problem document under `/api`, the 404 page elsewhere.
+async fn fallback(uri: axum::http::Uri) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    if uri.path() == "/api" || uri.path().starts_with("/api/") {
+        ApiError::not_found("no such route").into_response()
+    } else {
+        ui::not_found().await
     }
 }
 
@@ -108,7 +127,9 @@ pub fn router(state: AppState) -> Router {
                 .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::rate_limit))
                 .layer(axum::middleware::from_fn(middleware::no_nul)),
         )
-        .fallback(|| async { ApiError::not_found("no such route") })
+        .merge(ui::routes())
+        .fallback(fallback)
+        .layer(axum::middleware::from_fn(ui::security_headers))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(TraceLayer::new_for_http().make_span_with(|request: &axum::http::Request<axum::body::Body>| {
             let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("");

@@ -1,0 +1,114 @@
+//! The browser UI: server-rendered pages (askama templates in `web/templates/`), beside the API
+//! as a sibling with its own routes, error pages, session and CSRF checks.
+//!
+//! Handlers here read and change data only through the store's functions and the rules of
+//! `driftwatch-validate`, the same ones the API calls; templates only present. A page request
+//! is scoped to the signed-in user's account: another account's id is the 404 page.
+
+mod assets;
+mod page;
+mod session;
+mod sign_in;
+
+use std::sync::Mutex;
+
+use axum::Router;
+use axum::extract::Request;
+use axum::http::{HeaderValue, header};
+use axum::middleware::Next;
+use axum::response::Response;
+use axum::routing::{get, post};
+
+pub use page::{Layout, UiError};
+pub use session::{SignInThrottle, Viewer};
+
+use crate::AppState;
+
+/// Settings of the browser UI.
+#[derive(Debug, Clone, Default)]
+pub struct UiSettings {
+    /// The URL people reach driftwatch at (`https://...` makes cookies `Secure`).
+    pub public_url: Option<String>,
+    /// How long sessions live.
+    pub session_limits: driftwatch_store::users::SessionLimits,
+}
+
+impl UiSettings {
+    /// Whether cookies carry `Secure` (the public URL is https).
+    pub fn secure_cookies(&self) -> bool {
+        self.public_url.as_deref().is_some_and(|u| u.starts_with("https://"))
+    }
+}
+
+/// The one-time code that lets the first user set up a fresh install; gone once used.
+#[derive(Debug, Default)]
+pub struct SetupCode(Mutex<Option<String>>);
+
+impl SetupCode {
+    /// A new random code (call only while no user exists).
+    pub fn issue(&self) -> String {
+        let code = driftwatch_core::new_random_key("");
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(code.clone());
+        code
+    }
+
+    /// Whether `code` is the current one.
+    pub(crate) fn matches(&self, code: &str) -> bool {
+        use subtle::ConstantTimeEq as _;
+        let current = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        current.as_deref().is_some_and(|c| bool::from(c.as_bytes().ct_eq(code.as_bytes())))
+    }
+
+    /// Takes the code if it is `code`, so it works once.
+    pub(crate) fn take(&self, code: &str) -> bool {
+        let mut current = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        use subtle::ConstantTimeEq as _;
+        if current.as_deref().is_some_and(|c| bool::from(c.as_bytes().ct_eq(code.as_bytes()))) {
+            *current = None;
+            return true;
+        }
+        false
+    }
+
+    /// Forgets the code (setup done elsewhere).
+    pub(crate) fn clear(&self) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+}
+
+/// Every page route.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/static/{file}", get(assets::serve))
+        .route("/setup", get(sign_in::setup_form).post(sign_in::setup))
+        .route("/sign-in", get(sign_in::form).post(sign_in::sign_in))
+        .route("/sign-out", post(sign_in::sign_out))
+        .route("/sign-out-everywhere", post(sign_in::sign_out_everywhere))
+        .route("/signed-out", get(sign_in::signed_out))
+}
+
+/// The 404 page for paths outside the API.
+pub use page::not_found;
+
+/// Total bytes of CSS and JS a page loads (reported by the render benchmark).
+pub fn asset_bytes() -> usize {
+    assets::total_bytes()
+}
+
+/// Security headers on every answer: a strict Content-Security-Policy (everything from this
+/// server, no inline script, no framing), no MIME sniffing, referrers kept on this site.
+pub async fn security_headers(request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; \
+             form-action 'self'; frame-ancestors 'none'",
+        ),
+    );
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    response
+}
