@@ -18,6 +18,7 @@ pub mod deliveries;
 pub mod endpoints;
 pub mod idempotency;
 pub mod outbox;
+pub mod overview;
 pub mod recoveries;
 pub mod stats;
 pub mod users;

@@ -77,6 +77,8 @@ pub struct Session {
     pub last_seen_at: NaiveDateTime,
     /// Absolute expiry.
     pub expires_at: NaiveDateTime,
+    /// A message for the next page shown.
+    pub flash: Option<String>,
 }
 
 /// A page to watch and how.

@@ -30,6 +30,7 @@ diesel::table! {
         created_at -> Timestamp,
         last_seen_at -> Timestamp,
         expires_at -> Timestamp,
+        flash -> Nullable<Text>,
     }
 }
 

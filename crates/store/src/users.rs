@@ -151,6 +151,7 @@ pub fn create_session(
         created_at: now,
         last_seen_at: now,
         expires_at: now + limits.absolute,
+        flash: None,
     };
     diesel::insert_into(sessions::table).values(&session).execute(conn)?;
     Ok(session)
@@ -181,6 +182,12 @@ pub fn find_session(
         session.last_seen_at = now;
     }
     Ok(Some((session, user)))
+}
+
+/// Sets (or with `None` clears) the message the session's next page shows.
+pub fn set_flash(conn: &mut DbConn, id_hash: &str, message: Option<&str>) -> StoreResult<()> {
+    diesel::update(sessions::table.find(id_hash)).set(sessions::flash.eq(message)).execute(conn)?;
+    Ok(())
 }
 
 /// Ends one session (by the hash of its id).

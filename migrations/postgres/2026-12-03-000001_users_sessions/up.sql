@@ -23,7 +23,9 @@ CREATE TABLE sessions (
     created_at    TIMESTAMP NOT NULL,
     last_seen_at  TIMESTAMP NOT NULL,
     -- absolute expiry; idle expiry is last_seen_at + the idle limit
-    expires_at    TIMESTAMP NOT NULL
+    expires_at    TIMESTAMP NOT NULL,
+    -- a message for the next page this session shows ("2 watches paused")
+    flash         TEXT
 );
 CREATE INDEX sessions_user ON sessions (user_id);
 

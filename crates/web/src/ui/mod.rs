@@ -6,9 +6,14 @@
 //! is scoped to the signed-in user's account: another account's id is the 404 page.
 
 mod assets;
+mod changes;
+mod diff;
+mod flash;
 mod page;
 mod session;
 mod sign_in;
+mod watch;
+mod watches;
 
 use std::sync::Mutex;
 
@@ -85,6 +90,11 @@ pub fn routes() -> Router<AppState> {
         .route("/sign-out", post(sign_in::sign_out))
         .route("/sign-out-everywhere", post(sign_in::sign_out_everywhere))
         .route("/signed-out", get(sign_in::signed_out))
+        .route("/", get(watches::list))
+        .route("/watches/rows", get(watches::rows_fragment))
+        .route("/watches/{id}", get(watch::show))
+        .route("/changes", get(changes::list))
+        .route("/feeds/{key}", get(changes::atom))
 }
 
 /// The 404 page for paths outside the API.

@@ -1,0 +1,299 @@
+//! A watch's page: its timeline of changes, the diff (from what this user last saw, or any two
+//! snapshots; inline or side by side), its runs and its deliveries.
+
+use std::collections::HashMap;
+
+use askama::Template;
+use axum::extract::{Path, Query, State};
+use axum::response::Response;
+use driftwatch_core::EventType;
+use driftwatch_store::deliveries::{self, DeliveryFilter};
+use driftwatch_store::watches::{self, SnapshotInfo};
+use driftwatch_store::{Event, Page, Run, Snapshot, Watch, checks, users};
+use serde::Deserialize;
+
+use super::diff::{Block, blocks};
+use super::page::{Layout, UiError, When, html};
+use super::session::Viewer;
+use super::watches::{badge, tags_of};
+use crate::AppState;
+
+/// Snapshots listed in the timeline.
+const TIMELINE: i64 = 50;
+/// Runs listed.
+const RUNS: i64 = 20;
+/// Deliveries listed.
+const DELIVERIES: i64 = 10;
+
+/// A snapshot in the timeline.
+#[derive(Debug, Clone)]
+pub struct TimelineItem {
+    /// `snp_...`.
+    pub id: String,
+    /// When it was taken.
+    pub at: When,
+    /// Lines added by the change that made it (none for a baseline or a change without alert).
+    pub added: Option<i32>,
+    /// Lines removed.
+    pub removed: Option<i32>,
+    /// The snapshot before it, to compare with.
+    pub previous: Option<String>,
+    /// Shown in the diff now (as either side).
+    pub shown: bool,
+    /// Newer than what this user had seen.
+    pub unseen: bool,
+}
+
+/// A run in the log.
+#[derive(Debug, Clone)]
+pub struct RunRow {
+    /// When it started.
+    pub at: When,
+    /// `changed`, `unchanged`, `failed`, ...
+    pub outcome: String,
+    /// HTTP status of the page.
+    pub http_status: Option<i32>,
+    /// Duration in ms.
+    pub duration_ms: i64,
+    /// The error, or why a change raised no alert.
+    pub detail: Option<String>,
+}
+
+/// A delivery in the list.
+#[derive(Debug, Clone)]
+pub struct DeliveryRow {
+    /// `dlv_...`.
+    pub id: String,
+    /// Event type.
+    pub event_type: String,
+    /// Status (badge).
+    pub status: String,
+    /// Attempts so far.
+    pub attempts: i32,
+    /// Last HTTP status.
+    pub last_status: Option<i32>,
+    /// Created.
+    pub at: When,
+}
+
+/// The diff shown.
+#[derive(Debug, Clone)]
+pub struct DiffView {
+    /// Older side.
+    pub from: String,
+    /// Newer side.
+    pub to: String,
+    /// Older side's time.
+    pub from_at: When,
+    /// Newer side's time.
+    pub to_at: When,
+    /// Lines added.
+    pub added: usize,
+    /// Lines removed.
+    pub removed: usize,
+    /// The hunks.
+    pub blocks: Vec<Block>,
+    /// Opened from what this user last saw.
+    pub from_seen: bool,
+}
+
+#[derive(Template)]
+#[template(path = "watch.html")]
+struct WatchPage {
+    layout: Layout,
+    watch: Watch,
+    badge: &'static str,
+    tags: Vec<String>,
+    schedule: String,
+    checked: Option<When>,
+    next: Option<When>,
+    paused: bool,
+    timeline: Vec<TimelineItem>,
+    diff: Option<DiffView>,
+    side: bool,
+    content: Option<String>,
+    runs: Vec<RunRow>,
+    deliveries: Vec<DeliveryRow>,
+}
+
+/// Query of the watch page.
+#[derive(Debug, Default, Deserialize)]
+pub struct WatchQuery {
+    /// Older snapshot of the diff.
+    #[serde(default)]
+    from: String,
+    /// Newer snapshot of the diff.
+    #[serde(default)]
+    to: String,
+    /// `side` for side by side.
+    #[serde(default)]
+    view: String,
+}
+
+/// The viewer's watch `id`, or the 404 page.
+pub async fn find(state: &AppState, viewer: &Viewer, id: &str) -> Result<Watch, UiError> {
+    let (account, id) = (viewer.account_id().to_owned(), id.to_owned());
+    state.store.run(move |c| watches::get_watch(c, &account, &id)).await?.ok_or(UiError::NotFound("watch"))
+}
+
+/// How a watch's schedule reads.
+pub fn schedule_text(watch: &Watch) -> String {
+    match (&watch.cron, watch.interval_seconds) {
+        (Some(cron), _) => format!("cron {cron} ({})", watch.time_zone.as_deref().unwrap_or("UTC")),
+        (None, Some(seconds)) => format!("every {}", super::page::human_seconds(seconds.max(0) as u64)),
+        (None, None) => "no schedule".to_owned(),
+    }
+}
+
+struct Loaded {
+    snapshots: Vec<SnapshotInfo>,
+    changes: Vec<Event>,
+    runs: Vec<Run>,
+    deliveries: Vec<driftwatch_store::Delivery>,
+    seen: Option<String>,
+    sides: Option<(Snapshot, Snapshot)>,
+    /// The newest snapshot's content when there is nothing to compare it with.
+    baseline: Option<String>,
+}
+
+/// `GET /watches/{id}`.
+pub async fn show(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(id): Path<String>,
+    Query(query): Query<WatchQuery>,
+) -> Result<Response, UiError> {
+    let watch = find(&state, &viewer, &id).await?;
+    let (account, user, watch_id) = (viewer.account_id().to_owned(), viewer.user.id.clone(), watch.id.clone());
+    let (from, to) = (query.from.clone(), query.to.clone());
+    let now = state.clock.now().naive_utc();
+    let loaded = state
+        .store
+        .run(move |c| {
+            let snapshots = watches::list_snapshots(c, &watch_id, &Page { after: None, limit: TIMELINE })?;
+            let changes = checks::list_events(
+                c,
+                &account,
+                Some(&watch_id),
+                Some(EventType::ChangeDetected),
+                &Page { after: None, limit: TIMELINE },
+            )?;
+            let runs = watches::list_runs(c, &watch_id, &Page { after: None, limit: RUNS })?;
+            let filter = DeliveryFilter { watch_id: Some(watch_id.clone()), ..DeliveryFilter::default() };
+            let deliveries =
+                deliveries::list_deliveries(c, &account, &filter, &Page { after: None, limit: DELIVERIES })?;
+            let seen = users::seen_snapshots(c, &user, std::slice::from_ref(&watch_id))?.remove(&watch_id);
+            // The diff: the chosen pair; by default from what this user last saw (when that
+            // is older than the newest) or else the one before the newest, to the newest.
+            let newest = snapshots.first().map(|s| s.id.clone());
+            let to_id = if to.is_empty() { newest.clone() } else { Some(to) };
+            let from_id = if !from.is_empty() {
+                Some(from)
+            } else {
+                let seen_older =
+                    seen.clone().filter(|s| Some(s) != newest.as_ref() && snapshots.iter().any(|x| &x.id == s));
+                seen_older.or_else(|| snapshots.get(1).map(|s| s.id.clone()))
+            };
+            let mut side = |id: Option<String>| -> driftwatch_store::StoreResult<Option<Snapshot>> {
+                match id {
+                    Some(id) => Ok(watches::get_snapshot(c, &account, &id)?.filter(|s| s.watch_id == watch_id)),
+                    None => Ok(None),
+                }
+            };
+            let sides = match (side(from_id)?, side(to_id)?) {
+                (Some(a), Some(b)) => Some((a, b)),
+                _ => None,
+            };
+            let baseline = match (&sides, &newest) {
+                (None, Some(newest)) => watches::get_snapshot(c, &account, newest)?.map(|s| s.content),
+                _ => None,
+            };
+            if let Some(newest) = &newest {
+                users::mark_seen(c, &user, &watch_id, newest, now)?;
+            }
+            Ok(Loaded { snapshots, changes, runs, deliveries, seen, sides, baseline })
+        })
+        .await?;
+    Ok(html(&page(&state, &viewer, watch, loaded, query.view == "side")))
+}
+
+fn page(state: &AppState, viewer: &Viewer, watch: Watch, loaded: Loaded, side: bool) -> WatchPage {
+    let now = state.clock.now();
+    let zone = viewer.user.time_zone.as_str();
+    let by_snapshot: HashMap<&str, &Event> =
+        loaded.changes.iter().filter_map(|e| e.snapshot_id.as_deref().map(|s| (s, e))).collect();
+    let shown: Vec<&str> = loaded.sides.iter().flat_map(|(a, b)| [a.id.as_str(), b.id.as_str()]).collect();
+    let seen = loaded.seen.as_deref();
+    let timeline = loaded
+        .snapshots
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let change = by_snapshot.get(s.id.as_str());
+            TimelineItem {
+                id: s.id.clone(),
+                at: When::new(s.created_at, now, zone),
+                added: change.map(|e| e.added),
+                removed: change.map(|e| e.removed),
+                previous: loaded.snapshots.get(i + 1).map(|p| p.id.clone()),
+                shown: shown.contains(&s.id.as_str()),
+                unseen: seen.is_some_and(|seen| s.id.as_str() > seen),
+            }
+        })
+        .collect();
+    let content = loaded.baseline.clone();
+    let diff = loaded.sides.as_ref().map(|(from, to)| {
+        let change = driftwatch_diff::diff_texts(&from.content, &to.content, &from.id, &to.id);
+        DiffView {
+            from: from.id.clone(),
+            to: to.id.clone(),
+            from_at: When::new(from.created_at, now, zone),
+            to_at: When::new(to.created_at, now, zone),
+            added: change.added,
+            removed: change.removed,
+            blocks: blocks(&change),
+            from_seen: seen == Some(from.id.as_str()),
+        }
+    });
+    let runs = loaded
+        .runs
+        .iter()
+        .map(|r| RunRow {
+            at: When::new(r.started_at, now, zone),
+            outcome: r.outcome.clone(),
+            http_status: r.http_status,
+            duration_ms: r.duration_ms,
+            detail: r.error.clone().or_else(|| r.note.clone()),
+        })
+        .collect();
+    let deliveries = loaded.deliveries.iter().map(|d| delivery_row(d, now, zone)).collect();
+    let paused = watch.state == driftwatch_core::WatchState::Paused.as_str();
+    WatchPage {
+        layout: Layout::signed_in(viewer, "watches", watch.name.clone()),
+        badge: badge(&watch),
+        tags: tags_of(&watch),
+        schedule: schedule_text(&watch),
+        checked: watch.last_run_at.map(|t| When::new(t, now, zone)),
+        next: (!paused).then(|| When::new(watch.next_run_at, now, zone)),
+        paused,
+        timeline,
+        diff,
+        side,
+        content,
+        runs,
+        deliveries,
+        watch,
+    }
+}
+
+/// A delivery as a list row.
+pub fn delivery_row(d: &driftwatch_store::Delivery, now: chrono::DateTime<chrono::Utc>, zone: &str) -> DeliveryRow {
+    DeliveryRow {
+        id: d.id.clone(),
+        event_type: d.event_type.clone(),
+        status: d.status.clone(),
+        attempts: d.attempts,
+        last_status: d.last_status_code,
+        at: When::new(d.created_at, now, zone),
+    }
+}
