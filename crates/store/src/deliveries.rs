@@ -56,6 +56,17 @@ pub fn list_deliveries(
     Ok(query.order(deliveries::id.desc()).limit(page.limit).load(conn)?)
 }
 
+/// The exact body of the account's delivery `id` (empty once retention purged it); `None` when
+/// there is no such delivery.
+pub fn delivery_body(conn: &mut DbConn, account_id: &str, id: &str) -> StoreResult<Option<Vec<u8>>> {
+    Ok(deliveries::table
+        .filter(deliveries::account_id.eq(account_id))
+        .filter(deliveries::id.eq(id))
+        .select(deliveries::body)
+        .first(conn)
+        .optional()?)
+}
+
 /// The last attempt of each of `ids` (for the dead-letter view).
 pub fn last_attempts(conn: &mut DbConn, ids: &[String]) -> StoreResult<HashMap<String, DeliveryAttempt>> {
     let rows: Vec<DeliveryAttempt> = delivery_attempts::table

@@ -5,8 +5,10 @@
 //! `driftwatch-validate`, the same ones the API calls; templates only present. A page request
 //! is scoped to the signed-in user's account: another account's id is the 404 page.
 
+mod account;
 mod assets;
 mod changes;
+mod deliveries;
 mod diff;
 mod flash;
 mod page;
@@ -94,6 +96,15 @@ pub fn routes() -> Router<AppState> {
         .route("/watches/rows", get(watches::rows_fragment))
         .route("/watches/{id}", get(watch::show))
         .route("/changes", get(changes::list))
+        .route("/account", get(account::show))
+        .route("/account/time-zone", post(account::set_time_zone))
+        .route("/account/password", post(account::set_password))
+        .route("/account/users", post(account::add_user))
+        .route("/account/feed-key", post(account::feed_key))
+        .route("/deliveries", get(deliveries::list))
+        .route("/dlq", get(deliveries::dead_letters))
+        .route("/deliveries/{id}", get(deliveries::show))
+        .route("/deliveries/{id}/redeliver", post(deliveries::redeliver))
         .route("/feeds/{key}", get(changes::atom))
 }
 
