@@ -1,13 +1,14 @@
 //! End-to-end tests: the real application in-process on 127.0.0.1:0, a real page server and a
 //! real webhook receiver on loopback, real SQLite files and (when
 //! `DRIFTWATCH_TEST_POSTGRES_URL` is set at build time) a fresh PostgreSQL database per test.
-//! Every scenario runs on both backends.
+//! Every scenario runs on both backends; the browser harness's own tests need neither.
 
 mod conformance;
 mod support;
 
 mod agents;
 mod api;
+mod browser;
 mod delivery;
 mod openapi;
 mod pipeline;
@@ -79,3 +80,21 @@ on_both_backends!(
     delivery::a_rate_limited_endpoint_is_paced,
     delivery::endpoints_receive_only_their_event_types,
 );
+
+/// The browser harness tested on its own pages: no application or database involved.
+mod browser_harness {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn drives_a_form_on_a_strict_csp_page() {
+        crate::browser::self_test::drives_a_form_on_a_strict_csp_page().await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn emulates_dark_mode_and_screenshots_both_sizes() {
+        crate::browser::self_test::emulates_dark_mode_and_screenshots_both_sizes().await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn axe_finds_serious_violations_despite_the_csp() {
+        crate::browser::self_test::axe_finds_serious_violations_despite_the_csp().await
+    }
+}

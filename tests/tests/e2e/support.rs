@@ -401,7 +401,8 @@ impl Receiver {
     }
 }
 
-async fn serve(app: axum::Router) -> SocketAddr {
+/// Serves `app` on a loopback port of its own for the rest of the test.
+pub async fn serve(app: axum::Router) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     tokio::spawn(async move {
