@@ -14,6 +14,7 @@ mod openapi;
 mod pipeline;
 mod scale;
 mod store;
+mod ui;
 mod watches;
 
 /// Declares each scenario `async fn name(backend: Backend)` as a test on SQLite and, when
@@ -79,6 +80,8 @@ on_both_backends!(
     delivery::a_hanging_endpoint_does_not_delay_healthy_ones,
     delivery::a_rate_limited_endpoint_is_paced,
     delivery::endpoints_receive_only_their_event_types,
+    ui::first_run_sign_in_and_sign_out,
+    ui::a_change_shows_as_a_highlighted_diff,
 );
 
 /// The browser harness tested on its own pages: no application or database involved.

@@ -102,6 +102,30 @@ impl TestApp {
         TestApp { base: format!("http://{addr}/api/v1"), http: reqwest::Client::new(), app: Some(app), _db: db }
     }
 
+    /// The server's root URL (where the browser UI is).
+    pub fn root(&self) -> String {
+        self.base.trim_end_matches("/api/v1").to_owned()
+    }
+
+    /// The first-run setup URL `serve` printed (while no user exists).
+    pub fn setup_url(&self) -> String {
+        self.app.as_ref().and_then(|a| a.setup_url.clone()).expect("a setup URL: no user exists yet")
+    }
+
+    /// A write token for the account of the user `email` (signed up through the UI).
+    pub async fn token_for_user(&self, email: &str) -> String {
+        let store = self.app.as_ref().expect("running").store.clone();
+        let email = email.to_owned();
+        let now = SystemClock.now().naive_utc();
+        store
+            .run(move |c| {
+                let user = driftwatch_store::users::find_user_by_email(c, &email)?.expect("the user exists");
+                accounts::create_token(c, &user.account_id, "test", "read write", now).map(|(_, token)| token)
+            })
+            .await
+            .expect("a token")
+    }
+
     /// Creates an account and a token for it, as `driftwatch account create` and
     /// `driftwatch token create` do; returns the token.
     pub async fn account(&self, name: &str) -> String {

@@ -95,6 +95,7 @@ pub fn routes() -> Router<AppState> {
         .route("/", get(watches::list))
         .route("/watches/rows", get(watches::rows_fragment))
         .route("/watches/{id}", get(watch::show))
+        .route("/watches/{id}/check", post(watch::check))
         .route("/changes", get(changes::list))
         .route("/account", get(account::show))
         .route("/account/time-zone", post(account::set_time_zone))

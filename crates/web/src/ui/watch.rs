@@ -12,8 +12,12 @@ use driftwatch_store::watches::{self, SnapshotInfo};
 use driftwatch_store::{Event, Page, Run, Snapshot, Watch, checks, users};
 use serde::Deserialize;
 
+use axum::response::{IntoResponse, Redirect};
+
 use super::diff::{Block, blocks};
+use super::flash;
 use super::page::{Layout, UiError, When, html};
+use super::session::Post;
 use super::session::Viewer;
 use super::watches::{badge, tags_of};
 use crate::AppState;
@@ -214,7 +218,10 @@ pub async fn show(
             Ok(Loaded { snapshots, changes, runs, deliveries, seen, sides, baseline })
         })
         .await?;
-    Ok(html(&page(&state, &viewer, watch, loaded, query.view == "side")))
+    let notice = flash::take(&state, &viewer).await?;
+    let mut page = page(&state, &viewer, watch, loaded, query.view == "side");
+    page.layout.notice = notice;
+    Ok(html(&page))
 }
 
 fn page(state: &AppState, viewer: &Viewer, watch: Watch, loaded: Loaded, side: bool) -> WatchPage {
@@ -296,4 +303,26 @@ pub fn delivery_row(d: &driftwatch_store::Delivery, now: chrono::DateTime<chrono
         last_status: d.last_status_code,
         at: When::new(d.created_at, now, zone),
     }
+}
+
+/// `POST /watches/{id}/check`: checks now and shows the watch with the result.
+pub async fn check(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    post: Post<Vec<(String, String)>>,
+) -> Result<Response, UiError> {
+    let message = match state.runner.check_now(post.viewer.account_id(), &id).await {
+        Ok(Some(run)) => run_message(&run),
+        Ok(None) => return Err(UiError::NotFound("watch")),
+        Err(driftwatch_schedule::CheckError::Busy) => "A check of this watch is running; its result shows here.".into(),
+        Err(driftwatch_schedule::CheckError::Store(e)) => return Err(e.into()),
+    };
+    flash::set(&state, &post.viewer, message).await?;
+    Ok(Redirect::to(&format!("/watches/{id}")).into_response())
+}
+
+/// What a finished check says to people.
+fn run_message(run: &Run) -> String {
+    let detail = run.error.as_deref().or(run.note.as_deref()).map(|d| format!(": {d}")).unwrap_or_default();
+    format!("Checked: {}{detail}.", run.outcome.replace('_', " "))
 }
