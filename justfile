@@ -15,6 +15,10 @@ test:
 test-pg:
     DRIFTWATCH_TEST_POSTGRES_URL={{pg_url}} cargo test --workspace
 
+# The browser tests only (UI and harness); screenshots land in target/screenshots/.
+test-browser *args:
+    DRIFTWATCH_REQUIRE_BROWSER=1 cargo test -p driftwatch-tests --test e2e -- browser {{args}}
+
 # Fuzz the API from its OpenAPI document with schemathesis (as CI does; more examples find more).
 fuzz examples="50" seed="1":
     DRIFTWATCH_FUZZ_EXAMPLES={{examples}} DRIFTWATCH_FUZZ_SEED={{seed}} .ci/fuzz
