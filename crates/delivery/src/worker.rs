@@ -82,15 +82,15 @@ pub enum RedeliverError {
 /// Drains the outbox: claims due deliveries, sends them, records each attempt. Cheap to clone.
 #[derive(Clone)]
 pub struct DeliveryWorker {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
-struct Inner {
+pub(crate) struct Inner {
     completions: mpsc::UnboundedSender<PendingRecord>,
-    store: Store,
+    pub(crate) store: Store,
     sender: Sender,
-    clock: Arc<dyn Clock>,
-    config: DeliveryConfig,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) config: DeliveryConfig,
     wake: Notify,
     recovery_wake: Notify,
     slots: Arc<Semaphore>,
@@ -242,7 +242,7 @@ impl DeliveryWorker {
         self.inner.recovery_wake.notify_one();
     }
 
-    fn now(&self) -> NaiveDateTime {
+    pub(crate) fn now(&self) -> NaiveDateTime {
         self.inner.clock.now().naive_utc()
     }
 

@@ -113,6 +113,17 @@ impl From<driftwatch_store::StoreError> for ApiError {
     }
 }
 
+impl From<driftwatch_delivery::RequestError> for ApiError {
+    fn from(e: driftwatch_delivery::RequestError) -> ApiError {
+        use driftwatch_delivery::RequestError;
+        match e {
+            RequestError::Disabled => ApiError::conflict(e.to_string()),
+            RequestError::Invalid { field, message } => ApiError::invalid(field, message),
+            RequestError::Store(e) => e.into(),
+        }
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);

@@ -3,11 +3,10 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, TimeDelta, Utc};
-use driftwatch_alert::{EndpointRef, endpoint_payload, slack_message};
-use driftwatch_core::{DeliveryStatus, EndpointKind, EventType, IdKind, RecoveryState, new_id, new_webhook_secret};
+use driftwatch_core::{DeliveryStatus, EndpointKind, EventType, new_webhook_secret};
+use driftwatch_delivery::RecoveryRequest;
+use driftwatch_store::endpoints;
 use driftwatch_store::endpoints::EndpointChanges;
-use driftwatch_store::outbox::{self, NewEvent};
-use driftwatch_store::{Event, Recovery, deliveries, endpoints, recoveries};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
@@ -357,30 +356,7 @@ pub async fn test(
     Path(id): Path<String>,
 ) -> Result<(StatusCode, axum::Json<views::Delivery>), ApiError> {
     let endpoint = find(&state, &caller, &id).await?;
-    if !endpoint.enabled {
-        return Err(ApiError::conflict("the endpoint is disabled; enable it first"));
-    }
-    let at = state.clock.now();
-    let event_id = new_id(IdKind::Event);
-    let payload = endpoint_payload(
-        EventType::EndpointTest,
-        &event_id,
-        EndpointRef { id: &endpoint.id, url: &endpoint.url, description: &endpoint.description },
-        None,
-        at,
-    );
-    let new = NewEvent {
-        slack_body: slack_message(&payload),
-        event: Event::about_endpoint(event_id.clone(), &endpoint, EventType::EndpointTest, payload, at.naive_utc()),
-    };
-    let max_attempts = state.worker.config().retry.max_attempts as i32;
-    let endpoint_id = endpoint.id.clone();
-    let delivery = state
-        .store
-        .write(move |c| outbox::enqueue_for_endpoint(c, &new, &endpoint_id, max_attempts, at.naive_utc()))
-        .await?
-        .ok_or_else(|| ApiError::internal(&"the test delivery was not queued"))?;
-    state.worker.wake();
+    let delivery = state.worker.queue_test(&endpoint).await?;
     Ok((StatusCode::ACCEPTED, axum::Json(delivery.into())))
 }
 
@@ -428,50 +404,18 @@ pub async fn recover(
     Json(body): Json<Recover>,
 ) -> Result<(StatusCode, axum::Json<views::Recovery>), ApiError> {
     let endpoint = find(&state, &caller, &id).await?;
-    if body.until.is_some_and(|until| until <= body.since) {
-        return Err(ApiError::invalid("until", "must be after `since`"));
-    }
-    let statuses = body.statuses.unwrap_or_else(|| vec![DeliveryStatus::Failed, DeliveryStatus::Dead]);
-    if statuses.is_empty() || statuses.iter().any(|s| !matches!(s, DeliveryStatus::Failed | DeliveryStatus::Dead)) {
+    if body.statuses.as_ref().is_some_and(Vec::is_empty) {
         return Err(ApiError::invalid("statuses", "only `failed` and `dead` deliveries can be recovered"));
     }
-    let dry_run = body.dry_run.unwrap_or(false);
-    let now = state.clock.now().naive_utc();
-    let mut recovery = Recovery {
-        id: new_id(IdKind::Recovery),
-        account_id: caller.account_id,
-        endpoint_id: endpoint.id,
+    let request = RecoveryRequest {
         since: body.since.naive_utc(),
         until: body.until.map(|u| u.naive_utc()),
-        statuses: statuses.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(","),
-        dry_run,
-        state: RecoveryState::Pending.as_str().to_owned(),
-        matched: 0,
-        requeued: 0,
-        cursor: None,
-        lease_owner: None,
-        lease_until: None,
-        created_at: now,
-        updated_at: now,
-        finished_at: None,
+        statuses: body.statuses.unwrap_or_default(),
+        dry_run: body.dry_run.unwrap_or(false),
     };
-    if dry_run {
-        // A dry run only counts: answer with the count at once.
-        let probe = Recovery { dry_run: true, ..recovery.clone() };
-        let matched = state
-            .store
-            .run(move |c| Ok(deliveries::requeue_page(c, &probe, 0, i64::MAX / 2, now)?.len() as i64))
-            .await?;
-        recovery.matched = matched;
-        recovery.state = RecoveryState::Done.as_str().to_owned();
-        recovery.finished_at = Some(now);
-    }
-    let stored = recovery.clone();
-    state.store.write(move |c| recoveries::insert_recovery(c, &stored)).await?;
-    tracing::info!(recovery.id = %recovery.id, endpoint.id = %recovery.endpoint_id, dry_run, "recovery requested");
-    if dry_run {
+    let recovery = state.worker.recover(&endpoint, request).await?;
+    if recovery.dry_run {
         return Ok((StatusCode::OK, axum::Json(recovery.into())));
     }
-    state.worker.wake_recoveries();
     Ok((StatusCode::ACCEPTED, axum::Json(recovery.into())))
 }
