@@ -10,6 +10,7 @@ mod assets;
 mod changes;
 mod deliveries;
 mod diff;
+mod endpoints;
 mod flash;
 mod page;
 mod session;
@@ -97,6 +98,14 @@ pub fn routes() -> Router<AppState> {
         .route("/watches/{id}", get(watch::show))
         .route("/watches/{id}/check", post(watch::check))
         .route("/changes", get(changes::list))
+        .route("/endpoints", get(endpoints::list))
+        .route("/endpoints/{id}", get(endpoints::show))
+        .route("/endpoints/{id}/enable", post(endpoints::enable))
+        .route("/endpoints/{id}/disable", post(endpoints::disable))
+        .route("/endpoints/{id}/rotate-secret", post(endpoints::rotate))
+        .route("/endpoints/{id}/test", post(endpoints::test))
+        .route("/endpoints/{id}/recover", post(endpoints::recover))
+        .route("/recoveries/{id}", get(endpoints::recovery))
         .route("/account", get(account::show))
         .route("/account/time-zone", post(account::set_time_zone))
         .route("/account/password", post(account::set_password))

@@ -1,0 +1,403 @@
+//! Endpoints: the list with health (circuit, failures in a row, last success, success rate and
+//! median latency over 24 h), one endpoint with its actions (enable or disable, rotate the
+//! secret, send a test event and show its result, recover since a time: dry-run count first).
+
+use askama::Template;
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Redirect, Response};
+use chrono::{NaiveDateTime, TimeDelta, TimeZone as _};
+use driftwatch_core::{DeliveryStatus, new_webhook_secret};
+use driftwatch_delivery::{RecoveryRequest, RequestError};
+use driftwatch_store::overview::{self, EndpointHealth};
+use driftwatch_store::{Endpoint, Page, Recovery, deliveries, endpoints, recoveries};
+use serde::Deserialize;
+
+use super::flash;
+use super::page::{Layout, UiError, When, html};
+use super::session::{Post, Viewer};
+use crate::AppState;
+
+/// An endpoint with what its health says to people.
+#[derive(Debug, Clone)]
+pub struct EndpointRow {
+    /// The endpoint.
+    pub endpoint: Endpoint,
+    /// `closed`, `open` (failing, paused) or `half_open` (probing); `disabled`.
+    pub circuit: &'static str,
+    /// Success rate over 24 h, in percent, when there were attempts.
+    pub success_rate: Option<i64>,
+    /// Attempts over 24 h.
+    pub attempts: i64,
+    /// Median latency over 24 h.
+    pub median_ms: Option<i64>,
+    /// Last successful delivery.
+    pub last_success: Option<When>,
+}
+
+fn circuit(endpoint: &Endpoint, now: NaiveDateTime) -> &'static str {
+    if !endpoint.enabled {
+        return "disabled";
+    }
+    match endpoint.circuit_open_until {
+        Some(until) if until > now => "open",
+        Some(_) => "half_open",
+        None => "closed",
+    }
+}
+
+async fn rows(state: &AppState, viewer: &Viewer, list: Vec<Endpoint>) -> Result<Vec<EndpointRow>, UiError> {
+    let now = state.clock.now();
+    let ids: Vec<String> = list.iter().map(|e| e.id.clone()).collect();
+    let since = (now - TimeDelta::hours(24)).naive_utc();
+    let mut health = state.store.run(move |c| overview::endpoint_health(c, &ids, since)).await?;
+    let zone = viewer.user.time_zone.as_str();
+    Ok(list
+        .into_iter()
+        .map(|endpoint| {
+            let h: EndpointHealth = health.remove(&endpoint.id).unwrap_or_default();
+            EndpointRow {
+                circuit: circuit(&endpoint, now.naive_utc()),
+                success_rate: (h.attempts > 0).then(|| h.successes * 100 / h.attempts),
+                attempts: h.attempts,
+                median_ms: h.median_ms,
+                last_success: h.last_success.map(|t| When::new(t, now, zone)),
+                endpoint,
+            }
+        })
+        .collect())
+}
+
+#[derive(Template)]
+#[template(path = "endpoints.html")]
+struct EndpointsPage {
+    layout: Layout,
+    rows: Vec<EndpointRow>,
+}
+
+/// `GET /endpoints`.
+pub async fn list(State(state): State<AppState>, viewer: Viewer) -> Result<Response, UiError> {
+    let account = viewer.account_id().to_owned();
+    let list =
+        state.store.run(move |c| endpoints::list_endpoints(c, &account, &Page { after: None, limit: 500 })).await?;
+    let rows = rows(&state, &viewer, list).await?;
+    let notice = flash::take(&state, &viewer).await?;
+    Ok(html(&EndpointsPage { layout: Layout::signed_in(&viewer, "endpoints", "Endpoints").with_notice(notice), rows }))
+}
+
+/// The result of a test event, shown on the endpoint's page.
+#[derive(Debug, Clone, Default)]
+pub struct TestResult {
+    /// The delivery.
+    pub delivery_id: String,
+    /// The HTTP status.
+    pub status: Option<i32>,
+    /// The start of the response.
+    pub snippet: Option<String>,
+    /// The error.
+    pub error: Option<String>,
+    /// Still waiting for its first attempt.
+    pub pending: bool,
+}
+
+/// The form of a recovery.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct RecoverForm {
+    /// `YYYY-MM-DDTHH:MM` in the viewer's zone.
+    #[serde(default)]
+    since: String,
+    /// Optional end, same form.
+    #[serde(default)]
+    until: String,
+    /// Include failed deliveries.
+    #[serde(default)]
+    failed: Option<String>,
+    /// Include dead deliveries.
+    #[serde(default)]
+    dead: Option<String>,
+    /// `count` (dry run) or `start`.
+    #[serde(default)]
+    action: String,
+}
+
+#[derive(Template)]
+#[template(path = "endpoint.html")]
+struct EndpointPage {
+    layout: Layout,
+    row: EndpointRow,
+    secret: Option<String>,
+    test: Option<TestResult>,
+    recover: RecoverForm,
+    recover_error: Option<(String, String)>,
+    dry_run: Option<i64>,
+    recoveries: Vec<RecoveryRow>,
+}
+
+/// A recovery as listed.
+#[derive(Debug, Clone)]
+pub struct RecoveryRow {
+    /// `rec_...`.
+    pub id: String,
+    /// `pending`, `running`, `done`.
+    pub state: String,
+    /// Deliveries matched.
+    pub matched: i64,
+    /// Re-queued so far.
+    pub requeued: i64,
+    /// Since.
+    pub since: When,
+    /// Requested.
+    pub at: When,
+    /// A dry run.
+    pub dry_run: bool,
+}
+
+fn recovery_row(r: &Recovery, now: chrono::DateTime<chrono::Utc>, zone: &str) -> RecoveryRow {
+    RecoveryRow {
+        id: r.id.clone(),
+        state: r.state.clone(),
+        matched: r.matched,
+        requeued: r.requeued,
+        since: When::new(r.since, now, zone),
+        at: When::new(r.created_at, now, zone),
+        dry_run: r.dry_run,
+    }
+}
+
+/// The viewer's endpoint `id`, or the 404 page.
+async fn find(state: &AppState, viewer: &Viewer, id: &str) -> Result<Endpoint, UiError> {
+    let (account, id) = (viewer.account_id().to_owned(), id.to_owned());
+    state.store.run(move |c| endpoints::get_endpoint(c, &account, &id)).await?.ok_or(UiError::NotFound("endpoint"))
+}
+
+impl EndpointPage {
+    async fn load(state: &AppState, viewer: &Viewer, endpoint: Endpoint) -> Result<EndpointPage, UiError> {
+        let (account, id) = (viewer.account_id().to_owned(), endpoint.id.clone());
+        let list = state
+            .store
+            .run(move |c| recoveries::list_recoveries(c, &account, Some(&id), &Page { after: None, limit: 10 }))
+            .await?;
+        let now = state.clock.now();
+        let zone = viewer.user.time_zone.clone();
+        let row = rows(state, viewer, vec![endpoint]).await?.remove(0);
+        let notice = flash::take(state, viewer).await?;
+        Ok(EndpointPage {
+            layout: Layout::signed_in(viewer, "endpoints", row.endpoint.url.clone()).with_notice(notice),
+            row,
+            secret: None,
+            test: None,
+            recover: RecoverForm { failed: Some("on".into()), dead: Some("on".into()), ..RecoverForm::default() },
+            recover_error: None,
+            dry_run: None,
+            recoveries: list.iter().map(|r| recovery_row(r, now, &zone)).collect(),
+        })
+    }
+}
+
+/// `GET /endpoints/{id}`.
+pub async fn show(State(state): State<AppState>, viewer: Viewer, Path(id): Path<String>) -> Result<Response, UiError> {
+    let endpoint = find(&state, &viewer, &id).await?;
+    Ok(html(&EndpointPage::load(&state, &viewer, endpoint).await?))
+}
+
+/// `POST /endpoints/{id}/enable` and `/disable`.
+async fn switch(
+    state: AppState,
+    post: Post<Vec<(String, String)>>,
+    id: String,
+    enabled: bool,
+) -> Result<Response, UiError> {
+    let (account, now) = (post.viewer.account_id().to_owned(), state.clock.now().naive_utc());
+    let target = id.clone();
+    state
+        .store
+        .write(move |c| endpoints::set_enabled(c, &account, &target, enabled, now))
+        .await?
+        .ok_or(UiError::NotFound("endpoint"))?;
+    if enabled {
+        state.worker.wake();
+    }
+    tracing::info!(endpoint.id = %id, enabled, "endpoint switched from the UI");
+    flash::set(
+        &state,
+        &post.viewer,
+        if enabled { "Enabled: waiting deliveries resume." } else { "Disabled: deliveries wait until you enable it." },
+    )
+    .await?;
+    Ok(Redirect::to(&format!("/endpoints/{id}")).into_response())
+}
+
+/// `POST /endpoints/{id}/enable`.
+pub async fn enable(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    post: Post<Vec<(String, String)>>,
+) -> Result<Response, UiError> {
+    switch(state, post, id, true).await
+}
+
+/// `POST /endpoints/{id}/disable`.
+pub async fn disable(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    post: Post<Vec<(String, String)>>,
+) -> Result<Response, UiError> {
+    switch(state, post, id, false).await
+}
+
+/// `POST /endpoints/{id}/rotate-secret`: the new secret is shown this once.
+pub async fn rotate(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    post: Post<Vec<(String, String)>>,
+) -> Result<Response, UiError> {
+    let now = state.clock.now().naive_utc();
+    let overlap = TimeDelta::from_std(state.limits.secret_rotation_overlap).unwrap_or(TimeDelta::days(1));
+    let secret = new_webhook_secret();
+    let (account, stored) = (post.viewer.account_id().to_owned(), secret.clone());
+    let endpoint = state
+        .store
+        .write(move |c| endpoints::rotate_secret(c, &account, &id, &stored, now + overlap, now))
+        .await?
+        .ok_or(UiError::NotFound("endpoint"))?;
+    tracing::info!(endpoint.id = %endpoint.id, "endpoint secret rotated from the UI");
+    let mut page = EndpointPage::load(&state, &post.viewer, endpoint).await?;
+    page.secret = Some(secret);
+    page.layout.notice = Some("New secret made. The old one keeps signing alongside it for a day.".into());
+    Ok(html(&page))
+}
+
+/// How long the page waits for a test event's first attempt.
+const TEST_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// `POST /endpoints/{id}/test`: queues a test event, waits for its first attempt, shows it.
+pub async fn test(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    post: Post<Vec<(String, String)>>,
+) -> Result<Response, UiError> {
+    let endpoint = find(&state, &post.viewer, &id).await?;
+    let delivery = match state.worker.queue_test(&endpoint).await {
+        Ok(delivery) => delivery,
+        Err(RequestError::Store(e)) => return Err(e.into()),
+        Err(e) => {
+            flash::set(&state, &post.viewer, format!("No test sent: {e}.")).await?;
+            return Ok(Redirect::to(&format!("/endpoints/{id}")).into_response());
+        }
+    };
+    // The worker takes it at once; wait for the attempt's record, briefly.
+    let deadline = tokio::time::Instant::now() + TEST_WAIT;
+    let mut result = TestResult { delivery_id: delivery.id.clone(), pending: true, ..TestResult::default() };
+    while tokio::time::Instant::now() < deadline {
+        let id = delivery.id.clone();
+        let attempts = state.store.run(move |c| deliveries::list_attempts(c, &id)).await?;
+        if let Some(first) = attempts.into_iter().next() {
+            result = TestResult {
+                delivery_id: delivery.id.clone(),
+                status: first.status_code,
+                snippet: first.response_snippet,
+                error: first.error,
+                pending: false,
+            };
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let mut page = EndpointPage::load(&state, &post.viewer, endpoint).await?;
+    page.test = Some(result);
+    Ok(html(&page))
+}
+
+/// Reads `YYYY-MM-DDTHH:MM` in `zone` as UTC.
+fn local_time(value: &str, zone: &str) -> Option<NaiveDateTime> {
+    let naive = NaiveDateTime::parse_from_str(value.trim(), "%Y-%m-%dT%H:%M")
+        .or_else(|_| NaiveDateTime::parse_from_str(value.trim(), "%Y-%m-%dT%H:%M:%S"))
+        .ok()?;
+    let tz: chrono_tz::Tz = zone.parse().unwrap_or(chrono_tz::Tz::UTC);
+    tz.from_local_datetime(&naive).earliest().map(|t| t.naive_utc())
+}
+
+/// `POST /endpoints/{id}/recover`: `action=count` shows how many deliveries match (a dry run);
+/// `action=start` starts the recovery and shows its progress.
+pub async fn recover(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    post: Post<RecoverForm>,
+) -> Result<Response, UiError> {
+    let endpoint = find(&state, &post.viewer, &id).await?;
+    let form = post.form;
+    let zone = post.viewer.user.time_zone.clone();
+    let mut page = EndpointPage::load(&state, &post.viewer, endpoint.clone()).await?;
+    page.recover = form.clone();
+    let Some(since) = local_time(&form.since, &zone) else {
+        page.recover_error = Some(("since".into(), "give the time to recover from".into()));
+        return Ok(super::page::render(axum::http::StatusCode::UNPROCESSABLE_ENTITY, &page));
+    };
+    let until = if form.until.trim().is_empty() {
+        None
+    } else {
+        match local_time(&form.until, &zone) {
+            Some(until) => Some(until),
+            None => {
+                page.recover_error = Some(("until".into(), "not a time".into()));
+                return Ok(super::page::render(axum::http::StatusCode::UNPROCESSABLE_ENTITY, &page));
+            }
+        }
+    };
+    let mut statuses = Vec::new();
+    if form.failed.is_some() {
+        statuses.push(DeliveryStatus::Failed);
+    }
+    if form.dead.is_some() {
+        statuses.push(DeliveryStatus::Dead);
+    }
+    if statuses.is_empty() {
+        page.recover_error = Some(("statuses".into(), "choose failed, dead or both".into()));
+        return Ok(super::page::render(axum::http::StatusCode::UNPROCESSABLE_ENTITY, &page));
+    }
+    let dry_run = form.action != "start";
+    let request = RecoveryRequest { since, until, statuses, dry_run };
+    match state.worker.recover(&endpoint, request).await {
+        Ok(recovery) if dry_run => {
+            page.dry_run = Some(recovery.matched);
+            Ok(html(&page))
+        }
+        Ok(recovery) => Ok(Redirect::to(&format!("/recoveries/{}", recovery.id)).into_response()),
+        Err(RequestError::Invalid { field, message }) => {
+            page.recover_error = Some((field.to_owned(), message));
+            Ok(super::page::render(axum::http::StatusCode::UNPROCESSABLE_ENTITY, &page))
+        }
+        Err(RequestError::Store(e)) => Err(e.into()),
+        Err(e) => Err(UiError::Conflict(e.to_string())),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "recovery.html")]
+struct RecoveryPage {
+    layout: Layout,
+    recovery: RecoveryRow,
+    endpoint_id: String,
+    finished: bool,
+}
+
+/// `GET /recoveries/{id}`: a recovery's progress (the page refreshes itself until it is done).
+pub async fn recovery(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(id): Path<String>,
+) -> Result<Response, UiError> {
+    let account = viewer.account_id().to_owned();
+    let found = state
+        .store
+        .run(move |c| recoveries::get_recovery(c, &account, &id))
+        .await?
+        .ok_or(UiError::NotFound("recovery"))?;
+    let now = state.clock.now();
+    let finished = found.state == driftwatch_core::RecoveryState::Done.as_str();
+    Ok(html(&RecoveryPage {
+        layout: Layout::signed_in(&viewer, "endpoints", "Recovery"),
+        recovery: recovery_row(&found, now, &viewer.user.time_zone),
+        endpoint_id: found.endpoint_id,
+        finished,
+    }))
+}
