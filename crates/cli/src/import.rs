@@ -1,51 +1,9 @@
 //! Importing watches from a plain URL list, from urlwatch's `urls.yaml`, or from a driftwatch
 //! export; exporting an account's watches as JSON.
 
-use driftwatch_core::WatchOptions;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
-/// A watch as exported and imported.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PortableWatch {
-    /// The page.
-    pub url: String,
-    /// Its name (the URL when absent).
-    #[serde(default)]
-    pub name: Option<String>,
-    /// CSS selector.
-    #[serde(default)]
-    pub selector: Option<String>,
-    /// Interval schedule.
-    #[serde(default)]
-    pub interval_seconds: Option<i64>,
-    /// Cron schedule.
-    #[serde(default)]
-    pub cron: Option<String>,
-    /// Time zone of the cron schedule.
-    #[serde(default)]
-    pub time_zone: Option<String>,
-    /// Extraction, rules and noise options.
-    #[serde(default)]
-    pub options: WatchOptions,
-    /// Paused watches stay paused.
-    #[serde(default)]
-    pub paused: bool,
-}
-
-impl PortableWatch {
-    fn at(url: &str) -> PortableWatch {
-        PortableWatch {
-            url: url.to_owned(),
-            name: None,
-            selector: None,
-            interval_seconds: None,
-            cron: None,
-            time_zone: None,
-            options: WatchOptions::default(),
-            paused: false,
-        }
-    }
-}
+pub use driftwatch_validate::{PortableWatch, from_watch};
 
 /// What a file held: the watches that map onto driftwatch, and what could not be mapped.
 #[derive(Debug, Default)]
@@ -145,52 +103,26 @@ fn parse_urlwatch(text: &str) -> anyhow::Result<Imported> {
     Ok(imported)
 }
 
-/// The stored watch for an imported one, after the same checks the API makes; the reason when
-/// it cannot be created.
+/// The stored watch for an imported one, after exactly the checks the API makes (the rules of
+/// `driftwatch-validate`, with the server's `limits`); the reasons when it cannot be created.
 pub fn to_watch(
     watch: &PortableWatch,
     account_id: &str,
+    limits: &driftwatch_validate::Limits,
     policy: driftwatch_net::TargetPolicy,
-    now: chrono::NaiveDateTime,
+    now: chrono::DateTime<chrono::Utc>,
 ) -> Result<driftwatch_store::Watch, String> {
-    use driftwatch_core::WatchState;
-    let url = url::Url::parse(watch.url.trim()).map_err(|e| format!("invalid URL: {e}"))?;
-    driftwatch_net::check_url(&url, policy).map_err(|e| e.to_string())?;
-    if let Some(selector) = &watch.selector {
-        driftwatch_scrape::validate_selector(selector).map_err(|e| e.to_string())?;
-    }
-    driftwatch_scrape::Rules::new(&watch.options.rules).map_err(|e| e.to_string())?;
-    driftwatch_alert::Noise::new(&watch.options.noise).map_err(|e| e.to_string())?;
-    let interval = match (&watch.cron, watch.interval_seconds) {
-        (None, None) => Some(3600),
-        (_, given) => given,
-    };
-    driftwatch_schedule::Timing::parse(interval, watch.cron.as_deref(), watch.time_zone.as_deref())
-        .map_err(|e| e.to_string())?;
-    Ok(driftwatch_store::Watch {
-        name: watch.name.clone().filter(|n| !n.trim().is_empty()).unwrap_or_else(|| url.to_string()),
-        selector: watch.selector.clone(),
-        interval_seconds: interval,
-        cron: watch.cron.clone(),
-        time_zone: watch.time_zone.clone(),
-        state: if watch.paused { WatchState::Paused } else { WatchState::Active }.as_str().to_owned(),
-        options: serde_json::to_string(&watch.options).map_err(|e| e.to_string())?,
-        ..driftwatch_store::Watch::new(account_id, url.as_str(), now)
-    })
-}
-
-/// The portable form of a stored watch.
-pub fn from_watch(watch: &driftwatch_store::Watch) -> PortableWatch {
-    PortableWatch {
+    let input = driftwatch_validate::WatchInput {
         url: watch.url.clone(),
-        name: Some(watch.name.clone()),
+        name: watch.name.clone(),
         selector: watch.selector.clone(),
         interval_seconds: watch.interval_seconds,
         cron: watch.cron.clone(),
         time_zone: watch.time_zone.clone(),
-        options: serde_json::from_str(&watch.options).unwrap_or_default(),
-        paused: watch.state == driftwatch_core::WatchState::Paused.as_str(),
-    }
+        paused: Some(watch.paused),
+        options: Some(watch.options.clone()),
+    };
+    driftwatch_validate::new_watch(input, limits, policy, account_id, now).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -324,10 +324,14 @@ async fn import(account: &str, file: &std::path::Path, settings: &Settings) -> a
     let store = driftwatch::open_store(settings).await?;
     let account_id = account_id(&store, account).await?;
     let policy = driftwatch_net::TargetPolicy { allow_private: settings.allow_private_targets };
+    let limits = driftwatch_validate::Limits {
+        min_interval_seconds: settings.min_interval_seconds,
+        ..driftwatch_validate::Limits::default()
+    };
     let mut problems = parsed.problems;
     let mut created = 0;
     for watch in parsed.watches {
-        match driftwatch::import::to_watch(&watch, &account_id, policy, SystemClock.now().naive_utc()) {
+        match driftwatch::import::to_watch(&watch, &account_id, &limits, policy, SystemClock.now()) {
             Ok(row) => {
                 store.write(move |c| driftwatch_store::watches::insert_watch(c, &row)).await?;
                 created += 1;
@@ -366,7 +370,7 @@ async fn check(
     diff_against: Option<&std::path::Path>,
     allow_private: bool,
 ) -> anyhow::Result<()> {
-    use driftwatch_scrape::{Fetched, Fetcher, PageRequest, Rules, extract_with};
+    use driftwatch_scrape::Fetcher;
     let options: driftwatch_core::WatchOptions = match options {
         Some(text) => {
             let json = match text.strip_prefix('@') {
@@ -380,14 +384,11 @@ async fn check(
     if let Some(selector) = selector {
         driftwatch_scrape::validate_selector(selector)?;
     }
-    let rules = Rules::new(&options.rules)?;
     let fetcher = Fetcher::new(driftwatch_scrape::FetchOptions {
         policy: driftwatch_net::TargetPolicy { allow_private },
         ..driftwatch_scrape::FetchOptions::default()
     })?;
-    let request = PageRequest { spec: Some(&options.fetch), ..PageRequest::default() };
-    let Fetched::Page(page) = fetcher.fetch_with(url, &request).await? else { bail!("the server answered 304") };
-    let text = rules.apply(&extract_with(&page, selector, &options.extract)?);
+    let text = driftwatch_scrape::read_page(&fetcher, url, selector, &options).await?;
     match diff_against {
         None => print!("{text}"),
         Some(path) => {

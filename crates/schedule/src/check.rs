@@ -324,3 +324,16 @@ impl Runner {
         }
     }
 }
+
+impl Runner {
+    /// Fetches `url` now and returns the text a watch with `selector` and `options` would
+    /// compare, saving nothing (the preview of a watch before it is created or changed).
+    pub async fn preview(
+        &self,
+        url: &str,
+        selector: Option<&str>,
+        options: &driftwatch_core::WatchOptions,
+    ) -> Result<String, driftwatch_scrape::ReadError> {
+        driftwatch_scrape::read_page(self.fetcher(), url, selector, options).await
+    }
+}

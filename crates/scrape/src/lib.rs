@@ -11,3 +11,35 @@ mod rules;
 pub use extract::{ExtractError, extract, extract_with, validate_selector};
 pub use fetch::{FetchError, FetchOptions, Fetched, Fetcher, Page, PageRequest};
 pub use rules::{RuleError, Rules};
+
+/// Why [`read_page`] produced no text.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The page could not be fetched.
+    #[error(transparent)]
+    Fetch(#[from] FetchError),
+    /// The server answered 304 Not Modified to an unconditional request.
+    #[error("the server answered 304 Not Modified")]
+    NotModified,
+    /// The page could not be read as text, or the selector matched nothing.
+    #[error(transparent)]
+    Extract(#[from] ExtractError),
+    /// A line rule is invalid.
+    #[error(transparent)]
+    Rule(#[from] RuleError),
+}
+
+/// Fetches `url` now as `options` say and returns the text a watch would compare: after the
+/// selector, the extraction options and the line rules. Used to preview a watch before saving
+/// it, and by `driftwatch check`.
+pub async fn read_page(
+    fetcher: &Fetcher,
+    url: &str,
+    selector: Option<&str>,
+    options: &driftwatch_core::WatchOptions,
+) -> Result<String, ReadError> {
+    let rules = Rules::new(&options.rules)?;
+    let request = PageRequest { spec: Some(&options.fetch), ..PageRequest::default() };
+    let Fetched::Page(page) = fetcher.fetch_with(url, &request).await? else { return Err(ReadError::NotModified) };
+    Ok(rules.apply(&extract_with(&page, selector, &options.extract)?))
+}

@@ -113,6 +113,21 @@ impl From<driftwatch_store::StoreError> for ApiError {
     }
 }
 
+impl From<driftwatch_validate::Invalid> for ApiError {
+    fn from(invalid: driftwatch_validate::Invalid) -> ApiError {
+        let Some(first) = invalid.first() else { return ApiError::bad_request("the request is invalid") };
+        let mut error = ApiError::invalid(&first.field, first.message.clone());
+        error.errors = invalid.0.into_iter().map(|e| FieldError { field: e.field, message: e.message }).collect();
+        error
+    }
+}
+
+impl From<driftwatch_validate::FieldError> for ApiError {
+    fn from(e: driftwatch_validate::FieldError) -> ApiError {
+        ApiError::invalid(&e.field, e.message)
+    }
+}
+
 impl From<driftwatch_delivery::RequestError> for ApiError {
     fn from(e: driftwatch_delivery::RequestError) -> ApiError {
         use driftwatch_delivery::RequestError;

@@ -43,6 +43,16 @@ pub struct ApiLimits {
     pub rate_limit_per_minute: u32,
 }
 
+impl ApiLimits {
+    /// The limits the rules of `driftwatch-validate` apply.
+    pub fn rules(&self) -> driftwatch_validate::Limits {
+        driftwatch_validate::Limits {
+            min_interval_seconds: self.min_interval_seconds,
+            default_interval_seconds: self.default_interval_seconds,
+        }
+    }
+}
+
 impl Default for ApiLimits {
     fn default() -> Self {
         ApiLimits {

@@ -6,17 +6,16 @@ use chrono::{DateTime, TimeDelta, Utc};
 use driftwatch_core::{DeliveryStatus, EndpointKind, EventType, new_webhook_secret};
 use driftwatch_delivery::RecoveryRequest;
 use driftwatch_store::endpoints;
-use driftwatch_store::endpoints::EndpointChanges;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::watches::valid_target;
 use super::{PageParams, page_of};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::extract::{Json, Path, Query};
 use crate::views::{self, List};
+use driftwatch_validate::{EndpointInput, EndpointPatch};
 
 /// Body of `POST /endpoints`.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -45,25 +44,6 @@ pub struct CreateEndpoint {
     /// Receive only these event types (a test event is always delivered); all of them when left out.
     #[schema(min_items = 1)]
     event_types: Option<Vec<EventType>>,
-}
-
-fn in_range(field: &str, value: Option<i32>, range: std::ops::RangeInclusive<i32>) -> Result<Option<i32>, ApiError> {
-    match value {
-        Some(v) if !range.contains(&v) => {
-            Err(ApiError::invalid(field, format!("must be between {} and {}", range.start(), range.end())))
-        }
-        other => Ok(other),
-    }
-}
-
-/// A retry schedule as stored: `None` for the global one.
-fn valid_schedule(schedule: Option<&str>) -> Result<Option<String>, ApiError> {
-    let Some(schedule) = schedule.map(str::trim).filter(|s| !s.is_empty()) else { return Ok(None) };
-    let parsed = driftwatch_delivery::parse_schedule(schedule).map_err(|e| ApiError::invalid("retry_schedule", e))?;
-    if parsed.len() > 20 || parsed.iter().any(|d| *d > std::time::Duration::from_secs(7 * 86_400)) {
-        return Err(ApiError::invalid("retry_schedule", "at most 20 delays of at most 7 days each"));
-    }
-    Ok(Some(schedule.to_owned()))
 }
 
 /// Body of `PATCH /endpoints/{id}`: only the fields given change; `null` returns a setting to
@@ -99,18 +79,6 @@ pub struct UpdateEndpoint {
     event_types: Option<Option<Vec<EventType>>>,
 }
 
-/// Event types as stored: sorted, once each, comma-separated; `None` (all) for none given.
-fn valid_event_types(types: Option<Vec<EventType>>) -> Result<Option<String>, ApiError> {
-    let Some(types) = types else { return Ok(None) };
-    if types.is_empty() {
-        return Err(ApiError::invalid("event_types", "give at least one event type, or leave it out for all"));
-    }
-    let mut names: Vec<&str> = types.iter().map(|t| t.as_str()).collect();
-    names.sort_unstable();
-    names.dedup();
-    Ok(Some(names.join(",")))
-}
-
 /// Change an endpoint: only the fields given change; `null` returns a setting to the global default.
 #[utoipa::path(
     patch,
@@ -127,31 +95,16 @@ pub async fn update(
     Path(id): Path<String>,
     Json(body): Json<UpdateEndpoint>,
 ) -> Result<axum::Json<views::Endpoint>, ApiError> {
-    let mut changes = EndpointChanges { updated_at: Some(state.clock.now().naive_utc()), ..EndpointChanges::default() };
-    if let Some(url) = &body.url {
-        changes.url = Some(valid_target(&state, "url", url)?);
-    }
-    if let Some(description) = body.description {
-        if description.chars().count() > 500 {
-            return Err(ApiError::invalid("description", "longer than 500 characters"));
-        }
-        changes.description = Some(description.trim().to_owned());
-    }
-    if let Some(schedule) = body.retry_schedule {
-        changes.retry_schedule = Some(valid_schedule(schedule.as_deref())?);
-    }
-    if let Some(n) = body.max_attempts {
-        changes.max_attempts = Some(in_range("max_attempts", n, 1..=50)?);
-    }
-    if let Some(n) = body.rate_limit_per_second {
-        changes.rate_limit_per_second = Some(in_range("rate_limit_per_second", n, 1..=10_000)?);
-    }
-    if let Some(n) = body.max_in_flight {
-        changes.max_in_flight = Some(in_range("max_in_flight", n, 1..=1_000)?);
-    }
-    if let Some(types) = body.event_types {
-        changes.event_types = Some(valid_event_types(types)?);
-    }
+    let patch = EndpointPatch {
+        url: body.url,
+        description: body.description,
+        retry_schedule: body.retry_schedule,
+        max_attempts: body.max_attempts,
+        rate_limit_per_second: body.rate_limit_per_second,
+        max_in_flight: body.max_in_flight,
+        event_types: body.event_types,
+    };
+    let changes = driftwatch_validate::endpoint_changes(patch, state.policy, state.clock.now())?;
     let endpoint = state
         .store
         .write(move |c| endpoints::update_endpoint(c, &caller.account_id, &id, &changes))
@@ -193,24 +146,17 @@ pub async fn create(
     caller: Caller,
     Json(body): Json<CreateEndpoint>,
 ) -> Result<(StatusCode, axum::Json<views::Endpoint>), ApiError> {
-    let url = valid_target(&state, "url", &body.url)?;
-    let description = body.description.unwrap_or_default();
-    if description.chars().count() > 500 {
-        return Err(ApiError::invalid("description", "longer than 500 characters"));
-    }
-    let description = description.trim().to_owned();
-    let retry_schedule = valid_schedule(body.retry_schedule.as_deref())?;
-    let now = state.clock.now().naive_utc();
-    let endpoint = driftwatch_store::Endpoint {
-        kind: body.kind.unwrap_or(EndpointKind::Webhook).as_str().to_owned(),
-        description,
-        retry_schedule,
-        max_attempts: in_range("max_attempts", body.max_attempts, 1..=50)?,
-        rate_limit_per_second: in_range("rate_limit_per_second", body.rate_limit_per_second, 1..=10_000)?,
-        max_in_flight: in_range("max_in_flight", body.max_in_flight, 1..=1_000)?,
-        event_types: valid_event_types(body.event_types)?,
-        ..driftwatch_store::Endpoint::webhook(&caller.account_id, &url, now)
+    let input = EndpointInput {
+        url: body.url,
+        description: body.description,
+        kind: body.kind,
+        retry_schedule: body.retry_schedule,
+        max_attempts: body.max_attempts,
+        rate_limit_per_second: body.rate_limit_per_second,
+        max_in_flight: body.max_in_flight,
+        event_types: body.event_types,
     };
+    let endpoint = driftwatch_validate::new_endpoint(input, state.policy, &caller.account_id, state.clock.now())?;
     let stored = endpoint.clone();
     state.store.write(move |c| endpoints::insert_endpoint(c, &stored)).await?;
     tracing::info!(endpoint.id = %endpoint.id, account.id = %endpoint.account_id, kind = %endpoint.kind, "endpoint created");

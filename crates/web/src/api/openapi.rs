@@ -305,7 +305,7 @@ mod tests {
         let doc = document();
         for schema in ["CreateWatch", "UpdateWatch", "CreateEndpoint", "UpdateEndpoint"] {
             let pattern = &doc["components"]["schemas"][schema]["properties"]["url"]["pattern"];
-            assert_eq!(pattern, super::super::watches::URL_PATTERN, "{schema}.url");
+            assert_eq!(pattern, driftwatch_validate::URL_PATTERN, "{schema}.url");
         }
     }
 

@@ -49,24 +49,10 @@ pub async fn create(
     caller: Caller,
     Json(body): Json<CreateToken>,
 ) -> Result<(StatusCode, axum::Json<views::Token>), ApiError> {
-    let name = body.name.trim().to_owned();
-    if name.is_empty() || body.name.chars().count() > 100 {
-        return Err(ApiError::invalid("name", "must be 1 to 100 characters"));
-    }
-    let mut scopes = body.scopes.unwrap_or_else(|| vec!["read".into(), "write".into()]);
-    scopes.sort();
-    scopes.dedup();
-    if scopes.is_empty() || scopes.iter().any(|s| s != "read" && s != "write") {
-        return Err(ApiError::invalid("scopes", "give `read`, `write` or both"));
-    }
-    if !scopes.iter().any(|s| s == "read") {
-        scopes.insert(0, "read".into()); // writing includes reading
-    }
+    let (name, scopes) = driftwatch_validate::token(&body.name, body.scopes)?;
     let now = state.clock.now().naive_utc();
-    let (token, plaintext) = state
-        .store
-        .write(move |c| accounts::create_token(c, &caller.account_id, &name, &scopes.join(" "), now))
-        .await?;
+    let (token, plaintext) =
+        state.store.write(move |c| accounts::create_token(c, &caller.account_id, &name, &scopes, now)).await?;
     tracing::info!(token.id = %token.id, token.prefix = %token.prefix, "token created");
     Ok((StatusCode::CREATED, axum::Json(views::Token::with_secret(token, plaintext))))
 }

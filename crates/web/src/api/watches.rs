@@ -4,11 +4,11 @@
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use chrono::NaiveDateTime;
 use driftwatch_core::{WatchHealth, WatchOptions, WatchState};
-use driftwatch_schedule::{CheckError, Timing, TimingError};
+use driftwatch_schedule::CheckError;
 use driftwatch_store::watches::{self, WatchChanges, WatchFilter};
 use driftwatch_store::{Page, Watch};
+use driftwatch_validate::{WatchInput, WatchPatch};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
@@ -72,125 +72,6 @@ pub struct UpdateWatch {
     options: Option<WatchOptions>,
 }
 
-const MAX_NAME: usize = 200;
-const MAX_URL: usize = 2048;
-const MAX_INTERVAL: i64 = 366 * 86_400;
-
-/// What a target URL looks like; the schemas of `url` fields say the same (a test holds them
-/// together), so the server accepts exactly what the document describes.
-pub(crate) const URL_PATTERN: &str = r"^\s*[Hh][Tt][Tt][Pp][Ss]?://[^/?#\s]+([/?#][\s\S]*)?$";
-
-/// Validates a URL that the server will request on the caller's behalf.
-pub(super) fn valid_target(state: &AppState, field: &str, raw: &str) -> Result<String, ApiError> {
-    if raw.chars().count() > MAX_URL {
-        return Err(ApiError::invalid(field, format!("longer than {MAX_URL} characters")));
-    }
-    let shape = driftwatch_core::compiled_regex(URL_PATTERN).map_err(|e| ApiError::internal(&e))?;
-    if !shape.is_match(raw) {
-        return Err(ApiError::invalid(field, "must be an http:// or https:// URL with a host"));
-    }
-    let url = url::Url::parse(raw.trim()).map_err(|e| ApiError::invalid(field, format!("not a valid URL: {e}")))?;
-    driftwatch_net::check_url(&url, state.policy).map_err(|e| ApiError::invalid(field, e.to_string()))?;
-    Ok(url.to_string())
-}
-
-fn valid_name(name: &str) -> Result<String, ApiError> {
-    if name.chars().count() > MAX_NAME {
-        return Err(ApiError::invalid("name", format!("longer than {MAX_NAME} characters")));
-    }
-    let name = name.trim();
-    if name.is_empty() {
-        return Err(ApiError::invalid("name", "must not be empty"));
-    }
-    Ok(name.to_owned())
-}
-
-fn valid_selector(selector: Option<String>) -> Result<Option<String>, ApiError> {
-    let selector = selector.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
-    if let Some(selector) = &selector {
-        driftwatch_scrape::validate_selector(selector).map_err(|e| ApiError::invalid("selector", e.to_string()))?;
-    }
-    Ok(selector)
-}
-
-/// Checks extraction, line and noise options (selectors parse, regexes compile); returns them
-/// as stored.
-fn valid_options(options: &WatchOptions) -> Result<String, ApiError> {
-    let fetch = &options.fetch;
-    if let Some(method) = &fetch.method {
-        if !["GET", "POST", "PUT", "PATCH"].contains(&method.to_ascii_uppercase().as_str()) {
-            return Err(ApiError::invalid("options.fetch.method", "must be GET, POST, PUT or PATCH"));
-        }
-    }
-    for (name, value) in &fetch.headers {
-        let field = format!("options.fetch.headers.{name}");
-        axum::http::HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| ApiError::invalid(&field, "not a valid header name"))?;
-        axum::http::HeaderValue::from_str(value).map_err(|_| ApiError::invalid(&field, "not a valid header value"))?;
-    }
-    for (name, value) in &fetch.cookies {
-        if name.is_empty() || name.contains([';', '=', ' ']) || value.contains([';', '\r', '\n']) {
-            return Err(ApiError::invalid(&format!("options.fetch.cookies.{name}"), "not a valid cookie"));
-        }
-    }
-    if let Some(agent) = &fetch.user_agent {
-        axum::http::HeaderValue::from_str(agent)
-            .map_err(|_| ApiError::invalid("options.fetch.user_agent", "not a valid header value"))?;
-    }
-    if options.noise.confirm_after_seconds.is_some_and(|t| !(1..=60).contains(&t)) {
-        return Err(ApiError::invalid("options.noise.confirm_after_seconds", "must be between 1 and 60"));
-    }
-    if fetch.timeout_seconds.is_some_and(|t| !(1..=300).contains(&t)) {
-        return Err(ApiError::invalid("options.fetch.timeout_seconds", "must be between 1 and 300"));
-    }
-    for (i, selector) in options.extract.remove_selectors.iter().enumerate() {
-        driftwatch_scrape::validate_selector(selector)
-            .map_err(|e| ApiError::invalid(&format!("options.extract.remove_selectors[{i}]"), e.to_string()))?;
-    }
-    if let Some(pointer) = options.extract.json_pointer.as_deref() {
-        if !pointer.is_empty() && !pointer.starts_with('/') {
-            return Err(ApiError::invalid("options.extract.json_pointer", "a JSON Pointer starts with `/`"));
-        }
-    }
-    driftwatch_scrape::Rules::new(&options.rules)
-        .map_err(|e| ApiError::invalid(&format!("options.{}", e.field), e.message))?;
-    driftwatch_alert::Noise::new(&options.noise)
-        .map_err(|e| ApiError::invalid(&format!("options.{}", e.field), e.message))?;
-    serde_json::to_string(options).map_err(|e| ApiError::internal(&e))
-}
-
-/// Checks a schedule against the API's limits; returns it parsed.
-fn valid_timing(
-    state: &AppState,
-    interval: Option<i64>,
-    cron: Option<&str>,
-    zone: Option<&str>,
-) -> Result<Timing, ApiError> {
-    let min = state.limits.min_interval_seconds;
-    if let Some(seconds) = interval {
-        if !(min..=MAX_INTERVAL).contains(&seconds) {
-            return Err(ApiError::invalid(
-                "interval_seconds",
-                format!("must be between {min} and {MAX_INTERVAL} seconds"),
-            ));
-        }
-    }
-    if zone.is_some() && cron.is_none() {
-        return Err(ApiError::invalid("time_zone", "only applies to a cron schedule"));
-    }
-    let timing = Timing::parse(interval, cron, zone)
-        .map_err(|TimingError { field, message }| ApiError::invalid(field, message))?;
-    if let Timing::Cron { .. } = timing {
-        let probe = chrono::Utc::now();
-        let first = timing.next_after(probe, "wat_probe");
-        let second = timing.next_after(first, "wat_probe");
-        if (second - first).num_seconds() < min - 1 {
-            return Err(ApiError::invalid("cron", format!("fires more often than every {min} seconds")));
-        }
-    }
-    Ok(timing)
-}
-
 /// Register a watch. Unless `paused`, it is checked at once: the first check records the baseline.
 #[utoipa::path(
     post,
@@ -205,35 +86,23 @@ pub async fn create(
     caller: Caller,
     Json(body): Json<CreateWatch>,
 ) -> Result<(StatusCode, axum::Json<views::Watch>), ApiError> {
-    let url = valid_target(&state, "url", &body.url)?;
-    let name = match body.name.as_deref().filter(|n| !n.trim().is_empty()) {
-        Some(name) => valid_name(name)?,
-        None if body.name.as_ref().is_some_and(|n| n.chars().count() > MAX_NAME) => {
-            return Err(ApiError::invalid("name", format!("longer than {MAX_NAME} characters")));
-        }
-        None => url.chars().take(MAX_NAME).collect(),
+    let input = WatchInput {
+        url: body.url,
+        name: body.name,
+        selector: body.selector,
+        interval_seconds: body.interval_seconds,
+        cron: body.cron,
+        time_zone: body.time_zone,
+        paused: body.paused,
+        options: body.options,
     };
-    let selector = valid_selector(body.selector)?;
-    let cron = body.cron.map(|c| c.trim().to_owned()).filter(|c| !c.is_empty());
-    let interval = match (&cron, body.interval_seconds) {
-        (None, None) => Some(state.limits.default_interval_seconds),
-        (_, given) => given,
-    };
-    let time_zone = body.time_zone.map(|z| z.trim().to_owned()).filter(|z| !z.is_empty());
-    valid_timing(&state, interval, cron.as_deref(), time_zone.as_deref())?;
-    let options = valid_options(&body.options.unwrap_or_default())?;
-    let now = state.clock.now().naive_utc();
-    let paused = body.paused.unwrap_or(false);
-    let watch = Watch {
-        name,
-        selector,
-        interval_seconds: interval,
-        cron,
-        time_zone,
-        state: if paused { WatchState::Paused } else { WatchState::Active }.as_str().to_owned(),
-        options,
-        ..Watch::new(&caller.account_id, &url, now)
-    };
+    let watch = driftwatch_validate::new_watch(
+        input,
+        &state.limits.rules(),
+        state.policy,
+        &caller.account_id,
+        state.clock.now(),
+    )?;
     let stored = watch.clone();
     state.store.write(move |c| watches::insert_watch(c, &stored)).await?;
     tracing::info!(watch.id = %watch.id, account.id = %watch.account_id, "watch created");
@@ -333,50 +202,17 @@ pub async fn update(
     Json(body): Json<UpdateWatch>,
 ) -> Result<axum::Json<views::Watch>, ApiError> {
     let current = find(&state, &caller, &id).await?;
-    let now = state.clock.now();
-    let mut changes = WatchChanges { updated_at: Some(now.naive_utc()), ..WatchChanges::default() };
-    if let Some(url) = &body.url {
-        changes.url = Some(valid_target(&state, "url", url)?);
-    }
-    if let Some(name) = &body.name {
-        changes.name = Some(valid_name(name)?);
-    }
-    if let Some(selector) = body.selector {
-        changes.selector = Some(valid_selector(selector)?);
-    }
-    let schedule_given = body.interval_seconds.is_some() || body.cron.is_some() || body.time_zone.is_some();
-    if schedule_given {
-        // Setting one kind of schedule replaces the other.
-        let (interval, cron) = match (body.interval_seconds, body.cron) {
-            (Some(interval), None) => (interval, None),
-            (None, Some(cron)) => (None, cron.map(|c| c.trim().to_owned()).filter(|c| !c.is_empty())),
-            (Some(interval), Some(cron)) => (interval, cron),
-            (None, None) => (current.interval_seconds, current.cron.clone()),
-        };
-        let interval =
-            if interval.is_none() && cron.is_none() { Some(state.limits.default_interval_seconds) } else { interval };
-        let zone = match body.time_zone {
-            Some(zone) => zone.map(|z| z.trim().to_owned()).filter(|z| !z.is_empty()),
-            None if cron.is_some() => current.time_zone.clone(),
-            None => None,
-        };
-        let timing = valid_timing(&state, interval, cron.as_deref(), zone.as_deref())?;
-        changes.interval_seconds = Some(interval);
-        changes.cron = Some(cron);
-        changes.time_zone = Some(zone);
-        changes.next_run_at = Some(timing.next_after(now, &current.id).naive_utc());
-    }
-    if let Some(options) = &body.options {
-        changes.options = Some(valid_options(options)?);
-    }
-    if changes.url.is_some() || changes.selector.is_some() || changes.options.is_some() {
-        // A different page, part or reading of it: fetch in full, soon, and take the result as
-        // a new baseline rather than a change.
-        changes.next_run_at = Some(now.naive_utc());
-        changes.etag = Some(None);
-        changes.last_modified = Some(None);
-        changes.rebaseline = Some(true);
-    }
+    let patch = WatchPatch {
+        url: body.url,
+        name: body.name,
+        selector: body.selector,
+        interval_seconds: body.interval_seconds,
+        cron: body.cron,
+        time_zone: body.time_zone,
+        options: body.options,
+    };
+    let changes =
+        driftwatch_validate::watch_changes(&current, patch, &state.limits.rules(), state.policy, state.clock.now())?;
     let watch = apply(&state, &caller, id, changes).await?;
     tracing::info!(watch.id = %watch.id, "watch updated");
     Ok(axum::Json(watch.into()))
@@ -406,14 +242,7 @@ async fn set_state(
     id: String,
     to: WatchState,
 ) -> Result<axum::Json<views::Watch>, ApiError> {
-    let now: NaiveDateTime = state.clock.now().naive_utc();
-    let changes = WatchChanges {
-        state: Some(to.as_str().to_owned()),
-        // Resuming checks at once; the schedule takes over from there.
-        next_run_at: (to == WatchState::Active).then_some(now),
-        updated_at: Some(now),
-        ..WatchChanges::default()
-    };
+    let changes = driftwatch_validate::state_change(to, state.clock.now());
     let watch = apply(&state, &caller, id, changes).await?;
     tracing::info!(watch.id = %watch.id, state = %to, "watch state changed");
     Ok(axum::Json(watch.into()))

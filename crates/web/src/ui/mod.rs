@@ -15,6 +15,7 @@ mod flash;
 mod page;
 mod session;
 mod sign_in;
+mod tokens;
 mod watch;
 mod watches;
 
@@ -106,6 +107,8 @@ pub fn routes() -> Router<AppState> {
         .route("/endpoints/{id}/test", post(endpoints::test))
         .route("/endpoints/{id}/recover", post(endpoints::recover))
         .route("/recoveries/{id}", get(endpoints::recovery))
+        .route("/tokens", get(tokens::list).post(tokens::create))
+        .route("/tokens/{id}/revoke", post(tokens::revoke))
         .route("/account", get(account::show))
         .route("/account/time-zone", post(account::set_time_zone))
         .route("/account/password", post(account::set_password))

@@ -1,0 +1,101 @@
+//! What a valid watch, endpoint and token is, and the changes that follow from a request: one
+//! place, knowing neither axum nor askama, that the API handlers, the browser forms and
+//! `driftwatch import` all call, so they accept and refuse exactly the same input with the same
+//! words.
+//!
+//! Every rule reports a [`FieldError`] naming the field at fault (`url`,
+//! `options.rules.masks[0]`, ...); a create or update reports every invalid field at once in
+//! [`Invalid`], in the order of the fields.
+
+mod endpoint;
+mod portable;
+mod token;
+mod watch;
+
+pub use endpoint::{EndpointInput, EndpointPatch, endpoint_changes, new_endpoint};
+pub use portable::{PortableWatch, from_watch};
+pub use token::token;
+pub use watch::{URL_PATTERN, WatchInput, WatchPatch, new_watch, next_runs, state_change, valid_target, watch_changes};
+
+/// One invalid field.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FieldError {
+    /// The field's name (`url`, `selector`, `options.fetch.timeout_seconds`, ...).
+    pub field: String,
+    /// What is wrong with it, for people.
+    pub message: String,
+}
+
+impl FieldError {
+    /// `field` is wrong: `message`.
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> FieldError {
+        FieldError { field: field.into(), message: message.into() }
+    }
+}
+
+/// One or more invalid fields of a request, in the order of the fields.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.0.iter().map(|e| format!("{}: {}", e.field, e.message)).collect::<Vec<_>>().join("; "))]
+pub struct Invalid(pub Vec<FieldError>);
+
+impl Invalid {
+    /// The first invalid field.
+    pub fn first(&self) -> Option<&FieldError> {
+        self.0.first()
+    }
+
+    /// The message about `field` (or a field inside it, `options.…`), if it is at fault.
+    pub fn message_for(&self, field: &str) -> Option<String> {
+        self.0
+            .iter()
+            .find(|e| {
+                e.field == field
+                    || e.field.starts_with(&format!("{field}."))
+                    || e.field.starts_with(&format!("{field}["))
+            })
+            .map(|e| e.message.clone())
+    }
+}
+
+impl From<FieldError> for Invalid {
+    fn from(e: FieldError) -> Invalid {
+        Invalid(vec![e])
+    }
+}
+
+/// Collects the errors of several checks.
+#[derive(Debug, Default)]
+pub(crate) struct Errors(Vec<FieldError>);
+
+impl Errors {
+    /// The value, or `None` with the error kept.
+    pub(crate) fn take<T>(&mut self, result: Result<T, FieldError>) -> Option<T> {
+        match result {
+            Ok(value) => Some(value),
+            Err(e) => {
+                self.0.push(e);
+                None
+            }
+        }
+    }
+
+    /// `Err` with every error, if any.
+    pub(crate) fn finish(self) -> Result<(), Invalid> {
+        if self.0.is_empty() { Ok(()) } else { Err(Invalid(self.0)) }
+    }
+}
+
+/// The server's limits on what it accepts.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Shortest allowed check interval.
+    pub min_interval_seconds: i64,
+    /// Interval of a watch created without a schedule.
+    pub default_interval_seconds: i64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { min_interval_seconds: 30, default_interval_seconds: 3600 }
+    }
+}

@@ -1,0 +1,384 @@
+//! Watches: the URL, name, selector, schedule and options of a new watch or of a change.
+
+use chrono::{DateTime, Utc};
+use driftwatch_core::{WatchOptions, WatchState};
+use driftwatch_net::TargetPolicy;
+use driftwatch_schedule::{Timing, TimingError};
+use driftwatch_store::Watch;
+use driftwatch_store::watches::WatchChanges;
+
+use crate::{Errors, FieldError, Invalid, Limits};
+
+const MAX_NAME: usize = 200;
+const MAX_URL: usize = 2048;
+const MAX_INTERVAL: i64 = 366 * 86_400;
+
+/// What a target URL looks like; the API's schemas of `url` fields say the same (a test holds
+/// them together), so the server accepts exactly what its document describes.
+pub const URL_PATTERN: &str = r"^\s*[Hh][Tt][Tt][Pp][Ss]?://[^/?#\s]+([/?#][\s\S]*)?$";
+
+/// A URL the server will request on the owner's behalf: http(s), with a host, not private
+/// unless `policy` allows it. Returns it normalised.
+pub fn valid_target(field: &str, raw: &str, policy: TargetPolicy) -> Result<String, FieldError> {
+    if raw.chars().count() > MAX_URL {
+        return Err(FieldError::new(field, format!("longer than {MAX_URL} characters")));
+    }
+    let shape = driftwatch_core::compiled_regex(URL_PATTERN).map_err(|e| FieldError::new(field, e.to_string()))?;
+    if !shape.is_match(raw) {
+        return Err(FieldError::new(field, "must be an http:// or https:// URL with a host"));
+    }
+    let url = url::Url::parse(raw.trim()).map_err(|e| FieldError::new(field, format!("not a valid URL: {e}")))?;
+    driftwatch_net::check_url(&url, policy).map_err(|e| FieldError::new(field, e.to_string()))?;
+    Ok(url.to_string())
+}
+
+fn valid_name(name: &str) -> Result<String, FieldError> {
+    if name.chars().count() > MAX_NAME {
+        return Err(FieldError::new("name", format!("longer than {MAX_NAME} characters")));
+    }
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(FieldError::new("name", "must not be empty"));
+    }
+    Ok(name.to_owned())
+}
+
+fn valid_selector(selector: Option<String>) -> Result<Option<String>, FieldError> {
+    let selector = selector.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
+    if let Some(selector) = &selector {
+        driftwatch_scrape::validate_selector(selector).map_err(|e| FieldError::new("selector", e.to_string()))?;
+    }
+    Ok(selector)
+}
+
+/// Checks fetch, extraction, line and noise options (header names, selectors parse, regexes
+/// compile, ranges); returns them as stored (JSON).
+fn valid_options(options: &WatchOptions) -> Result<String, FieldError> {
+    let fetch = &options.fetch;
+    if let Some(method) = &fetch.method {
+        if !["GET", "POST", "PUT", "PATCH"].contains(&method.to_ascii_uppercase().as_str()) {
+            return Err(FieldError::new("options.fetch.method", "must be GET, POST, PUT or PATCH"));
+        }
+    }
+    for (name, value) in &fetch.headers {
+        let field = format!("options.fetch.headers.{name}");
+        http::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| FieldError::new(&field, "not a valid header name"))?;
+        http::HeaderValue::from_str(value).map_err(|_| FieldError::new(&field, "not a valid header value"))?;
+    }
+    for (name, value) in &fetch.cookies {
+        if name.is_empty() || name.contains([';', '=', ' ']) || value.contains([';', '\r', '\n']) {
+            return Err(FieldError::new(format!("options.fetch.cookies.{name}"), "not a valid cookie"));
+        }
+    }
+    if let Some(agent) = &fetch.user_agent {
+        http::HeaderValue::from_str(agent)
+            .map_err(|_| FieldError::new("options.fetch.user_agent", "not a valid header value"))?;
+    }
+    if options.noise.confirm_after_seconds.is_some_and(|t| !(1..=60).contains(&t)) {
+        return Err(FieldError::new("options.noise.confirm_after_seconds", "must be between 1 and 60"));
+    }
+    if fetch.timeout_seconds.is_some_and(|t| !(1..=300).contains(&t)) {
+        return Err(FieldError::new("options.fetch.timeout_seconds", "must be between 1 and 300"));
+    }
+    for (i, selector) in options.extract.remove_selectors.iter().enumerate() {
+        driftwatch_scrape::validate_selector(selector)
+            .map_err(|e| FieldError::new(format!("options.extract.remove_selectors[{i}]"), e.to_string()))?;
+    }
+    if let Some(pointer) = options.extract.json_pointer.as_deref() {
+        if !pointer.is_empty() && !pointer.starts_with('/') {
+            return Err(FieldError::new("options.extract.json_pointer", "a JSON Pointer starts with `/`"));
+        }
+    }
+    driftwatch_scrape::Rules::new(&options.rules)
+        .map_err(|e| FieldError::new(format!("options.{}", e.field), e.message))?;
+    driftwatch_alert::Noise::new(&options.noise)
+        .map_err(|e| FieldError::new(format!("options.{}", e.field), e.message))?;
+    serde_json::to_string(options).map_err(|e| FieldError::new("options", e.to_string()))
+}
+
+/// Checks a schedule against the limits; returns it parsed.
+fn valid_timing(
+    limits: &Limits,
+    interval: Option<i64>,
+    cron: Option<&str>,
+    zone: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<Timing, FieldError> {
+    let min = limits.min_interval_seconds;
+    if let Some(seconds) = interval {
+        if !(min..=MAX_INTERVAL).contains(&seconds) {
+            return Err(FieldError::new(
+                "interval_seconds",
+                format!("must be between {min} and {MAX_INTERVAL} seconds"),
+            ));
+        }
+    }
+    if zone.is_some() && cron.is_none() {
+        return Err(FieldError::new("time_zone", "only applies to a cron schedule"));
+    }
+    let timing = Timing::parse(interval, cron, zone)
+        .map_err(|TimingError { field, message }| FieldError::new(field, message))?;
+    if let Timing::Cron { .. } = timing {
+        let first = timing.next_after(now, "wat_probe");
+        let second = timing.next_after(first, "wat_probe");
+        if (second - first).num_seconds() < min - 1 {
+            return Err(FieldError::new("cron", format!("fires more often than every {min} seconds")));
+        }
+    }
+    Ok(timing)
+}
+
+/// The next `n` times a schedule fires after `now` (for a watch with id `watch_id`: intervals
+/// carry a per-watch offset), or why the schedule is invalid.
+pub fn next_runs(
+    limits: &Limits,
+    interval: Option<i64>,
+    cron: Option<&str>,
+    zone: Option<&str>,
+    watch_id: &str,
+    n: usize,
+    now: DateTime<Utc>,
+) -> Result<Vec<DateTime<Utc>>, FieldError> {
+    let timing = valid_timing(limits, interval, cron, zone, now)?;
+    let mut runs = Vec::with_capacity(n);
+    let mut at = now;
+    for _ in 0..n {
+        at = timing.next_after(at, watch_id);
+        runs.push(at);
+    }
+    Ok(runs)
+}
+
+/// A new watch as asked for; absent fields take their defaults.
+#[derive(Debug, Clone, Default)]
+pub struct WatchInput {
+    /// The page.
+    pub url: String,
+    /// A name; the URL when absent or blank.
+    pub name: Option<String>,
+    /// A CSS selector; the whole page when absent or blank.
+    pub selector: Option<String>,
+    /// Every this many seconds.
+    pub interval_seconds: Option<i64>,
+    /// A cron expression instead.
+    pub cron: Option<String>,
+    /// The cron expression's time zone.
+    pub time_zone: Option<String>,
+    /// Created paused.
+    pub paused: Option<bool>,
+    /// Fetch, extraction, line and noise options.
+    pub options: Option<WatchOptions>,
+}
+
+fn blank_to_none(value: Option<String>) -> Option<String> {
+    value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+}
+
+/// Builds the watch `input` asks for, owned by `account_id`, or says every field at fault.
+pub fn new_watch(
+    input: WatchInput,
+    limits: &Limits,
+    policy: TargetPolicy,
+    account_id: &str,
+    now: DateTime<Utc>,
+) -> Result<Watch, Invalid> {
+    let mut errors = Errors::default();
+    let url = errors.take(valid_target("url", &input.url, policy));
+    let name = match input.name.as_deref().filter(|n| !n.trim().is_empty()) {
+        Some(name) => errors.take(valid_name(name)),
+        None if input.name.as_ref().is_some_and(|n| n.chars().count() > MAX_NAME) => {
+            errors.take::<String>(Err(FieldError::new("name", format!("longer than {MAX_NAME} characters"))))
+        }
+        None => url.as_ref().map(|u| u.chars().take(MAX_NAME).collect()),
+    };
+    let selector = errors.take(valid_selector(input.selector));
+    let cron = blank_to_none(input.cron);
+    let interval = match (&cron, input.interval_seconds) {
+        (None, None) => Some(limits.default_interval_seconds),
+        (_, given) => given,
+    };
+    let time_zone = blank_to_none(input.time_zone);
+    errors.take(valid_timing(limits, interval, cron.as_deref(), time_zone.as_deref(), now));
+    let options = errors.take(valid_options(&input.options.unwrap_or_default()));
+    errors.finish()?;
+    let (Some(url), Some(name), Some(selector), Some(options)) = (url, name, selector, options) else {
+        return Err(Invalid(vec![FieldError::new("url", "invalid")]));
+    };
+    let paused = input.paused.unwrap_or(false);
+    Ok(Watch {
+        name,
+        selector,
+        interval_seconds: interval,
+        cron,
+        time_zone,
+        state: if paused { WatchState::Paused } else { WatchState::Active }.as_str().to_owned(),
+        options,
+        ..Watch::new(account_id, &url, now.naive_utc())
+    })
+}
+
+/// A change to a watch: only the fields given change; `Some(None)` clears.
+#[derive(Debug, Clone, Default)]
+pub struct WatchPatch {
+    /// A new page.
+    pub url: Option<String>,
+    /// A new name.
+    pub name: Option<String>,
+    /// A new selector, or none for the whole page.
+    pub selector: Option<Option<String>>,
+    /// A new interval (replaces a cron schedule).
+    pub interval_seconds: Option<Option<i64>>,
+    /// A new cron schedule (replaces an interval).
+    pub cron: Option<Option<String>>,
+    /// The cron schedule's time zone.
+    pub time_zone: Option<Option<String>>,
+    /// New options, replacing all of them.
+    pub options: Option<WatchOptions>,
+}
+
+/// The changes `patch` makes to `current`, or every field at fault. A new URL, selector or
+/// options starts a new baseline: the next check fetches in full, soon, and records the
+/// result as the baseline instead of alerting.
+pub fn watch_changes(
+    current: &Watch,
+    patch: WatchPatch,
+    limits: &Limits,
+    policy: TargetPolicy,
+    now: DateTime<Utc>,
+) -> Result<WatchChanges, Invalid> {
+    let mut errors = Errors::default();
+    let mut changes = WatchChanges { updated_at: Some(now.naive_utc()), ..WatchChanges::default() };
+    if let Some(url) = &patch.url {
+        changes.url = errors.take(valid_target("url", url, policy));
+    }
+    if let Some(name) = &patch.name {
+        changes.name = errors.take(valid_name(name));
+    }
+    if let Some(selector) = patch.selector {
+        changes.selector = errors.take(valid_selector(selector));
+    }
+    let schedule_given = patch.interval_seconds.is_some() || patch.cron.is_some() || patch.time_zone.is_some();
+    if schedule_given {
+        // Setting one kind of schedule replaces the other.
+        let (interval, cron) = match (patch.interval_seconds, patch.cron) {
+            (Some(interval), None) => (interval, None),
+            (None, Some(cron)) => (None, blank_to_none(cron)),
+            (Some(interval), Some(cron)) => (interval, blank_to_none(cron)),
+            (None, None) => (current.interval_seconds, current.cron.clone()),
+        };
+        let interval =
+            if interval.is_none() && cron.is_none() { Some(limits.default_interval_seconds) } else { interval };
+        let zone = match patch.time_zone {
+            Some(zone) => blank_to_none(zone),
+            None if cron.is_some() => current.time_zone.clone(),
+            None => None,
+        };
+        if let Some(timing) = errors.take(valid_timing(limits, interval, cron.as_deref(), zone.as_deref(), now)) {
+            changes.interval_seconds = Some(interval);
+            changes.cron = Some(cron);
+            changes.time_zone = Some(zone);
+            changes.next_run_at = Some(timing.next_after(now, &current.id).naive_utc());
+        }
+    }
+    if let Some(options) = &patch.options {
+        changes.options = errors.take(valid_options(options));
+    }
+    errors.finish()?;
+    if changes.url.is_some() || changes.selector.is_some() || changes.options.is_some() {
+        changes.next_run_at = Some(now.naive_utc());
+        changes.etag = Some(None);
+        changes.last_modified = Some(None);
+        changes.rebaseline = Some(true);
+    }
+    Ok(changes)
+}
+
+/// Pausing or resuming a watch: resuming checks at once, then the schedule takes over.
+pub fn state_change(to: WatchState, now: DateTime<Utc>) -> WatchChanges {
+    WatchChanges {
+        state: Some(to.as_str().to_owned()),
+        next_run_at: (to == WatchState::Active).then_some(now.naive_utc()),
+        updated_at: Some(now.naive_utc()),
+        ..WatchChanges::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-12-03T12:00:00Z").expect("time").with_timezone(&Utc)
+    }
+
+    fn check(input: WatchInput, expected: Result<(), &[(&str, &str)]>) {
+        let got = new_watch(input, &Limits::default(), TargetPolicy { allow_private: false }, "acc_1", now());
+        match (got, expected) {
+            (Ok(_), Ok(())) => {}
+            (Err(Invalid(errors)), Err(want)) => {
+                let got: Vec<(&str, &str)> = errors.iter().map(|e| (e.field.as_str(), e.message.as_str())).collect();
+                assert_eq!(got.len(), want.len(), "{got:?}");
+                for ((field, message), (want_field, want_part)) in got.iter().zip(want) {
+                    assert_eq!(field, want_field);
+                    assert!(message.contains(want_part), "{field}: {message:?} lacks {want_part:?}");
+                }
+            }
+            (got, want) => panic!("got {got:?}, want {want:?}"),
+        }
+    }
+
+    fn input(url: &str) -> WatchInput {
+        WatchInput { url: url.into(), ..WatchInput::default() }
+    }
+
+    #[test]
+    fn watches_are_checked_field_by_field_and_report_every_error() {
+        check(input("https://example.com/pricing"), Ok(()));
+        check(input("ftp://example.com"), Err(&[("url", "http:// or https://")]));
+        check(input("http://127.0.0.1/"), Err(&[("url", "")]));
+        check(WatchInput { selector: Some("div[".into()), ..input("https://example.com") }, Err(&[("selector", "")]));
+        check(
+            WatchInput { interval_seconds: Some(5), ..input("https://example.com") },
+            Err(&[("interval_seconds", "between 30")]),
+        );
+        check(
+            WatchInput { time_zone: Some("UTC".into()), ..input("https://example.com") },
+            Err(&[("time_zone", "cron")]),
+        );
+        check(
+            WatchInput { cron: Some("* * * * * *".into()), ..input("https://example.com") },
+            Err(&[("cron", "more often")]),
+        );
+        check(
+            WatchInput { name: Some("x".repeat(201)), selector: Some("div[".into()), ..input("nope") },
+            Err(&[("url", ""), ("name", "longer than 200"), ("selector", "")]),
+        );
+        let mut options = WatchOptions::default();
+        options.rules.masks = vec!["(".into()];
+        check(
+            WatchInput { options: Some(options), ..input("https://example.com") },
+            Err(&[("options.rules.masks[0]", "")]),
+        );
+    }
+
+    #[test]
+    fn a_new_watch_takes_defaults_and_a_change_of_what_is_read_rebaselines() {
+        let limits = Limits::default();
+        let policy = TargetPolicy { allow_private: false };
+        let watch = new_watch(input("https://example.com/a"), &limits, policy, "acc_1", now()).expect("valid");
+        assert_eq!(watch.name, "https://example.com/a");
+        assert_eq!(watch.interval_seconds, Some(3600));
+        assert_eq!(watch.state, "active");
+        let rename = WatchPatch { name: Some("A".into()), ..WatchPatch::default() };
+        let changes = watch_changes(&watch, rename, &limits, policy, now()).expect("valid");
+        assert_eq!(changes.rebaseline, None);
+        let reselect = WatchPatch { selector: Some(Some("#main".into())), ..WatchPatch::default() };
+        let changes = watch_changes(&watch, reselect, &limits, policy, now()).expect("valid");
+        assert_eq!(changes.rebaseline, Some(true));
+        let runs =
+            next_runs(&limits, None, Some("0 9 * * MON-FRI"), Some("Europe/Paris"), "wat_1", 5, now()).expect("valid");
+        assert_eq!(runs.len(), 5);
+        assert!(runs.windows(2).all(|w| w[0] < w[1]));
+    }
+}
