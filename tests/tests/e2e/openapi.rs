@@ -64,15 +64,23 @@ fn the_document_is_valid_openapi_3_1() {
 fn a_route_cannot_bypass_the_documented_router() {
     // `api::routes()` takes handlers only through `routes!`, which does not compile for a
     // handler without `#[utoipa::path]`. What could still add an undocumented route is a plain
-    // `.route(...)` (or `nest`, `merge`, `route_service`) somewhere in the web crate: there is
-    // exactly one, the health check outside the API.
+    // `.route(...)` (or `nest`, `merge`, `route_service`) somewhere in the web crate: outside
+    // the browser UI (`src/ui/`, its own sibling router, whose paths never start with `/api`)
+    // there is exactly one, the health check.
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/web/src");
     let mut found = Vec::new();
+    let mut ui_routes = 0;
     let mut stack = vec![src];
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(&dir).expect("read the web crate") {
             let path = entry.expect("entry").path();
-            if path.is_dir() {
+            if path.is_dir() && path.file_name().is_some_and(|n| n == "ui") {
+                let text = std::fs::read_to_string(path.join("mod.rs")).expect("read the UI router");
+                for line in text.lines().filter(|l| l.trim().starts_with(".route(")) {
+                    assert!(!line.contains("\"/api"), "a UI route under /api: {line}");
+                    ui_routes += 1;
+                }
+            } else if path.is_dir() {
                 stack.push(path);
             } else if path.extension().is_some_and(|e| e == "rs") {
                 let text = std::fs::read_to_string(&path).expect("read source");
@@ -93,9 +101,14 @@ fn a_route_cannot_bypass_the_documented_router() {
     found.sort();
     assert_eq!(
         found,
-        vec![r#"lib.rs: .nest("#.to_owned(), r#"lib.rs: .route("/healthz", get(|| async { "ok" }))"#.to_owned()],
+        vec![
+            r#"lib.rs: .merge(ui::routes())"#.to_owned(),
+            r#"lib.rs: .nest("#.to_owned(),
+            r#"lib.rs: .route("/healthz", get(|| async { "ok" }))"#.to_owned()
+        ],
         "routes outside `api::routes()`: add new API routes there with `routes!` and `#[utoipa::path]`"
     );
+    assert!(ui_routes > 10, "the UI router was read");
 }
 
 /// Each documented operation reaches a handler (not the 404 of an unknown path nor a 405), and

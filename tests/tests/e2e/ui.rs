@@ -4,7 +4,7 @@
 //! cookie flags; axe-core on each main page; screenshots under `target/screenshots/`.
 
 use crate::browser::Browser;
-use crate::support::{Backend, PageServer, TestApp};
+use crate::support::{Backend, PageServer, TestApp, eventually};
 
 const EMAIL: &str = "ada@example.com";
 const PASSWORD: &str = "correct horse battery";
@@ -95,13 +95,31 @@ pub async fn a_change_shows_as_a_highlighted_diff(backend: Backend) {
     let page =
         PageServer::start("<html><body><div id='price'>Plan Pro: 10 EUR per month</div><p>Other</p></body></html>")
             .await;
-    let watch = app
-        .watch_with_baseline(
-            &token,
-            serde_json::json!({"url": page.url, "name": "Pricing", "selector": "#price", "interval_seconds": 3600}),
-        )
-        .await;
-    let id = watch["id"].as_str().expect("id").to_owned();
+
+    // Add a watch in the form: a bad selector is refused beside its field, keeping what was typed.
+    browser.click("a[href='/watches/new']").await;
+    look(&browser, "watch-new").await;
+    browser.fill("#f-url", &page.url).await;
+    browser.fill("#f-name", "Pricing").await;
+    browser.fill("#f-selector", "div[").await;
+    browser.click("button[value='save']").await;
+    browser.wait_for("#e-selector").await;
+    assert_eq!(browser.execute("return document.querySelector('#f-url').value").await, page.url.as_str());
+    // The preview shows the text that would be compared, after the selector, saving nothing.
+    browser.fill("#f-selector", "#price").await;
+    browser.click("button[value='preview']").await;
+    assert_eq!(browser.text("#preview-text").await, "Plan Pro: 10 EUR per month");
+    assert_eq!(app.ok("/watches", &token).await["items"].as_array().map(Vec::len), Some(0), "nothing saved");
+    look(&browser, "watch-preview").await;
+    browser.click("button[value='save']").await;
+    browser.wait_for(".diff-section").await;
+    let id = browser.current_url().await.path().trim_start_matches("/watches/").to_owned();
+    assert!(id.starts_with("wat_"), "{id}");
+    eventually("the baseline check", || async {
+        let runs = app.ok(&format!("/watches/{id}/runs"), &token).await;
+        (runs["items"].as_array().map_or(0, Vec::len) == 1).then_some(())
+    })
+    .await;
 
     browser.goto(&format!("{root}/watches/{id}")).await;
     assert!(browser.text(".diff-section").await.contains("Plan Pro: 10 EUR per month"), "the baseline");

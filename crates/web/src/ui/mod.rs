@@ -17,6 +17,7 @@ mod session;
 mod sign_in;
 mod tokens;
 mod watch;
+mod watch_form;
 mod watches;
 
 use std::sync::Mutex;
@@ -96,6 +97,8 @@ pub fn routes() -> Router<AppState> {
         .route("/signed-out", get(sign_in::signed_out))
         .route("/", get(watches::list))
         .route("/watches/rows", get(watches::rows_fragment))
+        .route("/watches/new", get(watch_form::new).post(watch_form::create))
+        .route("/watches/{id}/edit", get(watch_form::edit).post(watch_form::update))
         .route("/watches/{id}", get(watch::show))
         .route("/watches/{id}/check", post(watch::check))
         .route("/changes", get(changes::list))
