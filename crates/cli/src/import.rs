@@ -121,6 +121,7 @@ pub fn to_watch(
         time_zone: watch.time_zone.clone(),
         paused: Some(watch.paused),
         options: Some(watch.options.clone()),
+        tags: Some(watch.tags.clone()),
     };
     driftwatch_validate::new_watch(input, limits, policy, account_id, now).map_err(|e| e.to_string())
 }

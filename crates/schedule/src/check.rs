@@ -31,8 +31,8 @@ enum PageText {
 /// Why a check on demand did not run.
 #[derive(Debug, thiserror::Error)]
 pub enum CheckError {
-    /// A check of this watch is already under way.
-    #[error("a check of this watch is already running")]
+    /// A check of this watch was under way and did not finish within its lease.
+    #[error("a check of this watch is running and did not finish in time")]
     Busy,
     /// The store failed.
     #[error(transparent)]
@@ -40,17 +40,48 @@ pub enum CheckError {
 }
 
 impl Runner {
-    /// Checks the account's watch `watch_id` now. `Ok(None)` when there is no such watch.
+    /// Checks the account's watch `watch_id` now and returns the run. `Ok(None)` when there is
+    /// no such watch.
+    ///
+    /// When a check of the watch is already running (its first check right after it was
+    /// created, say), this joins it: it waits for that check to be recorded and returns its run,
+    /// which read the page after the request came. Should the running check end without a
+    /// run (its node died), a new check runs once the lease is free. Only a check still running
+    /// past its lease is [`CheckError::Busy`].
     pub async fn check_now(&self, account_id: &str, watch_id: &str) -> Result<Option<Run>, CheckError> {
-        let owner = self.lease_owner();
-        let now = self.now();
-        let until = now + self.lease_length();
-        let (account, id, lease) = (account_id.to_owned(), watch_id.to_owned(), owner.clone());
-        let claimed = self.store().write(move |c| watches::claim_one(c, &account, &id, &lease, now, until)).await?;
-        match claimed {
-            None => Ok(None),
-            Some(None) => Err(CheckError::Busy),
-            Some(Some(watch)) => Ok(Some(self.check(watch, owner).await?)),
+        let mut recorded = self.on_recorded();
+        let deadline = tokio::time::Instant::now() + self.lease_length().to_std().unwrap_or(Duration::from_secs(300));
+        let mut newest_before: Option<Option<String>> = None;
+        let mut backoff = Duration::from_millis(20);
+        loop {
+            let owner = self.lease_owner();
+            let now = self.now();
+            let until = now + self.lease_length();
+            let (account, id, lease) = (account_id.to_owned(), watch_id.to_owned(), owner.clone());
+            let claimed = self.store().write(move |c| watches::claim_one(c, &account, &id, &lease, now, until)).await?;
+            match claimed {
+                None => return Ok(None),
+                Some(Some(watch)) => return Ok(Some(self.check(watch, owner).await?)),
+                Some(None) => {}
+            }
+            // Busy: the run to join is the first one newer than the newest run of now.
+            let id = watch_id.to_owned();
+            let newest = self.store().run(move |c| watches::newest_run(c, &id)).await?;
+            match &newest_before {
+                None => newest_before = Some(newest.as_ref().map(|r| r.id.clone())),
+                Some(before) => {
+                    if let Some(run) = newest.filter(|r| Some(&r.id) != before.as_ref()) {
+                        return Ok(Some(run));
+                    }
+                }
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(CheckError::Busy);
+            }
+            // Woken when this node records a check; another node's check is polled for, with
+            // a growing pause.
+            let _ = tokio::time::timeout(backoff, recorded.changed()).await;
+            backoff = (backoff * 2).min(Duration::from_millis(500));
         }
     }
 
@@ -224,7 +255,9 @@ impl Runner {
             watch_updated_at: watch.updated_at,
             now: finished,
         };
-        let queued = self.store().write(move |c| checks::record(c, &result)).await?;
+        let queued = self.store().write(move |c| checks::record(c, &result)).await;
+        self.recorded();
+        let queued = queued?;
         match run.error.as_deref() {
             Some(error) => tracing::warn!(watch.id = %watch.id, error, "check failed"),
             None => {

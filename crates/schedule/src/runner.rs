@@ -64,6 +64,9 @@ struct Inner {
     slots: Arc<Semaphore>,
     hosts: Hosts,
     on_queued: Box<dyn Fn() + Send + Sync>,
+    /// Bumped after each check this runner records, so a check on demand waiting for a
+    /// running check of the same watch wakes when it is recorded.
+    recorded: tokio::sync::watch::Sender<u64>,
 }
 
 impl Runner {
@@ -87,6 +90,7 @@ impl Runner {
                 slots,
                 hosts,
                 on_queued: Box::new(on_queued),
+                recorded: tokio::sync::watch::Sender::new(0),
             }),
         }
     }
@@ -94,6 +98,16 @@ impl Runner {
     /// Asks the loop to look for due watches now (a watch was added or changed).
     pub fn wake(&self) {
         self.inner.wake.notify_one();
+    }
+
+    /// Signals that a check was recorded.
+    pub(crate) fn recorded(&self) {
+        self.inner.recorded.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// Waits for checks recorded by this runner.
+    pub(crate) fn on_recorded(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.recorded.subscribe()
     }
 
     pub(crate) fn store(&self) -> &Store {

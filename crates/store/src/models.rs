@@ -127,6 +127,8 @@ pub struct Watch {
     pub created_at: NaiveDateTime,
     /// Last change to its settings or schedule.
     pub updated_at: NaiveDateTime,
+    /// Tags, stored as `,a,b,` (lower case, sorted, once each; empty for none).
+    pub tags: String,
 }
 
 /// Extracted content of a watch at one moment; written only when it differs from the last.
@@ -430,8 +432,22 @@ impl Watch {
             lease_until: None,
             created_at: now,
             updated_at: now,
+            tags: String::new(),
         }
     }
+
+    /// The watch's tags.
+    pub fn tag_list(&self) -> Vec<&str> {
+        self.tags.split(',').filter(|t| !t.is_empty()).collect()
+    }
+}
+
+/// The stored form of a set of tags: `,a,b,` (already normalised), or empty for none.
+pub fn stored_tags<S: AsRef<str>>(tags: &[S]) -> String {
+    if tags.is_empty() {
+        return String::new();
+    }
+    format!(",{},", tags.iter().map(AsRef::as_ref).collect::<Vec<_>>().join(","))
 }
 
 impl Endpoint {

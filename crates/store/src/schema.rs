@@ -80,6 +80,7 @@ diesel::table! {
         lease_until -> Nullable<Timestamp>,
         created_at -> Timestamp,
         updated_at -> Timestamp,
+        tags -> Text,
     }
 }
 

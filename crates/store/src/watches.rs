@@ -23,6 +23,17 @@ pub fn get_watch(conn: &mut DbConn, account_id: &str, id: &str) -> StoreResult<O
         .optional()?)
 }
 
+diesel::define_sql_function! {
+    /// SQL `LOWER`, on both backends.
+    fn lower(x: diesel::sql_types::Text) -> diesel::sql_types::Text;
+}
+
+/// `%text%` for a `LIKE`, with the pattern characters of `text` escaped (by `\\`).
+fn contains_pattern(text: &str) -> String {
+    let escaped = text.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
+    format!("%{escaped}%")
+}
+
 /// The account's watches in creation order.
 pub fn list_watches(conn: &mut DbConn, account_id: &str, filter: &WatchFilter, page: &Page) -> StoreResult<Vec<Watch>> {
     let mut query = watches::table.filter(watches::account_id.eq(account_id)).select(Watch::as_select()).into_boxed();
@@ -32,6 +43,15 @@ pub fn list_watches(conn: &mut DbConn, account_id: &str, filter: &WatchFilter, p
     if let Some(health) = filter.health {
         query = query.filter(watches::health.eq(health.as_str()));
     }
+    if let Some(tag) = &filter.tag {
+        query = query.filter(watches::tags.like(contains_pattern(&format!(",{tag},"))).escape('\\'));
+    }
+    if let Some(q) = &filter.q {
+        let pattern = contains_pattern(&q.to_lowercase());
+        query = query.filter(
+            lower(watches::name).like(pattern.clone()).escape('\\').or(lower(watches::url).like(pattern).escape('\\')),
+        );
+    }
     if let Some(after) = &page.after {
         query = query.filter(watches::id.gt(after));
     }
@@ -39,12 +59,174 @@ pub fn list_watches(conn: &mut DbConn, account_id: &str, filter: &WatchFilter, p
 }
 
 /// Which watches a list shows; `None` fields do not filter.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct WatchFilter {
     /// Only watches in this state.
     pub state: Option<driftwatch_core::WatchState>,
     /// Only watches in this health.
     pub health: Option<driftwatch_core::WatchHealth>,
+    /// Only watches with this tag (normalised: lower case).
+    pub tag: Option<String>,
+    /// Only watches whose name or URL contains this (any case).
+    pub q: Option<String>,
+}
+
+/// Which watches a bulk action takes: these ids, or every watch a filter matches. Other
+/// accounts' ids are simply not matched.
+#[derive(Debug, Clone)]
+pub enum WatchSelection {
+    /// These watches.
+    Ids(Vec<String>),
+    /// Every watch matching.
+    Filter(WatchFilter),
+}
+
+/// Most watches a bulk action by filter takes in one request.
+pub const MAX_BULK: i64 = 100_000;
+
+/// The ids of the account's watches in `selection`.
+fn selected_ids(conn: &mut DbConn, account_id: &str, selection: &WatchSelection) -> StoreResult<Vec<String>> {
+    match selection {
+        WatchSelection::Ids(ids) => Ok(ids
+            .chunks(500)
+            .map(|chunk| {
+                watches::table
+                    .filter(watches::account_id.eq(account_id))
+                    .filter(watches::id.eq_any(chunk))
+                    .select(watches::id)
+                    .load::<String>(conn)
+            })
+            .collect::<Result<Vec<_>, _>>()?
+            .concat()),
+        WatchSelection::Filter(filter) => {
+            Ok(list_watches(conn, account_id, filter, &Page { after: None, limit: MAX_BULK })?
+                .into_iter()
+                .map(|w| w.id)
+                .collect())
+        }
+    }
+}
+
+/// Applies `changes` to every selected watch in one transaction; returns how many changed.
+fn bulk_update(
+    conn: &mut DbConn,
+    account_id: &str,
+    selection: &WatchSelection,
+    changes: &WatchChanges,
+) -> StoreResult<usize> {
+    conn.transaction(|c| {
+        let ids = selected_ids(c, account_id, selection)?;
+        let mut changed = 0;
+        for chunk in ids.chunks(500) {
+            changed += diesel::update(
+                watches::table.filter(watches::account_id.eq(account_id)).filter(watches::id.eq_any(chunk)),
+            )
+            .set(changes)
+            .execute(c)?;
+        }
+        Ok(changed)
+    })
+}
+
+/// Pauses or resumes the selected watches (`changes` from the rules of a state change).
+pub fn bulk_set_state(
+    conn: &mut DbConn,
+    account_id: &str,
+    selection: &WatchSelection,
+    changes: &WatchChanges,
+) -> StoreResult<usize> {
+    bulk_update(conn, account_id, selection, changes)
+}
+
+/// Queues a check of every selected active watch: due now, so the runner takes them promptly
+/// (host politeness still applies). Paused watches are left alone.
+pub fn bulk_check_now(
+    conn: &mut DbConn,
+    account_id: &str,
+    selection: &WatchSelection,
+    now: NaiveDateTime,
+) -> StoreResult<usize> {
+    conn.transaction(|c| {
+        let ids = selected_ids(c, account_id, selection)?;
+        let mut queued = 0;
+        for chunk in ids.chunks(500) {
+            queued += diesel::update(
+                watches::table
+                    .filter(watches::account_id.eq(account_id))
+                    .filter(watches::id.eq_any(chunk))
+                    .filter(watches::state.eq(WatchState::Active.as_str())),
+            )
+            .set(watches::next_run_at.eq(now))
+            .execute(c)?;
+        }
+        Ok(queued)
+    })
+}
+
+/// Deletes the selected watches with their history; returns how many.
+pub fn bulk_delete(conn: &mut DbConn, account_id: &str, selection: &WatchSelection) -> StoreResult<usize> {
+    conn.transaction(|c| {
+        let ids = selected_ids(c, account_id, selection)?;
+        let mut deleted = 0;
+        for chunk in ids.chunks(500) {
+            deleted += diesel::delete(
+                watches::table.filter(watches::account_id.eq(account_id)).filter(watches::id.eq_any(chunk)),
+            )
+            .execute(c)?;
+        }
+        Ok(deleted)
+    })
+}
+
+/// Adds `add` and removes `remove` (normalised tags) on every selected watch; returns how many
+/// changed.
+pub fn bulk_tag(
+    conn: &mut DbConn,
+    account_id: &str,
+    selection: &WatchSelection,
+    add: &[String],
+    remove: &[String],
+    now: NaiveDateTime,
+) -> StoreResult<usize> {
+    conn.transaction(|c| {
+        let ids = selected_ids(c, account_id, selection)?;
+        let mut changed = 0;
+        for chunk in ids.chunks(500) {
+            let rows: Vec<(String, String)> = watches::table
+                .filter(watches::account_id.eq(account_id))
+                .filter(watches::id.eq_any(chunk))
+                .select((watches::id, watches::tags))
+                .load(c)?;
+            for (id, tags) in rows {
+                let mut set: std::collections::BTreeSet<&str> = tags.split(',').filter(|t| !t.is_empty()).collect();
+                set.extend(add.iter().map(String::as_str));
+                set.retain(|t| !remove.iter().any(|r| r == t));
+                let stored = crate::stored_tags(&set.into_iter().collect::<Vec<_>>());
+                if stored != tags {
+                    diesel::update(watches::table.find(&id))
+                        .set((watches::tags.eq(&stored), watches::updated_at.eq(now)))
+                        .execute(c)?;
+                    changed += 1;
+                }
+            }
+        }
+        Ok(changed)
+    })
+}
+
+/// Every tag used by the account's watches, sorted.
+pub fn account_tags(conn: &mut DbConn, account_id: &str) -> StoreResult<Vec<String>> {
+    let stored: Vec<String> = watches::table
+        .filter(watches::account_id.eq(account_id))
+        .filter(watches::tags.ne(""))
+        .select(watches::tags)
+        .distinct()
+        .load(conn)?;
+    let mut tags: Vec<String> =
+        stored.iter().flat_map(|s| s.split(',')).filter(|t| !t.is_empty()).map(str::to_owned).collect();
+    tags.sort();
+    tags.dedup();
+    Ok(tags)
 }
 
 /// Leases up to `limit` due, active, unleased watches to `owner` until `lease_until` and returns
@@ -123,6 +305,16 @@ pub fn next_wake(conn: &mut DbConn, now: NaiveDateTime) -> StoreResult<Option<Na
     Ok(crate::earliest(unleased, lease_expiry))
 }
 
+/// The newest run of a watch.
+pub fn newest_run(conn: &mut DbConn, watch_id: &str) -> StoreResult<Option<Run>> {
+    Ok(runs::table
+        .filter(runs::watch_id.eq(watch_id))
+        .order(runs::id.desc())
+        .select(Run::as_select())
+        .first(conn)
+        .optional()?)
+}
+
 /// The newest snapshot of a watch.
 pub fn latest_snapshot(conn: &mut DbConn, watch_id: &str) -> StoreResult<Option<Snapshot>> {
     Ok(snapshots::table
@@ -172,6 +364,8 @@ pub struct WatchChanges {
     pub next_run_at: Option<NaiveDateTime>,
     /// Now.
     pub updated_at: Option<NaiveDateTime>,
+    /// New tags (stored form).
+    pub tags: Option<String>,
 }
 
 /// Applies `changes` to the account's watch `id`; `None` when there is no such watch.

@@ -15,7 +15,9 @@ mod watch;
 pub use endpoint::{EndpointInput, EndpointPatch, endpoint_changes, new_endpoint};
 pub use portable::{PortableWatch, from_watch};
 pub use token::token;
-pub use watch::{URL_PATTERN, WatchInput, WatchPatch, new_watch, next_runs, state_change, valid_target, watch_changes};
+pub use watch::{
+    URL_PATTERN, WatchInput, WatchPatch, new_watch, next_runs, state_change, valid_tags, valid_target, watch_changes,
+};
 
 /// One invalid field.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

@@ -30,6 +30,9 @@ pub struct PortableWatch {
     /// Paused watches stay paused.
     #[serde(default)]
     pub paused: bool,
+    /// Tags.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
 }
 
 impl PortableWatch {
@@ -44,6 +47,7 @@ impl PortableWatch {
             time_zone: None,
             options: WatchOptions::default(),
             paused: false,
+            tags: Vec::new(),
         }
     }
 }
@@ -59,5 +63,6 @@ pub fn from_watch(watch: &driftwatch_store::Watch) -> PortableWatch {
         time_zone: watch.time_zone.clone(),
         options: serde_json::from_str(&watch.options).unwrap_or_default(),
         paused: watch.state == driftwatch_core::WatchState::Paused.as_str(),
+        tags: watch.tag_list().into_iter().map(str::to_owned).collect(),
     }
 }

@@ -43,6 +43,29 @@ fn valid_name(name: &str) -> Result<String, FieldError> {
     Ok(name.to_owned())
 }
 
+/// Most tags on one watch.
+const MAX_TAGS: usize = 20;
+
+/// Tags normalised: trimmed, lower case, sorted, once each; 1 to 40 letters, digits, `-`, `_`,
+/// `.` or `:` each, at most 20.
+pub fn valid_tags(tags: &[String]) -> Result<Vec<String>, FieldError> {
+    let mut normalised: Vec<String> = tags.iter().map(|t| t.trim().to_lowercase()).filter(|t| !t.is_empty()).collect();
+    normalised.sort();
+    normalised.dedup();
+    if normalised.len() > MAX_TAGS {
+        return Err(FieldError::new("tags", format!("at most {MAX_TAGS} tags")));
+    }
+    if let Some(bad) = normalised.iter().find(|t| {
+        t.chars().count() > 40 || !t.chars().all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'))
+    }) {
+        return Err(FieldError::new(
+            "tags",
+            format!("`{bad}`: a tag is up to 40 letters, digits, `-`, `_`, `.` or `:`"),
+        ));
+    }
+    Ok(normalised)
+}
+
 fn valid_selector(selector: Option<String>) -> Result<Option<String>, FieldError> {
     let selector = selector.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
     if let Some(selector) = &selector {
@@ -169,6 +192,8 @@ pub struct WatchInput {
     pub paused: Option<bool>,
     /// Fetch, extraction, line and noise options.
     pub options: Option<WatchOptions>,
+    /// Tags.
+    pub tags: Option<Vec<String>>,
 }
 
 fn blank_to_none(value: Option<String>) -> Option<String> {
@@ -201,8 +226,10 @@ pub fn new_watch(
     let time_zone = blank_to_none(input.time_zone);
     errors.take(valid_timing(limits, interval, cron.as_deref(), time_zone.as_deref(), now));
     let options = errors.take(valid_options(&input.options.unwrap_or_default()));
+    let tags = errors.take(valid_tags(&input.tags.unwrap_or_default()));
     errors.finish()?;
-    let (Some(url), Some(name), Some(selector), Some(options)) = (url, name, selector, options) else {
+    let (Some(url), Some(name), Some(selector), Some(options), Some(tags)) = (url, name, selector, options, tags)
+    else {
         return Err(Invalid(vec![FieldError::new("url", "invalid")]));
     };
     let paused = input.paused.unwrap_or(false);
@@ -214,6 +241,7 @@ pub fn new_watch(
         time_zone,
         state: if paused { WatchState::Paused } else { WatchState::Active }.as_str().to_owned(),
         options,
+        tags: driftwatch_store::stored_tags(&tags),
         ..Watch::new(account_id, &url, now.naive_utc())
     })
 }
@@ -235,6 +263,8 @@ pub struct WatchPatch {
     pub time_zone: Option<Option<String>>,
     /// New options, replacing all of them.
     pub options: Option<WatchOptions>,
+    /// New tags, replacing all of them.
+    pub tags: Option<Vec<String>>,
 }
 
 /// The changes `patch` makes to `current`, or every field at fault. A new URL, selector or
@@ -283,6 +313,9 @@ pub fn watch_changes(
     }
     if let Some(options) = &patch.options {
         changes.options = errors.take(valid_options(options));
+    }
+    if let Some(tags) = &patch.tags {
+        changes.tags = errors.take(valid_tags(tags)).map(|t| driftwatch_store::stored_tags(&t));
     }
     errors.finish()?;
     if changes.url.is_some() || changes.selector.is_some() || changes.options.is_some() {

@@ -56,11 +56,14 @@ pub struct Watch {
     created_at: DateTime<Utc>,
     /// Last change by a request.
     updated_at: DateTime<Utc>,
+    /// Tags, sorted.
+    tags: Vec<String>,
 }
 
 impl From<store::Watch> for Watch {
     fn from(w: store::Watch) -> Watch {
         Watch {
+            tags: w.tag_list().into_iter().map(str::to_owned).collect(),
             id: w.id,
             name: w.name,
             url: w.url,

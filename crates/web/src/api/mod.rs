@@ -1,5 +1,6 @@
 //! Routes of `/api/v1`, one module per resource.
 
+mod bulk;
 mod deliveries;
 mod endpoints;
 mod events;
@@ -29,6 +30,11 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(watches::create, watches::list))
         .routes(routes!(watches::get, watches::update, watches::delete))
         .routes(routes!(watches::check))
+        .routes(routes!(bulk::check))
+        .routes(routes!(bulk::pause))
+        .routes(routes!(bulk::resume))
+        .routes(routes!(bulk::delete))
+        .routes(routes!(bulk::tag))
         .routes(routes!(watches::pause))
         .routes(routes!(watches::resume))
         .routes(routes!(watches::runs))

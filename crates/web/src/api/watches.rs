@@ -43,6 +43,9 @@ pub struct CreateWatch {
     paused: Option<bool>,
     /// How to fetch, extract and compare the page.
     options: Option<WatchOptions>,
+    /// Tags (1 to 40 letters, digits, `-`, `_`, `.` or `:` each; at most 20; stored lower case).
+    #[schema(max_items = 20)]
+    tags: Option<Vec<String>>,
 }
 
 /// Body of `PATCH /watches/{id}`: only the fields given change; `null` clears `selector`.
@@ -70,6 +73,9 @@ pub struct UpdateWatch {
     time_zone: Option<Option<String>>,
     /// New options (replacing all of them); starts a new baseline.
     options: Option<WatchOptions>,
+    /// New tags, replacing all of them.
+    #[schema(max_items = 20)]
+    tags: Option<Vec<String>>,
 }
 
 /// Register a watch. Unless `paused`, it is checked at once: the first check records the baseline.
@@ -95,6 +101,7 @@ pub async fn create(
         time_zone: body.time_zone,
         paused: body.paused,
         options: body.options,
+        tags: body.tags,
     };
     let watch = driftwatch_validate::new_watch(
         input,
@@ -121,6 +128,10 @@ pub struct WatchParams {
     /// Only watches in this health (`failing`, say: what needs a look).
     #[param(inline)]
     health: Option<WatchHealth>,
+    /// Only watches with this tag.
+    tag: Option<String>,
+    /// Only watches whose name or URL contains this text (any case).
+    q: Option<String>,
     /// Items per page, 1 to 500 (default 50).
     #[param(minimum = 1, maximum = 500)]
     limit: Option<i64>,
@@ -128,7 +139,8 @@ pub struct WatchParams {
     cursor: Option<String>,
 }
 
-/// The account's watches, oldest first, optionally only those in a state or health.
+/// The account's watches, oldest first, optionally only those in a state or health, with a tag,
+/// or whose name or URL contains `q`.
 #[utoipa::path(
     get,
     path = "/watches",
@@ -143,7 +155,12 @@ pub async fn list(
     Query(params): Query<WatchParams>,
 ) -> Result<axum::Json<List<views::Watch>>, ApiError> {
     let (page, limit) = PageParams { limit: params.limit, cursor: params.cursor }.to_page()?;
-    let filter = WatchFilter { state: params.state, health: params.health };
+    let filter = WatchFilter {
+        state: params.state,
+        health: params.health,
+        tag: params.tag.map(|t| t.trim().to_lowercase()).filter(|t| !t.is_empty()),
+        q: params.q.map(|q| q.trim().to_owned()).filter(|q| !q.is_empty()),
+    };
     let rows = state.store.run(move |c| watches::list_watches(c, &caller.account_id, &filter, &page)).await?;
     Ok(axum::Json(page_of(rows, limit, |w| &w.id)))
 }
@@ -210,6 +227,7 @@ pub async fn update(
         cron: body.cron,
         time_zone: body.time_zone,
         options: body.options,
+        tags: body.tags,
     };
     let changes =
         driftwatch_validate::watch_changes(&current, patch, &state.limits.rules(), state.policy, state.clock.now())?;
@@ -283,6 +301,9 @@ pub async fn resume(
 }
 
 /// Check a watch now and answer with the run; a change raises an event as a scheduled check would.
+/// If a check of the watch is already running (its first check, right after it was created),
+/// the request joins it and answers with that check's run; only a check outlasting its lease
+/// answers 409.
 #[utoipa::path(
     post,
     path = "/watches/{id}/check",
@@ -299,7 +320,7 @@ pub async fn check(
     match state.runner.check_now(&caller.account_id, &id).await {
         Ok(Some(run)) => Ok(axum::Json(run.into())),
         Ok(None) => Err(ApiError::not_found("no such watch")),
-        Err(CheckError::Busy) => Err(ApiError::conflict("a check of this watch is already running; try again shortly")),
+        Err(CheckError::Busy) => Err(ApiError::conflict("a check of this watch is running and did not finish in time")),
         Err(CheckError::Store(e)) => Err(e.into()),
     }
 }

@@ -314,7 +314,9 @@ pub async fn check(
     let message = match state.runner.check_now(post.viewer.account_id(), &id).await {
         Ok(Some(run)) => run_message(&run),
         Ok(None) => return Err(UiError::NotFound("watch")),
-        Err(driftwatch_schedule::CheckError::Busy) => "A check of this watch is running; its result shows here.".into(),
+        Err(driftwatch_schedule::CheckError::Busy) => {
+            "A check of this watch is still running; its result will show here.".into()
+        }
         Err(driftwatch_schedule::CheckError::Store(e)) => return Err(e.into()),
     };
     flash::set(&state, &post.viewer, message).await?;
@@ -325,4 +327,109 @@ pub async fn check(
 fn run_message(run: &Run) -> String {
     let detail = run.error.as_deref().or(run.note.as_deref()).map(|d| format!(": {d}")).unwrap_or_default();
     format!("Checked: {}{detail}.", run.outcome.replace('_', " "))
+}
+
+/// `POST /watches/{id}/pause` and `/resume`.
+async fn set_state(
+    state: AppState,
+    id: String,
+    post: Post<Vec<(String, String)>>,
+    to: driftwatch_core::WatchState,
+) -> Result<Response, UiError> {
+    let changes = driftwatch_validate::state_change(to, state.clock.now());
+    let (account, target) = (post.viewer.account_id().to_owned(), id.clone());
+    state
+        .store
+        .write(move |c| watches::update_watch(c, &account, &target, &changes))
+        .await?
+        .ok_or(UiError::NotFound("watch"))?;
+    state.runner.wake();
+    let message = if to == driftwatch_core::WatchState::Paused {
+        "Paused: no checks until you resume it."
+    } else {
+        "Resumed: it is checked now, then on its schedule."
+    };
+    flash::set(&state, &post.viewer, message).await?;
+    Ok(Redirect::to(&format!("/watches/{id}")).into_response())
+}
+
+/// `POST /watches/{id}/pause`.
+pub async fn pause(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    post: Post<Vec<(String, String)>>,
+) -> Result<Response, UiError> {
+    set_state(state, id, post, driftwatch_core::WatchState::Paused).await
+}
+
+/// `POST /watches/{id}/resume`.
+pub async fn resume(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    post: Post<Vec<(String, String)>>,
+) -> Result<Response, UiError> {
+    set_state(state, id, post, driftwatch_core::WatchState::Active).await
+}
+
+#[derive(Template)]
+#[template(path = "watch_delete.html")]
+struct DeletePage {
+    layout: Layout,
+    watch: Watch,
+    snapshots: usize,
+}
+
+/// `GET /watches/{id}/delete`: asks first (the way without JavaScript).
+pub async fn confirm_delete(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(id): Path<String>,
+) -> Result<Response, UiError> {
+    let watch = find(&state, &viewer, &id).await?;
+    let watch_id = watch.id.clone();
+    let snapshots = state
+        .store
+        .run(move |c| watches::list_snapshots(c, &watch_id, &Page { after: None, limit: 1000 }))
+        .await?
+        .len();
+    Ok(html(&DeletePage {
+        layout: Layout::signed_in(&viewer, "watches", format!("Delete {}", watch.name)),
+        watch,
+        snapshots,
+    }))
+}
+
+/// `POST /watches/{id}/delete`.
+pub async fn delete(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    post: Post<Vec<(String, String)>>,
+) -> Result<Response, UiError> {
+    let account = post.viewer.account_id().to_owned();
+    let deleted = state.store.write(move |c| watches::delete_watch(c, &account, &id)).await?;
+    if !deleted {
+        return Err(UiError::NotFound("watch"));
+    }
+    flash::set(&state, &post.viewer, "Watch deleted with its history.").await?;
+    Ok(Redirect::to("/").into_response())
+}
+
+/// `GET /watches/{id}/export`: the watch in the portable form `driftwatch import` reads.
+pub async fn export(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(id): Path<String>,
+) -> Result<Response, UiError> {
+    let watch = find(&state, &viewer, &id).await?;
+    let body = serde_json::to_string_pretty(&[driftwatch_validate::from_watch(&watch)])
+        .map_err(|e| UiError::Server(e.to_string(), false))?;
+    let disposition = format!("attachment; filename=\"{}.json\"", watch.id);
+    Ok((
+        [
+            (axum::http::header::CONTENT_TYPE, "application/json".to_owned()),
+            (axum::http::header::CONTENT_DISPOSITION, disposition),
+        ],
+        body,
+    )
+        .into_response())
 }

@@ -31,6 +31,8 @@ pub struct WatchForm {
     url: String,
     name: String,
     selector: String,
+    /// Comma- or space-separated.
+    tags: String,
     /// `interval` or `cron`.
     schedule: String,
     every: String,
@@ -130,6 +132,7 @@ impl WatchForm {
             url: watch.url.clone(),
             name: watch.name.clone(),
             selector: watch.selector.clone().unwrap_or_default(),
+            tags: watch.tag_list().join(", "),
             schedule: if watch.cron.is_some() { "cron" } else { "interval" }.to_owned(),
             every,
             unit: unit.to_owned(),
@@ -242,6 +245,7 @@ impl WatchForm {
             time_zone,
             paused: Some(self.paused.is_some()),
             options: Some(self.options(errors)),
+            tags: Some(self.tags.split([',', ' ']).map(str::to_owned).filter(|t| !t.trim().is_empty()).collect()),
         }
     }
 }
@@ -254,6 +258,7 @@ fn form_field(field: &str) -> &'static str {
         "url" => "url",
         "name" => "name",
         "selector" => "selector",
+        "tags" => "tags",
         "interval_seconds" => "every",
         "cron" => "cron",
         "time_zone" => "time_zone",
@@ -449,6 +454,7 @@ pub async fn update(
         cron: schedule_changed.then(|| cron.clone()),
         time_zone: schedule_changed.then(|| zone.clone()),
         options: (!same_options).then_some(options),
+        tags: input.tags.clone(),
     };
     let result =
         driftwatch_validate::watch_changes(&current, patch, &state.limits.rules(), state.policy, state.clock.now());

@@ -5,15 +5,16 @@ use std::collections::HashMap;
 
 use askama::Template;
 use axum::extract::{Query, State};
-use axum::response::Response;
+use axum::response::{IntoResponse, Redirect, Response};
 use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
 use driftwatch_core::{WatchHealth, WatchState};
-use driftwatch_store::watches::{self, WatchFilter};
+use driftwatch_store::watches::{self, WatchFilter, WatchSelection};
 use driftwatch_store::{Page, Watch, overview, users};
 use serde::Deserialize;
 
+use super::flash;
 use super::page::{Layout, UiError, When, html};
-use super::session::Viewer;
+use super::session::{Post, Viewer};
 use crate::AppState;
 
 /// Watches per page.
@@ -77,8 +78,7 @@ pub fn badge(watch: &Watch) -> &'static str {
 
 /// The tags of a watch, from its stored form.
 pub fn tags_of(watch: &Watch) -> Vec<String> {
-    let _ = watch; // MERGE: tag_list
-    Vec::new()
+    watch.tag_list().into_iter().map(str::to_owned).collect()
 }
 
 fn strip(days: &[(NaiveDate, i64)], now: DateTime<Utc>) -> (Vec<Bar>, i64) {
@@ -171,7 +171,8 @@ impl ListQuery {
         WatchFilter {
             state: self.state.parse::<WatchState>().ok(),
             health: self.health.parse::<WatchHealth>().ok(),
-            // MERGE: tag, q
+            tag: Some(self.tag.trim().to_lowercase()).filter(|t| !t.is_empty()),
+            q: Some(self.q.trim().to_owned()).filter(|q| !q.is_empty()),
         }
     }
 
@@ -228,7 +229,7 @@ pub async fn list(
 ) -> Result<Response, UiError> {
     let (rows, more) = page_rows(&state, &viewer, &query).await?;
     let account = viewer.account_id().to_owned();
-    let tags = state.store.run(move |c| Ok(Vec::<String>::new())).await?; // MERGE: account_tags
+    let tags = state.store.run(move |c| watches::account_tags(c, &account)).await?;
     let base = query.filter_query();
     let next_page = match rows.last() {
         Some(last) if more => Some(format!("/?{base}{}cursor={}", if base.is_empty() { "" } else { "&" }, last.id)),
@@ -249,6 +250,83 @@ pub async fn list(
         tags,
         filtered,
     }))
+}
+
+/// `POST /watches/bulk`: check, pause, resume, tag, untag or delete the selected watches, or
+/// check every watch of the current filter; the same store functions as the API's bulk routes.
+pub async fn bulk(State(state): State<AppState>, post: Post<Vec<(String, String)>>) -> Result<Response, UiError> {
+    let field = |name: &str| post.form.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()).unwrap_or_default();
+    let ids: Vec<String> = post.form.iter().filter(|(k, _)| k == "ids").map(|(_, v)| v.clone()).collect();
+    let action = field("action");
+    let query = ListQuery {
+        q: field("q"),
+        tag: field("filter_tag"),
+        health: field("health"),
+        state: field("state"),
+        cursor: String::new(),
+    };
+    let back = format!("/?{}", query.filter_query());
+    let selection = if action == "check_all" {
+        WatchSelection::Filter(query.filter())
+    } else if ids.is_empty() {
+        flash::set(&state, &post.viewer, "Select one or more watches first.").await?;
+        return Ok(Redirect::to(&back).into_response());
+    } else {
+        WatchSelection::Ids(ids)
+    };
+    let account = post.viewer.account_id().to_owned();
+    let now = state.clock.now();
+    let message = match action.as_str() {
+        "check" | "check_all" => {
+            let n =
+                state.store.write(move |c| watches::bulk_check_now(c, &account, &selection, now.naive_utc())).await?;
+            state.runner.wake();
+            format!("{n} {} queued for a check now.", plural(n, "watch", "watches"))
+        }
+        "pause" | "resume" => {
+            let to = if action == "pause" { WatchState::Paused } else { WatchState::Active };
+            let changes = driftwatch_validate::state_change(to, now);
+            let n = state.store.write(move |c| watches::bulk_set_state(c, &account, &selection, &changes)).await?;
+            state.runner.wake();
+            format!("{n} {} {}.", plural(n, "watch", "watches"), if action == "pause" { "paused" } else { "resumed" })
+        }
+        "delete" => {
+            let n = state.store.write(move |c| watches::bulk_delete(c, &account, &selection)).await?;
+            format!("{n} {} deleted.", plural(n, "watch", "watches"))
+        }
+        "tag" | "untag" => {
+            let tags = match driftwatch_validate::valid_tags(&[field("tag")]) {
+                Ok(tags) if !tags.is_empty() => tags,
+                Ok(_) => {
+                    flash::set(&state, &post.viewer, "Type the tag to add or remove first.").await?;
+                    return Ok(Redirect::to(&back).into_response());
+                }
+                Err(e) => {
+                    flash::set(&state, &post.viewer, format!("Not tagged: {}.", e.message)).await?;
+                    return Ok(Redirect::to(&back).into_response());
+                }
+            };
+            let (add, remove) = if action == "tag" { (tags.clone(), Vec::new()) } else { (Vec::new(), tags.clone()) };
+            let n = state
+                .store
+                .write(move |c| watches::bulk_tag(c, &account, &selection, &add, &remove, now.naive_utc()))
+                .await?;
+            format!(
+                "{} “{}” on {n} {}.",
+                if action == "tag" { "Tagged" } else { "Removed" },
+                tags.join(", "),
+                plural(n, "watch", "watches")
+            )
+        }
+        _ => return Err(UiError::BadRequest("unknown action".into())),
+    };
+    tracing::info!(action, "bulk action from the UI");
+    flash::set(&state, &post.viewer, message).await?;
+    Ok(Redirect::to(&back).into_response())
+}
+
+fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
+    if n == 1 { one } else { many }
 }
 
 #[derive(Template)]

@@ -1,0 +1,1 @@
+ALTER TABLE watches DROP COLUMN tags;

@@ -1,0 +1,3 @@
+-- Tags on watches, stored normalised as ',tag1,tag2,' (lower case, sorted, once each), so a
+-- filter by tag is one LIKE '%,tag,%'.
+ALTER TABLE watches ADD COLUMN tags TEXT NOT NULL DEFAULT '';
