@@ -111,9 +111,20 @@ impl Browser {
         self.wait_for(css).await.click().await.unwrap_or_else(|e| panic!("click {css}: {e}"));
     }
 
-    /// The rendered text of the element matching `css`.
+    /// The rendered text of the element matching `css`. An element gone stale (the page was
+    /// replaced between finding and reading it, as after a form post) is looked up again.
     pub async fn text(&self, css: &str) -> String {
-        self.wait_for(css).await.text().await.unwrap_or_else(|e| panic!("text of {css}: {e}"))
+        let mut tries = 0;
+        loop {
+            match self.wait_for(css).await.text().await {
+                Ok(text) => return text,
+                Err(e) if tries < 20 && e.to_string().contains("stale element") => {
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(e) => panic!("text of {css}: {e}"),
+            }
+        }
     }
 
     /// Submits the form matching `form_css` by clicking its first submit button (as a user would,

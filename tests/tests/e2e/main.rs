@@ -82,6 +82,9 @@ on_both_backends!(
     delivery::endpoints_receive_only_their_event_types,
     ui::first_run_sign_in_and_sign_out,
     ui::a_change_shows_as_a_highlighted_diff,
+    ui::endpoints_deliveries_redelivery_and_recovery,
+    ui::tokens_feed_and_bulk_actions,
+    ui::forms_need_their_token_and_accounts_stay_apart,
 );
 
 /// The browser harness tested on its own pages: no application or database involved.

@@ -4,7 +4,7 @@
 //! cookie flags; axe-core on each main page; screenshots under `target/screenshots/`.
 
 use crate::browser::Browser;
-use crate::support::{Backend, PageServer, TestApp, eventually};
+use crate::support::{Backend, PageServer, Receiver, TestApp, eventually};
 
 const EMAIL: &str = "ada@example.com";
 const PASSWORD: &str = "correct horse battery";
@@ -155,4 +155,282 @@ pub async fn a_change_shows_as_a_highlighted_diff(backend: Backend) {
     browser.goto(&format!("{root}/changes")).await;
     assert!(browser.text(".changes").await.contains("Pricing"));
     look(&browser, "changes").await;
+}
+
+/// The signed-in browser's session cookie, for requests made beside the browser.
+async fn session_cookie(browser: &Browser) -> String {
+    format!("dw_session={}", browser.cookie("dw_session").await.value)
+}
+
+/// Waits until the delivery list of `query` has `n` items; returns them.
+async fn deliveries(app: &TestApp, token: &str, query: &str, n: usize) -> Vec<serde_json::Value> {
+    eventually(&format!("{n} deliveries {query}"), || async {
+        let list = app.ok(&format!("/deliveries?{query}"), token).await;
+        let items = list["items"].as_array().cloned().unwrap_or_default();
+        (items.len() == n).then_some(items)
+    })
+    .await
+}
+
+/// A change to `page` found by a check, raising one change event.
+async fn change(app: &TestApp, token: &str, page: &PageServer, watch_id: &str, text: &str) {
+    page.set(&format!("<html><body><div id='price'>{text}</div></body></html>"));
+    let (status, run) = app.post(&format!("/watches/{watch_id}/check"), token, serde_json::json!({})).await;
+    assert!(status.is_success(), "{run}");
+    assert_eq!(run["outcome"], "changed", "{run}");
+}
+
+pub async fn endpoints_deliveries_redelivery_and_recovery(backend: Backend) {
+    let Some(browser) = Browser::start().await else { return };
+    // Each failing delivery dies after its three attempts, without the circuit pausing it.
+    let app = TestApp::start_with(backend, |s| s.circuit_threshold = 100).await;
+    let root = app.root();
+    set_up(&browser, &app).await;
+    let token = app.token_for_user(EMAIL).await;
+    let receiver = Receiver::start(200).await;
+
+    // Add an endpoint: its secret is shown once, beside a copy button.
+    browser.goto(&format!("{root}/endpoints")).await;
+    look(&browser, "endpoints-empty").await;
+    browser.click("a[href='/endpoints/new']").await;
+    look(&browser, "endpoint-new").await;
+    browser.fill("#f-url", "not a url").await;
+    browser.submit_form("form[action='/endpoints/new']").await;
+    assert!(browser.text("#e-url").await.contains("http:// or https://"));
+    browser.fill("#f-url", &receiver.url).await;
+    browser.fill("#f-description", "Our receiver").await;
+    browser.submit_form("form[action='/endpoints/new']").await;
+    let secret = browser.text("#secret").await;
+    assert!(secret.starts_with("whsec_"), "{secret}");
+    assert!(browser.wait_for("button[data-copy='#secret']").await.is_displayed().await.unwrap_or(false));
+    look(&browser, "endpoint-created").await;
+    let endpoint_url = browser.current_url().await;
+    let endpoint_id = app.ok("/endpoints", &token).await["items"][0]["id"].as_str().expect("id").to_owned();
+    browser.goto(&format!("{root}/endpoints/{endpoint_id}")).await;
+    assert!(!browser.text("main").await.contains(&secret), "shown once only ({endpoint_url})");
+
+    // A test event reaches the receiver and its answer is shown.
+    browser.submit_form(&format!("form[action='/endpoints/{endpoint_id}/test']")).await;
+    assert_eq!(browser.text(".test-status").await, "200");
+    let received = receiver.wait_for(1).await;
+    assert_eq!(received[0].json()["type"], "endpoint.test");
+    received[0].verify(&secret).expect("signed with the secret shown");
+    look(&browser, "endpoint").await;
+
+    // A failing receiver: the change's delivery is tried three times, then dead.
+    let page = PageServer::start("<html><body><div id='price'>10 EUR</div></body></html>").await;
+    let watch = app
+        .watch_with_baseline(&token, serde_json::json!({"url": page.url, "name": "Pricing", "selector": "#price"}))
+        .await;
+    let watch_id = watch["id"].as_str().expect("id").to_owned();
+    receiver.set_status(500);
+    change(&app, &token, &page, &watch_id, "12 EUR").await;
+    let dead = deliveries(&app, &token, "status=dead", 1).await;
+    let delivery_id = dead[0]["id"].as_str().expect("id").to_owned();
+    browser.goto(&format!("{root}/dlq")).await;
+    browser.click(&format!("a[href='/deliveries/{delivery_id}']")).await;
+    browser.wait_for("table.attempts").await;
+    let attempts = browser.execute("return document.querySelectorAll('table.attempts tbody tr').length").await;
+    assert_eq!(attempts, 3, "each attempt is shown");
+    assert!(browser.text("table.attempts").await.contains("500"));
+    assert!(browser.text("h1").await.contains("dead"));
+    assert!(browser.text("#delivery-body").await.contains("\"change.detected\""), "the exact body, pretty-printed");
+    look(&browser, "delivery-dead").await;
+
+    // The receiver recovers; redeliver from the page.
+    receiver.set_status(200);
+    browser.submit_form(&format!("form[action='/deliveries/{delivery_id}/redeliver']")).await;
+    assert!(browser.text(".notice").await.contains("answered 200"), "{}", browser.text(".notice").await);
+    assert!(browser.text("h1").await.contains("sent"));
+
+    // Two more changes die while the receiver fails; recover-since counts them first.
+    receiver.set_status(500);
+    change(&app, &token, &page, &watch_id, "13 EUR").await;
+    change(&app, &token, &page, &watch_id, "14 EUR").await;
+    deliveries(&app, &token, "status=dead", 2).await;
+    receiver.set_status(200);
+    let before = receiver.received().len();
+    browser.goto(&format!("{root}/endpoints/{endpoint_id}")).await;
+    let since = (chrono::Utc::now() - chrono::TimeDelta::hours(1)).format("%Y-%m-%dT%H:%M").to_string();
+    browser.execute(&format!("document.querySelector('#f-since').value = '{since}'")).await;
+    browser.click("button[value='count']").await;
+    assert_eq!(browser.text("#dry-run-count strong").await, "2", "the dry run counts the two dead deliveries");
+    look(&browser, "endpoint-recover-count").await;
+    browser.click("button[value='start']").await;
+    browser.wait_for("#recovery-state").await;
+    eventually("the recovery to finish", || async {
+        browser.client().refresh().await.expect("refresh");
+        (browser.text("#recovery-state").await == "done").then_some(())
+    })
+    .await;
+    assert_eq!(browser.text("#recovery-requeued").await, "2");
+    receiver.wait_for(before + 2).await;
+    deliveries(&app, &token, "status=sent", 4).await;
+}
+
+pub async fn tokens_feed_and_bulk_actions(backend: Backend) {
+    let Some(browser) = Browser::start().await else { return };
+    let app = TestApp::start(backend).await;
+    let root = app.root();
+    set_up(&browser, &app).await;
+    let token = app.token_for_user(EMAIL).await;
+
+    // Create a token: shown once; it works; revoked, it does not.
+    browser.goto(&format!("{root}/tokens")).await;
+    browser.fill("#f-name", "deploy script").await;
+    browser.submit_form("form[action='/tokens']").await;
+    let created = browser.text("#new-token").await;
+    assert!(created.starts_with("dwt_"), "{created}");
+    look(&browser, "tokens").await;
+    assert_eq!(app.get("/watches", &created).await.0, 200);
+    browser.goto(&format!("{root}/tokens")).await;
+    assert!(!browser.text("main").await.contains(&created), "shown once only");
+    browser.execute("window.confirm = () => true").await;
+    browser.click("table.tokens tr:nth-child(1) button.danger").await;
+    assert!(browser.text(".notice").await.contains("revoked"));
+    assert_eq!(app.get("/watches", &created).await.0, 401);
+
+    // Three watches; pause two of them at once from the watches page.
+    let page = PageServer::start("<html><body><div id='price'>10 EUR</div></body></html>").await;
+    let mut ids = Vec::new();
+    for name in ["Alpha", "Beta", "Gamma"] {
+        let watch = app
+            .watch_with_baseline(&token, serde_json::json!({"url": page.url, "name": name, "selector": "#price"}))
+            .await;
+        ids.push(watch["id"].as_str().expect("id").to_owned());
+    }
+    browser.goto(&format!("{root}/")).await;
+    for id in &ids[..2] {
+        browser.click(&format!("input[name='ids'][value='{id}']")).await;
+    }
+    browser.click("button[value='pause']").await;
+    assert_eq!(browser.text(".notice").await, "2 watches paused.");
+    let paused = app.ok("/watches?state=paused", &token).await;
+    let mut paused: Vec<&str> =
+        paused["items"].as_array().expect("items").iter().filter_map(|w| w["id"].as_str()).collect();
+    paused.sort_unstable();
+    assert_eq!(paused, [ids[0].as_str(), ids[1].as_str()]);
+    assert_eq!(browser.execute("return document.querySelectorAll('.badge-paused').length").await, 2);
+
+    // Tag one, then filter by the tag and by a search.
+    browser.click(&format!("input[name='ids'][value='{}']", ids[2])).await;
+    browser.fill("#bulk-tag", "Prices").await;
+    browser.click("button[value='tag']").await;
+    assert!(browser.text(".notice").await.contains("on 1 watch"));
+    browser.goto(&format!("{root}/?tag=prices")).await;
+    assert_eq!(browser.execute("return document.querySelectorAll('#watch-rows tr').length").await, 1);
+    browser.goto(&format!("{root}/?q=alp")).await;
+    assert!(browser.text("#watch-rows").await.contains("Alpha"));
+    assert_eq!(browser.execute("return document.querySelectorAll('#watch-rows tr').length").await, 1);
+
+    // The Atom feed: a key made on the account page, a real change, parsed as Atom.
+    let (status, _) = app.post(&format!("/watches/{}/resume", ids[0]), &token, serde_json::json!({})).await;
+    assert_eq!(status, 200);
+    page.set("<html><body><div id='price'>12 EUR</div></body></html>");
+    let (_, run) = app.post(&format!("/watches/{}/check", ids[2]), &token, serde_json::json!({})).await;
+    assert_eq!(run["outcome"], "changed", "{run}");
+    browser.goto(&format!("{root}/account")).await;
+    look(&browser, "account").await;
+    browser.click("#feed button[value='new']").await;
+    let feed_url = browser.text("#feed-url").await;
+    let atom = app.http.get(&feed_url).send().await.expect("feed");
+    assert_eq!(atom.status(), 200);
+    assert!(atom.headers()["content-type"].to_str().expect("type").starts_with("application/atom+xml"));
+    let xml = atom.text().await.expect("text");
+    let doc = roxmltree::Document::parse(&xml).expect("well-formed XML");
+    let feed = doc.root_element();
+    assert_eq!((feed.tag_name().namespace(), feed.tag_name().name()), (Some("http://www.w3.org/2005/Atom"), "feed"));
+    let entries: Vec<_> =
+        feed.children().filter(|n| n.has_tag_name(("http://www.w3.org/2005/Atom", "entry"))).collect();
+    assert_eq!(entries.len(), 1, "{xml}");
+    let title =
+        entries[0].children().find(|n| n.has_tag_name(("http://www.w3.org/2005/Atom", "title"))).and_then(|n| n.text());
+    assert!(title.is_some_and(|t| t.starts_with("Gamma changed")), "{title:?}");
+    // Replacing the key revokes the old URL.
+    browser.click("#feed button[value='new']").await;
+    assert_eq!(app.http.get(&feed_url).send().await.expect("feed").status(), 404);
+
+    // Sign out everywhere ends this session too.
+    browser.goto(&format!("{root}/account")).await;
+    browser.submit_form("form[action='/sign-out-everywhere']").await;
+    browser.goto(&format!("{root}/")).await;
+    assert_eq!(browser.current_url().await.path(), "/sign-in");
+}
+
+pub async fn forms_need_their_token_and_accounts_stay_apart(backend: Backend) {
+    let Some(browser) = Browser::start().await else { return };
+    let app = TestApp::start(backend).await;
+    let root = app.root();
+    set_up(&browser, &app).await;
+    let token = app.token_for_user(EMAIL).await;
+    let page = PageServer::start("<html><body><p>hello</p></body></html>").await;
+    let watch = app.watch_with_baseline(&token, serde_json::json!({"url": page.url})).await;
+    let id = watch["id"].as_str().expect("id").to_owned();
+    let cookie = session_cookie(&browser).await;
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+
+    // A form post without its token, or from another site, is refused and changes nothing.
+    let pause = format!("{root}/watches/{id}/pause");
+    let without = http.post(&pause).header("cookie", &cookie).form(&[("x", "1")]).send().await.expect("post");
+    assert_eq!(without.status(), 403);
+    assert!(without.text().await.expect("body").contains("security token"));
+    let csrf = browser.execute("return document.querySelector('input[name=_csrf]').value").await;
+    let csrf = csrf.as_str().expect("a token in the page").to_owned();
+    let foreign = http
+        .post(&pause)
+        .header("cookie", &cookie)
+        .header("origin", "https://evil.example")
+        .form(&[("_csrf", csrf.as_str())])
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(foreign.status(), 403);
+    assert_eq!(app.ok(&format!("/watches/{id}"), &token).await["state"], "active", "nothing changed");
+    // With its token, from this site, the same post works.
+    let same =
+        http.post(&pause).header("cookie", &cookie).form(&[("_csrf", csrf.as_str())]).send().await.expect("post");
+    assert_eq!(same.status(), 303, "{:?}", same.text().await);
+    assert_eq!(app.ok(&format!("/watches/{id}"), &token).await["state"], "paused");
+
+    // The API never takes the session cookie.
+    let api = http.get(format!("{root}/api/v1/watches")).header("cookie", &cookie).send().await.expect("get");
+    assert_eq!(api.status(), 401);
+
+    // Every page carries the security headers.
+    let home = http.get(format!("{root}/")).header("cookie", &cookie).send().await.expect("get");
+    let csp = home.headers()["content-security-policy"].to_str().expect("csp").to_owned();
+    assert!(csp.contains("default-src 'self'") && csp.contains("frame-ancestors 'none'"), "{csp}");
+    assert_eq!(home.headers()["x-content-type-options"], "nosniff");
+    assert_eq!(home.headers()["referrer-policy"], "same-origin");
+
+    // Another account's watch, endpoint and delivery are the 404 page.
+    let bob = app.account("bob").await;
+    let theirs = app.watch_with_baseline(&bob, serde_json::json!({"url": page.url, "name": "Bob's"})).await;
+    let receiver = Receiver::start(200).await;
+    let (_, endpoint) = app.post("/endpoints", &bob, serde_json::json!({"url": receiver.url})).await;
+    let (_, delivery) = app
+        .post(&format!("/endpoints/{}/test", endpoint["id"].as_str().expect("id")), &bob, serde_json::json!({}))
+        .await;
+    for path in [
+        format!("/watches/{}", theirs["id"].as_str().expect("id")),
+        format!("/watches/{}/edit", theirs["id"].as_str().expect("id")),
+        format!("/endpoints/{}", endpoint["id"].as_str().expect("id")),
+        format!("/deliveries/{}", delivery["id"].as_str().expect("id")),
+    ] {
+        browser.goto(&format!("{root}{path}")).await;
+        assert_eq!(browser.text("h1").await, "Not found", "{path}");
+        assert!(!browser.text("main").await.contains("Bob's"), "{path}");
+    }
+    let response = http
+        .get(format!("{root}/watches/{}", theirs["id"].as_str().expect("id")))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(response.status(), 404);
+    look(&browser, "not-found").await;
+
+    // Deliveries and changes pages render for an account with data.
+    browser.goto(&format!("{root}/deliveries")).await;
+    look(&browser, "deliveries").await;
 }

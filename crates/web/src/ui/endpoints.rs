@@ -266,6 +266,15 @@ pub async fn rotate(
     Ok(html(&page))
 }
 
+/// The page of a just-created endpoint, with its signing secret shown this once.
+pub async fn created(state: &AppState, viewer: &Viewer, endpoint: Endpoint) -> Result<Response, UiError> {
+    let secret = endpoint.secret.clone();
+    let mut page = EndpointPage::load(state, viewer, endpoint).await?;
+    page.secret = Some(secret);
+    page.layout.notice = Some("Endpoint added. Copy its signing secret now: it is not shown again.".into());
+    Ok(html(&page))
+}
+
 /// How long the page waits for a test event's first attempt.
 const TEST_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
 

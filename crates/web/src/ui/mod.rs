@@ -10,6 +10,7 @@ mod assets;
 mod changes;
 mod deliveries;
 mod diff;
+mod endpoint_form;
 mod endpoints;
 mod flash;
 mod page;
@@ -108,7 +109,9 @@ pub fn routes() -> Router<AppState> {
         .route("/watches/{id}/export", get(watch::export))
         .route("/changes", get(changes::list))
         .route("/endpoints", get(endpoints::list))
+        .route("/endpoints/new", get(endpoint_form::new).post(endpoint_form::create))
         .route("/endpoints/{id}", get(endpoints::show))
+        .route("/endpoints/{id}/edit", get(endpoint_form::edit).post(endpoint_form::update))
         .route("/endpoints/{id}/enable", post(endpoints::enable))
         .route("/endpoints/{id}/disable", post(endpoints::disable))
         .route("/endpoints/{id}/rotate-secret", post(endpoints::rotate))
