@@ -51,9 +51,17 @@ impl Runner {
     pub async fn check_now(&self, account_id: &str, watch_id: &str) -> Result<Option<Run>, CheckError> {
         let mut recorded = self.on_recorded();
         let deadline = tokio::time::Instant::now() + self.lease_length().to_std().unwrap_or(Duration::from_secs(300));
-        let mut newest_before: Option<Option<String>> = None;
+        // Once a running check was seen: the newest run before it was recorded.
+        let mut joined: Option<Option<String>> = None;
         let mut backoff = Duration::from_millis(20);
         loop {
+            if let Some(before) = &joined {
+                let id = watch_id.to_owned();
+                let newest = self.store().run(move |c| watches::newest_run(c, &id)).await?;
+                if let Some(run) = newest.filter(|r| Some(&r.id) != before.as_ref()) {
+                    return Ok(Some(run));
+                }
+            }
             let owner = self.lease_owner();
             let now = self.now();
             let until = now + self.lease_length();
@@ -62,18 +70,13 @@ impl Runner {
             match claimed {
                 None => return Ok(None),
                 Some(Some(watch)) => return Ok(Some(self.check(watch, owner).await?)),
-                Some(None) => {}
-            }
-            // Busy: the run to join is the first one newer than the newest run of now.
-            let id = watch_id.to_owned();
-            let newest = self.store().run(move |c| watches::newest_run(c, &id)).await?;
-            match &newest_before {
-                None => newest_before = Some(newest.as_ref().map(|r| r.id.clone())),
-                Some(before) => {
-                    if let Some(run) = newest.filter(|r| Some(&r.id) != before.as_ref()) {
-                        return Ok(Some(run));
-                    }
+                Some(None) if joined.is_none() => {
+                    // Busy: the run to join is the first one newer than the newest run of now.
+                    let id = watch_id.to_owned();
+                    let newest = self.store().run(move |c| watches::newest_run(c, &id)).await?;
+                    joined = Some(newest.map(|r| r.id));
                 }
+                Some(None) => {}
             }
             if tokio::time::Instant::now() >= deadline {
                 return Err(CheckError::Busy);

@@ -63,6 +63,8 @@ on_both_backends!(
     watches::noise_is_filtered_and_real_changes_alert_once,
     watches::requests_follow_the_watch_and_304_costs_nothing,
     watches::one_host_is_not_hammered_and_changes_can_be_confirmed,
+    watches::check_now_joins_a_running_check,
+    watches::tags_search_and_bulk_actions,
     scale::three_workers_send_each_delivery_once,
     delivery::retries_follow_the_schedule_then_dead_letter,
     delivery::a_recovering_endpoint_succeeds_on_retry,

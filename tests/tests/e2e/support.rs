@@ -238,6 +238,7 @@ struct PageState {
     status: u16,
     html: String,
     etag: Option<String>,
+    delay: Duration,
 }
 
 /// A web page whose status and content the test changes; it answers conditional requests when
@@ -250,7 +251,8 @@ pub struct PageServer {
 
 impl PageServer {
     pub async fn start(html: &str) -> PageServer {
-        let state = Arc::new(Mutex::new(PageState { status: 200, html: html.to_owned(), etag: None }));
+        let state =
+            Arc::new(Mutex::new(PageState { status: 200, html: html.to_owned(), etag: None, delay: Duration::ZERO }));
         let requests = Arc::new(Mutex::new(Vec::new()));
         let (shared, log) = (Arc::clone(&state), Arc::clone(&requests));
         let app = axum::Router::new().route(
@@ -273,6 +275,9 @@ impl PageServer {
                         headers,
                         body,
                     });
+                    if !page.delay.is_zero() {
+                        tokio::time::sleep(page.delay).await;
+                    }
                     let mut response = axum::response::IntoResponse::into_response((
                         StatusCode::from_u16(if not_modified { 304 } else { page.status }).expect("status"),
                         [("content-type", "text/html; charset=utf-8")],
@@ -295,6 +300,11 @@ impl PageServer {
 
     pub fn set_status(&self, status: u16) {
         self.state.lock().expect("lock").status = status;
+    }
+
+    /// Answers only after `delay` (a slow page).
+    pub fn set_delay(&self, delay: Duration) {
+        self.state.lock().expect("lock").delay = delay;
     }
 
     /// Serves this ETag and answers 304 to requests that send it back.

@@ -371,3 +371,83 @@ pub async fn one_host_is_not_hammered_and_changes_can_be_confirmed(backend: Back
     assert!(run["event_id"].is_null());
     assert_eq!(run["note"], "no alert: a second fetch did not confirm the change");
 }
+
+pub async fn check_now_joins_a_running_check(backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let token = app.account("acme").await;
+    let site = PageServer::start("<p id=a>one</p>").await;
+    site.set_delay(std::time::Duration::from_millis(1500));
+    let (status, watch) = app.post("/watches", &token, json!({"url": site.url, "selector": "#a"})).await;
+    assert_eq!(status, StatusCode::CREATED, "{watch}");
+    let id = watch["id"].as_str().expect("id");
+    // The first check runs at once and is still fetching the slow page: check now joins it.
+    eventually("the first check to start", || async { (!site.requests().is_empty()).then_some(()) }).await;
+    let run = check(&app, &token, id).await;
+    assert_eq!(run["outcome"], "baseline", "the joined check's run: {run}");
+    assert_eq!(site.requests().len(), 1, "one fetch, not two");
+    let runs = app.ok(&format!("/watches/{id}/runs"), &token).await;
+    assert_eq!(runs["items"].as_array().map(Vec::len), Some(1));
+    assert_eq!(runs["items"][0]["id"], run["id"]);
+    // With nothing running, check now runs a check of its own.
+    site.set_delay(std::time::Duration::ZERO);
+    let second = check(&app, &token, id).await;
+    assert_ne!(second["id"], run["id"]);
+    assert_eq!(site.requests().len(), 2);
+}
+
+pub async fn tags_search_and_bulk_actions(backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let token = app.account("acme").await;
+    let bob = app.account("bob").await;
+    let site = PageServer::start("<p>hello</p>").await;
+    let mut ids = Vec::new();
+    for (name, tags) in [("Alpha shop", json!(["Shop", "eu"])), ("Beta news", json!(["news"])), ("Gamma", json!([]))] {
+        let watch = app.watch_with_baseline(&token, json!({"url": site.url, "name": name, "tags": tags})).await;
+        ids.push(watch["id"].as_str().expect("id").to_owned());
+    }
+    let first = app.ok(&format!("/watches/{}", ids[0]), &token).await;
+    assert_eq!(first["tags"], json!(["eu", "shop"]), "normalised: lower case, sorted");
+    let (status, problem) = app.post("/watches", &token, json!({"url": site.url, "tags": ["no spaces"]})).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(problem["errors"][0]["field"], "tags", "{problem}");
+    let names = |list: Value| -> Vec<String> {
+        list["items"].as_array().expect("items").iter().map(|w| w["name"].as_str().expect("name").to_owned()).collect()
+    };
+    assert_eq!(names(app.ok("/watches?tag=SHOP", &token).await), ["Alpha shop"]);
+    assert_eq!(names(app.ok("/watches?q=NEWS", &token).await), ["Beta news"]);
+    assert_eq!(names(app.ok("/watches?q=%25", &token).await), Vec::<String>::new(), "% is text, not a wildcard");
+    let bobs = app.watch_with_baseline(&bob, json!({"url": site.url, "name": "Bob"})).await;
+    let bobs = bobs["id"].as_str().expect("id");
+
+    // Pause two by id (another account's id is not counted), resume by filter.
+    let (status, paused) = app.post("/watches/pause", &token, json!({"ids": [ids[0], ids[1], bobs]})).await;
+    assert_eq!(status, StatusCode::OK, "{paused}");
+    assert_eq!(paused["count"], 2);
+    assert_eq!(names(app.ok("/watches?state=paused", &token).await), ["Alpha shop", "Beta news"]);
+    assert_eq!(app.ok(&format!("/watches/{bobs}"), &bob).await["state"], "active");
+    let (_, resumed) = app.post("/watches/resume", &token, json!({"filter": {"tag": "news"}})).await;
+    assert_eq!(resumed["count"], 1);
+
+    // Check every active watch of the account: queued (202), and the runner takes them.
+    let before = site.requests().len();
+    let (status, queued) = app.post("/watches/check", &token, json!({"filter": {}})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{queued}");
+    assert_eq!(queued["count"], 2, "the paused one is left alone");
+    eventually("the queued checks", || async { (site.requests().len() >= before + 2).then_some(()) }).await;
+
+    // Tag and untag; exactly one of ids or filter.
+    let (_, tagged) = app.post("/watches/tag", &token, json!({"ids": [ids[2]], "add": ["Later"]})).await;
+    assert_eq!(tagged["count"], 1);
+    assert_eq!(names(app.ok("/watches?tag=later", &token).await), ["Gamma"]);
+    let (_, untagged) =
+        app.post("/watches/tag", &token, json!({"filter": {"tag": "later"}, "remove": ["later"]})).await;
+    assert_eq!(untagged["count"], 1);
+    let (status, _) = app.post("/watches/pause", &token, json!({"ids": [ids[0]], "filter": {}})).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+
+    // Delete by filter; Bob's watch stays.
+    let (_, deleted) = app.post("/watches/delete", &token, json!({"filter": {"q": "a"}})).await;
+    assert_eq!(deleted["count"], 3);
+    assert_eq!(names(app.ok("/watches", &token).await), Vec::<String>::new());
+    assert_eq!(app.ok(&format!("/watches/{bobs}"), &bob).await["name"], "Bob");
+}
