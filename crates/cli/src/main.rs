@@ -29,6 +29,9 @@ enum Command {
     /// Manage API tokens.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Manage the people who sign in to the browser UI.
+    #[command(subcommand)]
+    User(UserCommand),
     /// Create watches from a plain URL list, urlwatch's urls.yaml or a driftwatch export.
     Import {
         /// The account the watches belong to.
@@ -133,6 +136,36 @@ enum AccountCommand {
 }
 
 #[derive(Subcommand)]
+enum UserCommand {
+    /// Create a user of an account (the account is created when missing). The password is
+    /// asked for on the terminal, or read as the first line of standard input; never from
+    /// the command line.
+    Create {
+        /// The account the user belongs to.
+        #[arg(long)]
+        account: String,
+        /// The email the user signs in with.
+        #[arg(long)]
+        email: String,
+        #[command(flatten)]
+        settings: Settings,
+    },
+    /// List every user with their account.
+    List {
+        #[command(flatten)]
+        settings: Settings,
+    },
+    /// Set a user's password (asked for, or read from standard input) and end their sessions.
+    SetPassword {
+        /// The user's email.
+        #[arg(long)]
+        email: String,
+        #[command(flatten)]
+        settings: Settings,
+    },
+}
+
+#[derive(Subcommand)]
 enum TokenCommand {
     /// Create an API token; the token is printed once, as the last line.
     Create {
@@ -204,6 +237,7 @@ async fn main() -> anyhow::Result<()> {
             println!("created account {} ({})", account.name, account.id);
             Ok(())
         }
+        Command::User(command) => user(command).await,
         Command::Token(TokenCommand::List { account, settings }) => {
             let store = driftwatch::open_store(&settings).await?;
             let id = account_id(&store, &account).await?;
@@ -283,6 +317,9 @@ async fn run_until_signal(settings: &Settings, roles: Roles) -> anyhow::Result<(
     if let Some(addr) = app.addr {
         println!("driftwatch listening on http://{addr}");
     }
+    if let Some(url) = &app.setup_url {
+        println!("No user yet. Open this one-time setup link to create the first account:\n  {url}");
+    }
     shutdown_signal().await;
     tracing::info!("shutting down; finishing work in flight");
     app.shutdown().await;
@@ -308,6 +345,70 @@ async fn shutdown_signal() {
         () = ctrl_c => {}
         () = terminate => {}
     }
+}
+
+/// A new password: asked twice on a terminal, else the first line of standard input; hashed
+/// with Argon2id before anything else sees it.
+fn read_password() -> anyhow::Result<String> {
+    use std::io::IsTerminal as _;
+    let password = if std::io::stdin().is_terminal() {
+        let first = rpassword::prompt_password("Password: ")?;
+        let again = rpassword::prompt_password("Password again: ")?;
+        if first != again {
+            bail!("the two passwords differ");
+        }
+        first
+    } else {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line)?;
+        line.trim_end_matches(['\r', '\n']).to_owned()
+    };
+    Ok(driftwatch_core::hash_password(&password).map_err(|e| anyhow::anyhow!("the password {e}"))?)
+}
+
+async fn user(command: UserCommand) -> anyhow::Result<()> {
+    use driftwatch_store::users;
+    match command {
+        UserCommand::Create { account, email, settings } => {
+            let email = email.trim().to_lowercase();
+            if !email.contains('@') || email.chars().any(char::is_whitespace) {
+                bail!("`{email}` is not an email address");
+            }
+            let password_hash = read_password()?;
+            let store = driftwatch::open_store(&settings).await?;
+            let now = SystemClock.now().naive_utc();
+            let name = account.trim().to_owned();
+            let user = store
+                .write(move |c| {
+                    let account = match accounts::find_account_by_name(c, &name)? {
+                        Some(account) => account,
+                        None => accounts::create_account(c, &name, now)?,
+                    };
+                    users::create_user(c, &account.id, &email, &password_hash, now)
+                })
+                .await?;
+            println!("created user {} ({}) in account {account}", user.email, user.id);
+        }
+        UserCommand::List { settings } => {
+            let store = driftwatch::open_store(&settings).await?;
+            for (user, account) in store.run(users::list_all_users).await? {
+                println!("{}  {:<32} {account}", user.id, user.email);
+            }
+        }
+        UserCommand::SetPassword { email, settings } => {
+            let password_hash = read_password()?;
+            let store = driftwatch::open_store(&settings).await?;
+            let lookup = email.clone();
+            let Some(user) = store.run(move |c| users::find_user_by_email(c, &lookup)).await? else {
+                bail!("no user {email}")
+            };
+            let now = SystemClock.now().naive_utc();
+            let id = user.id.clone();
+            store.write(move |c| users::set_password(c, &id, &password_hash, None, now)).await?;
+            println!("password set for {}; their sessions were ended", user.email);
+        }
+    }
+    Ok(())
 }
 
 async fn account_id(store: &driftwatch_store::Store, name: &str) -> anyhow::Result<String> {

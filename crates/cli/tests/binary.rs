@@ -189,3 +189,76 @@ fn import_from_urlwatch_then_export() {
     assert_eq!(watches[1]["url"], "https://news.example/");
     assert!(watches[1]["selector"].is_null(), "the xpath filter was left out");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_prints_a_one_time_setup_link_until_a_user_exists() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let serve = |dir: &std::path::Path| {
+        Command::new(binary())
+            .arg("serve")
+            .current_dir(dir)
+            .env_remove("DRIFTWATCH_DATABASE_URL")
+            .env("DRIFTWATCH_LISTEN", "127.0.0.1:0")
+            .env("DRIFTWATCH_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("serve")
+    };
+    let lines = |child: &mut std::process::Child, n: usize| {
+        let stdout = child.stdout.take().expect("stdout");
+        tokio::task::spawn_blocking(move || {
+            let mut reader = BufReader::new(stdout);
+            (0..n)
+                .map(|_| {
+                    let mut line = String::new();
+                    reader.read_line(&mut line).map(|_| line)
+                })
+                .collect::<Result<Vec<_>, _>>()
+        })
+    };
+    let mut child = serve(dir.path());
+    let out = tokio::time::timeout(Duration::from_secs(20), lines(&mut child, 3))
+        .await
+        .expect("serve starts")
+        .expect("join")
+        .expect("read");
+    let _ = child.kill();
+    let _ = child.wait();
+    let url = out[2].trim();
+    assert!(out[1].contains("setup link"), "{out:?}");
+    assert!(url.starts_with("http://127.0.0.1:") && url.contains("/setup?code="), "{out:?}");
+
+    // A user created on the command line (password from standard input, never argv) ends
+    // the first-run offer.
+    let mut create = Command::new(binary())
+        .args(["user", "create", "--account", "acme", "--email", "Ada@Example.com"])
+        .current_dir(dir.path())
+        .env_remove("DRIFTWATCH_DATABASE_URL")
+        .env("DRIFTWATCH_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("user create");
+    std::io::Write::write_all(&mut create.stdin.take().expect("stdin"), b"correct horse battery\n").expect("write");
+    let created = create.wait_with_output().expect("wait");
+    assert!(created.status.success());
+    let printed = String::from_utf8_lossy(&created.stdout).into_owned();
+    assert!(printed.contains("created user ada@example.com"), "{printed}");
+    assert!(!printed.contains("correct horse"), "the password is never printed");
+    let listed = run(dir.path(), &["user", "list"]);
+    assert!(listed.contains("ada@example.com") && listed.contains("acme"), "{listed}");
+    assert!(!listed.contains("argon2"), "no hash either");
+
+    let mut child = serve(dir.path());
+    let out = tokio::time::timeout(Duration::from_secs(20), lines(&mut child, 1))
+        .await
+        .expect("serve starts")
+        .expect("join")
+        .expect("read");
+    let base = out[0].trim().rsplit(' ').next().expect("address").to_owned();
+    let setup = reqwest::get(format!("{base}/setup?code=anything")).await.expect("get");
+    assert_eq!(setup.status(), 404, "setup is gone once a user exists");
+    let _ = child.kill();
+    let _ = child.wait();
+}
