@@ -6,8 +6,10 @@
 //!   and delivered by the real worker, with the time from each enqueue's commit to its 2xx.
 
 mod checks;
+mod pages;
 
 pub use checks::{ChecksBench, ChecksReport, checks};
+pub use pages::{PagesBench, PagesReport, pages};
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

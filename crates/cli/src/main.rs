@@ -104,6 +104,19 @@ enum BenchCommand {
         #[arg(long, default_value_t = 10)]
         idle_seconds: u64,
     },
+    /// Render time of the browser UI's watches page (50 of many watches, with their change
+    /// strips), in-process through the router.
+    Pages {
+        /// Watches in the account.
+        #[arg(long, default_value_t = 10_000)]
+        watches: usize,
+        /// Requests measured per page.
+        #[arg(long, default_value_t = 100)]
+        requests: usize,
+        /// An empty database to use (default: a temporary SQLite file).
+        #[arg(long)]
+        database_url: Option<String>,
+    },
     /// Durable delivery rate and enqueue-to-2xx latency, next to the raw HTTP rate.
     Delivery {
         /// Deliveries to send.
@@ -287,6 +300,12 @@ async fn main() -> anyhow::Result<()> {
         Command::Bench(BenchCommand::Checks { watches, concurrency, idle_seconds }) => {
             let report =
                 driftwatch_bench::checks(&driftwatch_bench::ChecksBench { watches, concurrency, idle_seconds }).await?;
+            println!("{report}");
+            Ok(())
+        }
+        Command::Bench(BenchCommand::Pages { watches, requests, database_url }) => {
+            let report =
+                driftwatch_bench::pages(&driftwatch_bench::PagesBench { watches, requests, database_url }).await?;
             println!("{report}");
             Ok(())
         }

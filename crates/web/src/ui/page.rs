@@ -227,6 +227,37 @@ mod tests {
     use super::*;
 
     #[test]
+    fn errors_render_in_the_layout_with_their_status() {
+        let response = UiError::NotFound("watch").into_response();
+        assert_eq!(response.status(), StatusCode::NOT_FOUND);
+        assert_eq!(response.headers()[header::CONTENT_TYPE], "text/html; charset=utf-8");
+        let response = UiError::TooMany(90).into_response();
+        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(response.headers()[header::RETRY_AFTER], "90");
+        let page = ErrorPage {
+            layout: Layout::public("Not found"),
+            status: 404,
+            heading: "Not found".into(),
+            message: "<script>alert(1)</script>".into(),
+        };
+        let html = page.render().expect("renders");
+        assert!(html.contains("<main id=\"main\">") && html.contains("Error 404"), "{html}");
+        assert!(html.contains("&#60;script&#62;") || html.contains("&lt;script&gt;"), "escaped: {html}");
+        assert!(!html.contains("<script>alert"), "{html}");
+        assert!(html.contains(assets::css_url()), "the hashed stylesheet");
+    }
+
+    #[test]
+    fn sign_in_redirects_keep_only_local_paths() {
+        let to = |next: &str| {
+            UiError::SignIn { next: Some(next.into()) }.into_response().headers()[header::LOCATION].clone()
+        };
+        assert_eq!(to("/watches/wat_1?view=side"), "/sign-in?next=%2Fwatches%2Fwat_1%3Fview%3Dside");
+        assert_eq!(to("//evil.example/"), "/sign-in");
+        assert_eq!(to("https://evil.example/"), "/sign-in");
+    }
+
+    #[test]
     fn durations_and_times_read_naturally() {
         assert_eq!(human_seconds(1), "1 second");
         assert_eq!(human_seconds(150), "2 minutes");

@@ -354,6 +354,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_watches_table_renders_escaped_rows_with_their_badges() {
+        let now = DateTime::parse_from_rfc3339("2026-12-03T12:00:00Z").expect("time").with_timezone(&Utc);
+        let (bars, recent_changes) = strip(&[(now.date_naive(), 2)], now);
+        let row = WatchRow {
+            id: "wat_1".into(),
+            name: "<b>Prices</b>".into(),
+            url: "https://example.com/?a=1&b=2".into(),
+            badge: "failing",
+            tags: vec!["shop".into()],
+            checked: Some(When::new(now.naive_utc(), now, "UTC")),
+            changed: None,
+            next: None,
+            bars,
+            recent_changes,
+            unseen: true,
+        };
+        let html = RowsFragment { rows: vec![row] }.render().expect("renders");
+        assert!(html.contains("&#60;b&#62;Prices") || html.contains("&lt;b&gt;Prices"), "{html}");
+        assert!(!html.contains("<b>Prices"));
+        assert!(html.contains("badge-failing") && html.contains("class=\"unseen\""));
+        assert_eq!(html.matches("<rect ").count(), 2, "the baseline and a bar for the day with changes");
+        assert!(html.contains("2 changes in 30 days"));
+        assert!(html.contains("href=\"/?tag=shop\""));
+    }
+
+    #[test]
     fn the_strip_has_a_bar_per_day_and_scales_to_the_busiest() {
         let now = DateTime::parse_from_rfc3339("2026-12-03T12:00:00Z").expect("time").with_timezone(&Utc);
         let today = now.date_naive();
