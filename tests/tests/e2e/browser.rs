@@ -118,11 +118,30 @@ impl Browser {
         loop {
             match self.wait_for(css).await.text().await {
                 Ok(text) => return text,
-                Err(e) if tries < 20 && e.to_string().contains("stale element") => {
+                Err(e) if tries < 20 && is_stale(&e.to_string()) => {
                     tries += 1;
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
                 Err(e) => panic!("text of {css}: {e}"),
+            }
+        }
+    }
+
+    /// Waits (up to 10 seconds) until the element matching `css` contains `needle` (after an
+    /// action whose answer page replaces one that had the same element); returns its text.
+    pub async fn wait_for_text(&self, css: &str, needle: &str) -> String {
+        let deadline = tokio::time::Instant::now() + ELEMENT_TIMEOUT;
+        loop {
+            let found = match self.client.find(Locator::Css(css)).await {
+                Ok(element) => element.text().await.ok(),
+                Err(_) => None,
+            };
+            match found {
+                Some(text) if text.contains(needle) => return text,
+                other if tokio::time::Instant::now() >= deadline => {
+                    panic!("{css} on {} never said {needle:?}; last: {other:?}", self.current_url().await)
+                }
+                _ => tokio::time::sleep(Duration::from_millis(50)).await,
             }
         }
     }
@@ -166,6 +185,11 @@ impl Browser {
             .cloned()
             .unwrap_or_else(|| panic!("no cookie {name}; cookies: {cookies:?}"))
     }
+}
+
+/// Whether a WebDriver error says the element left the page (replaced by a navigation).
+fn is_stale(error: &str) -> bool {
+    error.contains("stale element") || error.contains("does not belong to the document")
 }
 
 fn session_capabilities(chromium: &std::path::Path, profile: &std::path::Path) -> fantoccini::wd::Capabilities {

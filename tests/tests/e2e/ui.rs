@@ -17,8 +17,7 @@ async fn set_up(browser: &Browser, app: &TestApp) {
     browser.fill("#f-password", PASSWORD).await;
     browser.fill("#f-password_confirm", PASSWORD).await;
     browser.submit_form("form[action='/setup']").await;
-    browser.wait_for("h1").await;
-    assert_eq!(browser.text("h1").await, "Watches");
+    assert_eq!(browser.wait_for_text("h1", "Watches").await, "Watches");
 }
 
 /// Checks the page for serious or critical axe-core violations and screenshots it.
@@ -50,7 +49,7 @@ pub async fn first_run_sign_in_and_sign_out(backend: Backend) {
     browser.fill("#f-email", "not-an-email").await;
     browser.fill("#f-password", "short").await;
     browser.submit_form("form[action='/setup']").await;
-    assert!(browser.text("#e-email").await.contains("email address"));
+    browser.wait_for_text("#e-email", "email address").await;
     assert!(browser.text("#e-password").await.contains("at least 10"));
     let kept = browser.execute("return document.querySelector('#f-email').value").await;
     assert_eq!(kept, "not-an-email");
@@ -70,6 +69,7 @@ pub async fn first_run_sign_in_and_sign_out(backend: Backend) {
     // Sign out, then a wrong password is refused with the same words as an unknown email.
     browser.goto(&format!("{root}/")).await;
     browser.submit_form("form.signout").await;
+    browser.wait_for_text("h1", "Signed out").await;
     assert_eq!(browser.current_url().await.path(), "/signed-out");
     look(&browser, "signed-out").await;
     browser.goto(&format!("{root}/")).await;
@@ -83,7 +83,7 @@ pub async fn first_run_sign_in_and_sign_out(backend: Backend) {
     browser.fill("#f-email", EMAIL).await;
     browser.fill("#f-password", PASSWORD).await;
     browser.submit_form("form[action='/sign-in']").await;
-    assert_eq!(browser.text("h1").await, "Watches");
+    assert_eq!(browser.wait_for_text("h1", "Watches").await, "Watches");
 }
 
 pub async fn a_change_shows_as_a_highlighted_diff(backend: Backend) {
@@ -125,7 +125,7 @@ pub async fn a_change_shows_as_a_highlighted_diff(backend: Backend) {
     assert!(browser.text(".diff-section").await.contains("Plan Pro: 10 EUR per month"), "the baseline");
     // Check now from the page: unchanged.
     browser.submit_form(&format!("form[action='/watches/{id}/check']")).await;
-    assert!(browser.text(".notice").await.contains("Checked: unchanged"), "{}", browser.text(".notice").await);
+    browser.wait_for_text(".notice", "Checked: unchanged").await;
 
     // The page changes and a check in the background finds it.
     page.set("<html><body><div id='price'>Plan Pro: 12 EUR per month</div><p>Other</p></body></html>");
@@ -133,8 +133,24 @@ pub async fn a_change_shows_as_a_highlighted_diff(backend: Backend) {
     assert!(status.is_success(), "{run}");
     assert_eq!(run["outcome"], "changed", "{run}");
 
+    // A few more watches, one of them failing, for a page worth looking at.
+    let broken = PageServer::start("<html><body><main>Status: all good</main></body></html>").await;
+    for (name, tags) in
+        [("Release notes", serde_json::json!(["docs"])), ("Status page", serde_json::json!(["ops", "prod"]))]
+    {
+        let url = if name == "Status page" { broken.url.clone() } else { page.url.clone() };
+        app.watch_with_baseline(&token, serde_json::json!({"url": url, "name": name, "tags": tags})).await;
+    }
+    broken.set_status(503);
+    let status_id = app.ok("/watches?tag=ops", &token).await["items"][0]["id"].as_str().expect("id").to_owned();
+    for _ in 0..3 {
+        app.post(&format!("/watches/{status_id}/check"), &token, serde_json::json!({})).await;
+    }
+    assert_eq!(app.ok(&format!("/watches/{status_id}"), &token).await["health"], "failing");
+
     // The watches page marks it unseen until it is looked at.
     browser.goto(&format!("{root}/")).await;
+    assert!(browser.text(".error-box").await.contains("1 watch on this page needs a look"));
     assert!(browser.text("tr.unseen").await.contains("Pricing"));
     look(&browser, "watches").await;
 
@@ -196,7 +212,7 @@ pub async fn endpoints_deliveries_redelivery_and_recovery(backend: Backend) {
     look(&browser, "endpoint-new").await;
     browser.fill("#f-url", "not a url").await;
     browser.submit_form("form[action='/endpoints/new']").await;
-    assert!(browser.text("#e-url").await.contains("http:// or https://"));
+    browser.wait_for_text("#e-url", "http:// or https://").await;
     browser.fill("#f-url", &receiver.url).await;
     browser.fill("#f-description", "Our receiver").await;
     browser.submit_form("form[action='/endpoints/new']").await;
@@ -240,7 +256,7 @@ pub async fn endpoints_deliveries_redelivery_and_recovery(backend: Backend) {
     // The receiver recovers; redeliver from the page.
     receiver.set_status(200);
     browser.submit_form(&format!("form[action='/deliveries/{delivery_id}/redeliver']")).await;
-    assert!(browser.text(".notice").await.contains("answered 200"), "{}", browser.text(".notice").await);
+    browser.wait_for_text(".notice", "answered 200").await;
     assert!(browser.text("h1").await.contains("sent"));
 
     // Two more changes die while the receiver fails; recover-since counts them first.
@@ -287,7 +303,7 @@ pub async fn tokens_feed_and_bulk_actions(backend: Backend) {
     assert!(!browser.text("main").await.contains(&created), "shown once only");
     browser.execute("window.confirm = () => true").await;
     browser.click("table.tokens tr:nth-child(1) button.danger").await;
-    assert!(browser.text(".notice").await.contains("revoked"));
+    browser.wait_for_text(".notice", "revoked").await;
     assert_eq!(app.get("/watches", &created).await.0, 401);
 
     // Three watches; pause two of them at once from the watches page.
@@ -304,7 +320,7 @@ pub async fn tokens_feed_and_bulk_actions(backend: Backend) {
         browser.click(&format!("input[name='ids'][value='{id}']")).await;
     }
     browser.click("button[value='pause']").await;
-    assert_eq!(browser.text(".notice").await, "2 watches paused.");
+    assert_eq!(browser.wait_for_text(".notice", "paused").await, "2 watches paused.");
     let paused = app.ok("/watches?state=paused", &token).await;
     let mut paused: Vec<&str> =
         paused["items"].as_array().expect("items").iter().filter_map(|w| w["id"].as_str()).collect();
@@ -316,7 +332,7 @@ pub async fn tokens_feed_and_bulk_actions(backend: Backend) {
     browser.click(&format!("input[name='ids'][value='{}']", ids[2])).await;
     browser.fill("#bulk-tag", "Prices").await;
     browser.click("button[value='tag']").await;
-    assert!(browser.text(".notice").await.contains("on 1 watch"));
+    browser.wait_for_text(".notice", "on 1 watch").await;
     browser.goto(&format!("{root}/?tag=prices")).await;
     assert_eq!(browser.execute("return document.querySelectorAll('#watch-rows tr').length").await, 1);
     browser.goto(&format!("{root}/?q=alp")).await;
@@ -324,8 +340,6 @@ pub async fn tokens_feed_and_bulk_actions(backend: Backend) {
     assert_eq!(browser.execute("return document.querySelectorAll('#watch-rows tr').length").await, 1);
 
     // The Atom feed: a key made on the account page, a real change, parsed as Atom.
-    let (status, _) = app.post(&format!("/watches/{}/resume", ids[0]), &token, serde_json::json!({})).await;
-    assert_eq!(status, 200);
     page.set("<html><body><div id='price'>12 EUR</div></body></html>");
     let (_, run) = app.post(&format!("/watches/{}/check", ids[2]), &token, serde_json::json!({})).await;
     assert_eq!(run["outcome"], "changed", "{run}");
@@ -348,11 +362,18 @@ pub async fn tokens_feed_and_bulk_actions(backend: Backend) {
     assert!(title.is_some_and(|t| t.starts_with("Gamma changed")), "{title:?}");
     // Replacing the key revokes the old URL.
     browser.click("#feed button[value='new']").await;
+    let replaced = eventually("a new feed URL", || async {
+        let shown = browser.client().find(fantoccini::Locator::Css("#feed-url")).await.ok()?.text().await.ok()?;
+        (shown != feed_url).then_some(shown)
+    })
+    .await;
     assert_eq!(app.http.get(&feed_url).send().await.expect("feed").status(), 404);
+    assert_eq!(app.http.get(&replaced).send().await.expect("feed").status(), 200);
 
     // Sign out everywhere ends this session too.
     browser.goto(&format!("{root}/account")).await;
     browser.submit_form("form[action='/sign-out-everywhere']").await;
+    browser.wait_for_text("h1", "Signed out").await;
     browser.goto(&format!("{root}/")).await;
     assert_eq!(browser.current_url().await.path(), "/sign-in");
 }

@@ -85,29 +85,30 @@ impl FromRequestParts<AppState> for Viewer {
     }
 }
 
-/// The origin this server is reached at, as a browser names it in `Origin`.
-fn expected_origin(headers: &HeaderMap, state: &AppState) -> Option<String> {
+/// Whether `sent` (an origin, `scheme://host[:port]`) is this site: the configured public URL's
+/// origin when there is one, else the host the request was sent to (any scheme, so a TLS proxy
+/// in front needs no setting).
+fn same_site(sent: &str, headers: &HeaderMap, state: &AppState) -> bool {
+    let Ok(sent) = url::Url::parse(sent) else { return false };
     if let Some(public) = &state.ui.public_url {
-        return Some(public.trim_end_matches('/').to_owned()).map(|u| origin_of(&u).unwrap_or(u));
+        return url::Url::parse(public).is_ok_and(|p| p.origin() == sent.origin());
     }
-    let host = headers.get(HOST)?.to_str().ok()?;
-    Some(format!("http://{host}"))
-}
-
-fn origin_of(url: &str) -> Option<String> {
-    let parsed = url::Url::parse(url).ok()?;
-    Some(parsed.origin().ascii_serialization())
+    let Some(host) = headers.get(HOST).and_then(|h| h.to_str().ok()) else { return false };
+    let authority = match (sent.host_str(), sent.port()) {
+        (Some(h), Some(p)) => format!("{h}:{p}"),
+        (Some(h), None) => h.to_owned(),
+        _ => return false,
+    };
+    authority.eq_ignore_ascii_case(host)
 }
 
 /// Refuses a state-changing request whose `Origin` (or, without one, `Referer`) names another
 /// site. A request with neither still needs its CSRF token.
 fn check_origin(headers: &HeaderMap, state: &AppState) -> Result<(), UiError> {
-    let sent = match headers.get(ORIGIN).and_then(|v| v.to_str().ok()) {
-        Some(origin) => Some(origin.to_owned()),
-        None => headers.get(REFERER).and_then(|v| v.to_str().ok()).and_then(origin_of),
-    };
-    match (sent, expected_origin(headers, state)) {
-        (Some(sent), Some(expected)) if sent != expected => {
+    let sent =
+        headers.get(ORIGIN).or_else(|| headers.get(REFERER)).and_then(|v| v.to_str().ok()).filter(|v| *v != "null");
+    match sent {
+        Some(sent) if !same_site(sent, headers, state) => {
             Err(UiError::Forbidden("this form was sent from another site".into()))
         }
         _ => Ok(()),
