@@ -52,10 +52,32 @@ pub fn list_watches(conn: &mut DbConn, account_id: &str, filter: &WatchFilter, p
             lower(watches::name).like(pattern.clone()).escape('\\').or(lower(watches::url).like(pattern).escape('\\')),
         );
     }
-    if let Some(after) = &page.after {
-        query = query.filter(watches::id.gt(after));
-    }
-    Ok(query.order(watches::id.asc()).limit(page.limit).load(conn)?)
+    let query = match (filter.sort, &page.after) {
+        (WatchSort::Oldest, Some(after)) => query.filter(watches::id.gt(after)),
+        (WatchSort::Newest, Some(after)) => query.filter(watches::id.lt(after)),
+        (WatchSort::Name, Some(after)) => {
+            // The keyset is (name, id): the page starts after the cursor's row.
+            let name: Option<String> = watches::table
+                .filter(watches::account_id.eq(account_id))
+                .filter(watches::id.eq(after))
+                .select(watches::name)
+                .first(conn)
+                .optional()?;
+            match name {
+                Some(name) => {
+                    query.filter(watches::name.gt(name.clone()).or(watches::name.eq(name).and(watches::id.gt(after))))
+                }
+                None => query.filter(watches::id.ne(watches::id)),
+            }
+        }
+        (_, None) => query,
+    };
+    let query = match filter.sort {
+        WatchSort::Oldest => query.order(watches::id.asc()),
+        WatchSort::Newest => query.order(watches::id.desc()),
+        WatchSort::Name => query.order((watches::name.asc(), watches::id.asc())),
+    };
+    Ok(query.limit(page.limit).load(conn)?)
 }
 
 /// Which watches a list shows; `None` fields do not filter.
@@ -69,6 +91,20 @@ pub struct WatchFilter {
     pub tag: Option<String>,
     /// Only watches whose name or URL contains this (any case).
     pub q: Option<String>,
+    /// The order (and so the keyset of the pages).
+    pub sort: WatchSort,
+}
+
+/// The order of a list of watches.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum WatchSort {
+    /// Oldest first (by id).
+    #[default]
+    Oldest,
+    /// Newest first.
+    Newest,
+    /// By name, then id.
+    Name,
 }
 
 /// Which watches a bulk action takes: these ids, or every watch a filter matches. Other

@@ -1,1 +1,2 @@
+DROP INDEX watches_account_name;
 ALTER TABLE watches DROP COLUMN tags;

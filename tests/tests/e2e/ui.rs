@@ -127,7 +127,13 @@ pub async fn a_change_shows_as_a_highlighted_diff(backend: Backend) {
     browser.submit_form(&format!("form[action='/watches/{id}/check']")).await;
     browser.wait_for_text(".notice", "Checked: unchanged").await;
 
-    // The page changes and a check in the background finds it.
+    // The page changes; check now finds it and shows the diff.
+    page.set("<html><body><div id='price'>Plan Pro: 11 EUR per month</div><p>Other</p></body></html>");
+    browser.submit_form(&format!("form[action='/watches/{id}/check']")).await;
+    browser.wait_for_text(".notice", "Checked: changed").await;
+    assert_eq!(browser.text(".diff.inline ins").await, "11");
+
+    // It changes again and a check in the background finds it: unseen until looked at.
     page.set("<html><body><div id='price'>Plan Pro: 12 EUR per month</div><p>Other</p></body></html>");
     let (status, run) = app.post(&format!("/watches/{id}/check"), &token, serde_json::json!({})).await;
     assert!(status.is_success(), "{run}");
@@ -155,13 +161,14 @@ pub async fn a_change_shows_as_a_highlighted_diff(backend: Backend) {
     look(&browser, "watches").await;
 
     browser.goto(&format!("{root}/watches/{id}")).await;
+    assert!(browser.text(".diff-head").await.starts_with("Since you last looked"), "opens from what was seen");
     assert_eq!(browser.text(".diff.inline ins").await, "12");
-    assert_eq!(browser.text(".diff.inline del").await, "10");
+    assert_eq!(browser.text(".diff.inline del").await, "11");
     look(&browser, "watch-diff-inline").await;
     browser.click("a[href$='view=side']").await;
     browser.wait_for(".diff.side").await;
     assert_eq!(browser.text(".diff.side ins").await, "12");
-    assert_eq!(browser.text(".diff.side del").await, "10");
+    assert_eq!(browser.text(".diff.side del").await, "11");
     look(&browser, "watch-diff-side").await;
 
     browser.goto(&format!("{root}/")).await;
@@ -335,6 +342,8 @@ pub async fn tokens_feed_and_bulk_actions(backend: Backend) {
     browser.wait_for_text(".notice", "on 1 watch").await;
     browser.goto(&format!("{root}/?tag=prices")).await;
     assert_eq!(browser.execute("return document.querySelectorAll('#watch-rows tr').length").await, 1);
+    browser.goto(&format!("{root}/?sort=newest")).await;
+    assert!(browser.text("#watch-rows tr:first-child td.name a").await.starts_with("Gamma"));
     browser.goto(&format!("{root}/?q=alp")).await;
     assert!(browser.text("#watch-rows").await.contains("Alpha"));
     assert_eq!(browser.execute("return document.querySelectorAll('#watch-rows tr').length").await, 1);

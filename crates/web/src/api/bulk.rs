@@ -75,6 +75,7 @@ pub(crate) fn selection(ids: Option<Vec<String>>, filter: Option<BulkFilter>) ->
             health: f.health,
             tag: f.tag.map(|t| t.trim().to_lowercase()).filter(|t| !t.is_empty()),
             q: f.q.map(|q| q.trim().to_owned()).filter(|q| !q.is_empty()),
+            ..WatchFilter::default()
         })),
         _ => Err(ApiError::invalid("ids", "give either `ids` or `filter`")),
     }

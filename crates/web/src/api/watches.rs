@@ -160,6 +160,7 @@ pub async fn list(
         health: params.health,
         tag: params.tag.map(|t| t.trim().to_lowercase()).filter(|t| !t.is_empty()),
         q: params.q.map(|q| q.trim().to_owned()).filter(|q| !q.is_empty()),
+        ..WatchFilter::default()
     };
     let rows = state.store.run(move |c| watches::list_watches(c, &caller.account_id, &filter, &page)).await?;
     Ok(axum::Json(page_of(rows, limit, |w| &w.id)))

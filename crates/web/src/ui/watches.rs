@@ -8,7 +8,7 @@ use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
 use driftwatch_core::{WatchHealth, WatchState};
-use driftwatch_store::watches::{self, WatchFilter, WatchSelection};
+use driftwatch_store::watches::{self, WatchFilter, WatchSelection, WatchSort};
 use driftwatch_store::{Page, Watch, overview, users};
 use serde::Deserialize;
 
@@ -160,6 +160,9 @@ pub struct ListQuery {
     /// `active`, `paused`.
     #[serde(default)]
     pub state: String,
+    /// `oldest` (default), `newest` or `name`.
+    #[serde(default)]
+    pub sort: String,
     /// The last id of the previous page.
     #[serde(default)]
     pub cursor: String,
@@ -173,6 +176,11 @@ impl ListQuery {
             health: self.health.parse::<WatchHealth>().ok(),
             tag: Some(self.tag.trim().to_lowercase()).filter(|t| !t.is_empty()),
             q: Some(self.q.trim().to_owned()).filter(|q| !q.is_empty()),
+            sort: match self.sort.as_str() {
+                "newest" => WatchSort::Newest,
+                "name" => WatchSort::Name,
+                _ => WatchSort::Oldest,
+            },
         }
     }
 
@@ -189,9 +197,15 @@ impl ListQuery {
     pub fn filter_query(&self) -> String {
         form_urlencoded::Serializer::new(String::new())
             .extend_pairs(
-                [("q", &self.q), ("tag", &self.tag), ("health", &self.health), ("state", &self.state)]
-                    .into_iter()
-                    .filter(|(_, v)| !v.is_empty()),
+                [
+                    ("q", &self.q),
+                    ("tag", &self.tag),
+                    ("health", &self.health),
+                    ("state", &self.state),
+                    ("sort", &self.sort),
+                ]
+                .into_iter()
+                .filter(|(_, v)| !v.is_empty()),
             )
             .finish()
     }
@@ -263,6 +277,7 @@ pub async fn bulk(State(state): State<AppState>, post: Post<Vec<(String, String)
         tag: field("filter_tag"),
         health: field("health"),
         state: field("state"),
+        sort: field("sort"),
         cursor: String::new(),
     };
     let back = format!("/?{}", query.filter_query());
