@@ -90,13 +90,13 @@ impl Noise {
         let needles = |name: &str, specs: &[String]| -> Result<Vec<Needle>, NoiseError> {
             specs.iter().enumerate().map(|(i, s)| Needle::parse(format!("noise.{name}[{i}]"), s)).collect()
         };
-        if let Some(p) = spec.min_change_percent {
-            if !(0.0..=100.0).contains(&p) {
-                return Err(NoiseError {
-                    field: "noise.min_change_percent".into(),
-                    message: "must be between 0 and 100".into(),
-                });
-            }
+        if let Some(p) = spec.min_change_percent
+            && !(0.0..=100.0).contains(&p)
+        {
+            return Err(NoiseError {
+                field: "noise.min_change_percent".into(),
+                message: "must be between 0 and 100".into(),
+            });
         }
         if spec.only_added && spec.only_removed {
             return Err(NoiseError {

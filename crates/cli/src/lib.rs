@@ -161,10 +161,10 @@ impl App {
     /// Stops accepting work and waits for what is in flight to be recorded.
     pub async fn shutdown(mut self) {
         self.shutdown.cancel();
-        if let Some(scheduler) = self.scheduler.as_mut() {
-            if let Err(e) = scheduler.shutdown().await {
-                tracing::warn!(error = %e, "stopping the job scheduler failed");
-            }
+        if let Some(scheduler) = self.scheduler.as_mut()
+            && let Err(e) = scheduler.shutdown().await
+        {
+            tracing::warn!(error = %e, "stopping the job scheduler failed");
         }
         self.tasks.wait().await;
     }

@@ -382,7 +382,7 @@ fn read_password() -> anyhow::Result<String> {
         std::io::stdin().read_line(&mut line)?;
         line.trim_end_matches(['\r', '\n']).to_owned()
     };
-    Ok(driftwatch_core::hash_password(&password).map_err(|e| anyhow::anyhow!("the password {e}"))?)
+    driftwatch_core::hash_password(&password).map_err(|e| anyhow::anyhow!("the password {e}"))
 }
 
 async fn user(command: UserCommand) -> anyhow::Result<()> {

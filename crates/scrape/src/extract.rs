@@ -231,10 +231,11 @@ fn push_text(root: ElementRef<'_>, out: &mut String, links: bool) {
                     if el.name() == "pre" {
                         preformatted = preformatted.saturating_sub(1);
                     }
-                    if links && el.name() == "a" {
-                        if let Some(Some(href)) = hrefs.pop() {
-                            out.push_str(&format!(" ({href})"));
-                        }
+                    if links
+                        && el.name() == "a"
+                        && let Some(Some(href)) = hrefs.pop()
+                    {
+                        out.push_str(&format!(" ({href})"));
                     }
                     if BLOCKS.contains(&el.name()) {
                         out.push('\n');

@@ -57,10 +57,10 @@ pub fn authenticate(conn: &mut DbConn, token: &str, now: NaiveDateTime) -> Store
         .select(ApiToken::as_select())
         .first(conn)
         .optional()?;
-    if let Some(t) = &found {
-        if t.last_used_at.is_none_or(|used| now - used > TimeDelta::minutes(1)) {
-            diesel::update(api_tokens::table.find(&t.id)).set(api_tokens::last_used_at.eq(now)).execute(conn)?;
-        }
+    if let Some(t) = &found
+        && t.last_used_at.is_none_or(|used| now - used > TimeDelta::minutes(1))
+    {
+        diesel::update(api_tokens::table.find(&t.id)).set(api_tokens::last_used_at.eq(now)).execute(conn)?;
     }
     Ok(found)
 }

@@ -88,11 +88,11 @@ impl Store {
     /// Opens a pool on `url` (`sqlite://PATH` or `postgres://...`). Does not migrate.
     pub fn open(url: &str, options: &PoolOptions) -> StoreResult<Store> {
         let url = DatabaseUrl::parse(url)?;
-        if let DatabaseUrl::Sqlite(path) = &url {
-            if let Some(dir) = std::path::Path::new(path).parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir)
-                    .map_err(|e| StoreError::Config(format!("cannot create {}: {e}", dir.display())))?;
-            }
+        if let DatabaseUrl::Sqlite(path) = &url
+            && let Some(dir) = std::path::Path::new(path).parent().filter(|d| !d.as_os_str().is_empty())
+        {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| StoreError::Config(format!("cannot create {}: {e}", dir.display())))?;
         }
         let pool = db::build_pool(&url, options)?;
         let write_gate = matches!(url, DatabaseUrl::Sqlite(_)).then(|| Arc::new(tokio::sync::Mutex::new(())));

@@ -78,10 +78,10 @@ fn valid_selector(selector: Option<String>) -> Result<Option<String>, FieldError
 /// compile, ranges); returns them as stored (JSON).
 fn valid_options(options: &WatchOptions) -> Result<String, FieldError> {
     let fetch = &options.fetch;
-    if let Some(method) = &fetch.method {
-        if !["GET", "POST", "PUT", "PATCH"].contains(&method.to_ascii_uppercase().as_str()) {
-            return Err(FieldError::new("options.fetch.method", "must be GET, POST, PUT or PATCH"));
-        }
+    if let Some(method) = &fetch.method
+        && !["GET", "POST", "PUT", "PATCH"].contains(&method.to_ascii_uppercase().as_str())
+    {
+        return Err(FieldError::new("options.fetch.method", "must be GET, POST, PUT or PATCH"));
     }
     for (name, value) in &fetch.headers {
         let field = format!("options.fetch.headers.{name}");
@@ -108,10 +108,11 @@ fn valid_options(options: &WatchOptions) -> Result<String, FieldError> {
         driftwatch_scrape::validate_selector(selector)
             .map_err(|e| FieldError::new(format!("options.extract.remove_selectors[{i}]"), e.to_string()))?;
     }
-    if let Some(pointer) = options.extract.json_pointer.as_deref() {
-        if !pointer.is_empty() && !pointer.starts_with('/') {
-            return Err(FieldError::new("options.extract.json_pointer", "a JSON Pointer starts with `/`"));
-        }
+    if let Some(pointer) = options.extract.json_pointer.as_deref()
+        && !pointer.is_empty()
+        && !pointer.starts_with('/')
+    {
+        return Err(FieldError::new("options.extract.json_pointer", "a JSON Pointer starts with `/`"));
     }
     driftwatch_scrape::Rules::new(&options.rules)
         .map_err(|e| FieldError::new(format!("options.{}", e.field), e.message))?;
@@ -129,13 +130,10 @@ fn valid_timing(
     now: DateTime<Utc>,
 ) -> Result<Timing, FieldError> {
     let min = limits.min_interval_seconds;
-    if let Some(seconds) = interval {
-        if !(min..=MAX_INTERVAL).contains(&seconds) {
-            return Err(FieldError::new(
-                "interval_seconds",
-                format!("must be between {min} and {MAX_INTERVAL} seconds"),
-            ));
-        }
+    if let Some(seconds) = interval
+        && !(min..=MAX_INTERVAL).contains(&seconds)
+    {
+        return Err(FieldError::new("interval_seconds", format!("must be between {min} and {MAX_INTERVAL} seconds")));
     }
     if zone.is_some() && cron.is_none() {
         return Err(FieldError::new("time_zone", "only applies to a cron schedule"));

@@ -101,16 +101,16 @@ impl RateLimiter {
 
 /// Answers 429 with `Retry-After` when a token goes over its rate.
 pub async fn rate_limit(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    if let Ok(token) = bearer_token(request.headers()) {
-        if let Err(wait) = state.limiter.take(&hash_token(token)) {
-            let mut response = ApiError::with_status(
-                StatusCode::TOO_MANY_REQUESTS,
-                format!("this token is over its rate of {} requests a minute", state.limits.rate_limit_per_minute),
-            )
-            .into_response();
-            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(wait));
-            return response;
-        }
+    if let Ok(token) = bearer_token(request.headers())
+        && let Err(wait) = state.limiter.take(&hash_token(token))
+    {
+        let mut response = ApiError::with_status(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("this token is over its rate of {} requests a minute", state.limits.rate_limit_per_minute),
+        )
+        .into_response();
+        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(wait));
+        return response;
     }
     next.run(request).await
 }

@@ -56,10 +56,10 @@ impl TestDb {
 
 impl Drop for TestDb {
     fn drop(&mut self) {
-        if let Some((admin, name)) = &self.postgres {
-            if let Ok(mut conn) = diesel::PgConnection::establish(admin) {
-                let _ = diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut conn);
-            }
+        if let Some((admin, name)) = &self.postgres
+            && let Ok(mut conn) = diesel::PgConnection::establish(admin)
+        {
+            let _ = diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut conn);
         }
     }
 }

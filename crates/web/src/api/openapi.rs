@@ -154,10 +154,10 @@ fn complete_views(schemas: &mut Map<String, Value>) {
     // utoipa inlines a generic's argument: `List_Watch.items` should point at `Watch` instead.
     let names: Vec<String> = schemas.keys().cloned().collect();
     for (name, schema) in schemas.iter_mut() {
-        if let Some(item) = name.strip_prefix("List_").filter(|item| names.iter().any(|n| n == item)) {
-            if let Some(items) = schema.pointer_mut("/properties/items/items") {
-                *items = json!({"$ref": format!("#/components/schemas/{item}")});
-            }
+        if let Some(item) = name.strip_prefix("List_").filter(|item| names.iter().any(|n| n == item))
+            && let Some(items) = schema.pointer_mut("/properties/items/items")
+        {
+            *items = json!({"$ref": format!("#/components/schemas/{item}")});
         }
     }
     for (name, schema) in schemas.iter_mut() {
