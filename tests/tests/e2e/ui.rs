@@ -460,6 +460,26 @@ pub async fn forms_need_their_token_and_accounts_stay_apart(backend: Backend) {
     assert_eq!(response.status(), 404);
     look(&browser, "not-found").await;
 
+    // Failed sign-ins are throttled per email: the 11th try within the window is a 429 page
+    // with the time to wait, even with the right password.
+    let form = http.get(format!("{root}/sign-in")).send().await.expect("get");
+    let presession = form.headers()["set-cookie"].to_str().expect("cookie").split(';').next().expect("pair").to_owned();
+    let html = form.text().await.expect("body");
+    let token = html.split("name=\"_csrf\" value=\"").nth(1).and_then(|t| t.split('"').next()).expect("a form token");
+    let sign_in = |password: &'static str| {
+        http.post(format!("{root}/sign-in"))
+            .header("cookie", &presession)
+            .form(&[("_csrf", token), ("email", EMAIL), ("password", password), ("next", "/")])
+            .send()
+    };
+    for _ in 0..10 {
+        assert_eq!(sign_in("wrong password!").await.expect("post").status(), 401);
+    }
+    let throttled = sign_in(PASSWORD).await.expect("post");
+    assert_eq!(throttled.status(), 429);
+    assert!(throttled.headers().contains_key("retry-after"));
+    assert!(throttled.text().await.expect("body").contains("Try again in"));
+
     // Deliveries and changes pages render for an account with data.
     browser.goto(&format!("{root}/deliveries")).await;
     look(&browser, "deliveries").await;

@@ -190,13 +190,7 @@ pub async fn feed_key(
     let key = driftwatch_core::new_random_key("dwf_");
     let stored = key.clone();
     state.store.write(move |c| users::set_feed_key(c, &account, Some(&stored))).await?;
-    let base = match &state.ui.public_url {
-        Some(url) => url.trim_end_matches('/').to_owned(),
-        None => format!(
-            "http://{}",
-            headers.get(axum::http::header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost")
-        ),
-    };
+    let base = super::page::public_base(&state, &headers);
     let mut page = AccountPage::load(&state, &post.viewer).await?;
     page.has_feed = true;
     page.feed_url = Some(format!("{base}/feeds/{key}"));

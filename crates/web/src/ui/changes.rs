@@ -155,10 +155,7 @@ pub async fn atom(
     events.truncate(PAGE_SIZE as usize);
     let now = state.clock.now();
     let items: Vec<ChangeItem> = events.iter().map(|e| item(e, now, "UTC")).collect();
-    let base = match &state.ui.public_url {
-        Some(url) => url.trim_end_matches('/').to_owned(),
-        None => format!("http://{}", headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost")),
-    };
+    let base = super::page::public_base(&state, &headers);
     let feed = Feed {
         id: format!("urn:driftwatch:{}:changes", account.id),
         updated: items.first().map_or_else(

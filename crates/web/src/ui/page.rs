@@ -180,6 +180,14 @@ pub async fn not_found() -> Response {
     UiError::NotFound("page").into_response()
 }
 
+/// The URL people reach this server at: the configured public URL, else the request's host.
+pub fn public_base(state: &crate::AppState, headers: &axum::http::HeaderMap) -> String {
+    match &state.ui.public_url {
+        Some(url) => url.trim_end_matches('/').to_owned(),
+        None => format!("http://{}", headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost")),
+    }
+}
+
 /// "5 minutes", "2 hours": a duration for people.
 pub fn human_seconds(seconds: u64) -> String {
     let (n, unit) = match seconds {

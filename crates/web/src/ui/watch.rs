@@ -329,6 +329,23 @@ fn run_message(run: &Run) -> String {
     format!("Checked: {}{detail}.", run.outcome.replace('_', " "))
 }
 
+/// Applies `changes` to the viewer's watch `id` (404 when there is none) and wakes the runner.
+pub async fn apply(
+    state: &AppState,
+    viewer: &Viewer,
+    id: &str,
+    changes: driftwatch_store::watches::WatchChanges,
+) -> Result<Watch, UiError> {
+    let (account, target) = (viewer.account_id().to_owned(), id.to_owned());
+    let watch = state
+        .store
+        .write(move |c| watches::update_watch(c, &account, &target, &changes))
+        .await?
+        .ok_or(UiError::NotFound("watch"))?;
+    state.runner.wake();
+    Ok(watch)
+}
+
 /// `POST /watches/{id}/pause` and `/resume`.
 async fn set_state(
     state: AppState,
@@ -337,13 +354,7 @@ async fn set_state(
     to: driftwatch_core::WatchState,
 ) -> Result<Response, UiError> {
     let changes = driftwatch_validate::state_change(to, state.clock.now());
-    let (account, target) = (post.viewer.account_id().to_owned(), id.clone());
-    state
-        .store
-        .write(move |c| watches::update_watch(c, &account, &target, &changes))
-        .await?
-        .ok_or(UiError::NotFound("watch"))?;
-    state.runner.wake();
+    apply(&state, &post.viewer, &id, changes).await?;
     let message = if to == driftwatch_core::WatchState::Paused {
         "Paused: no checks until you resume it."
     } else {

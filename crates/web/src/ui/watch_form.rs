@@ -469,14 +469,7 @@ pub async fn update(
             return Ok(render(status, &page));
         }
     };
-    let account = post.viewer.account_id().to_owned();
-    let target = id.clone();
-    state
-        .store
-        .write(move |c| watches::update_watch(c, &account, &target, &changes))
-        .await?
-        .ok_or(UiError::NotFound("watch"))?;
-    state.runner.wake();
+    super::watch::apply(&state, &post.viewer, &id, changes).await?;
     tracing::info!(watch.id = %id, "watch updated from the UI");
     flash::set(&state, &post.viewer, "Watch saved.").await?;
     Ok(Redirect::to(&format!("/watches/{id}")).into_response())
