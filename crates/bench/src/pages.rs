@@ -132,9 +132,15 @@ pub async fn pages(bench: &PagesBench) -> anyhow::Result<PagesReport> {
                 }
                 Ok::<_, driftwatch_store::StoreError>(())
             })?;
+            // The cursor of the last page of 50 (ids sort by creation only across milliseconds).
+            ids.sort();
             Ok((seeded, ids[count - 51].clone()))
         })
         .await?;
+
+    // Planner statistics and a visibility map, as a database that has been running has them
+    // (autovacuum on PostgreSQL; `ANALYZE` or `PRAGMA optimize` on SQLite).
+    store.write(|c| Ok((diesel::sql_query("VACUUM").execute(c)?, diesel::sql_query("ANALYZE").execute(c)?))).await?;
 
     let clock: Arc<dyn driftwatch_core::Clock> = Arc::new(SystemClock);
     let policy = TargetPolicy { allow_private: false };
@@ -179,9 +185,14 @@ pub async fn pages(bench: &PagesBench) -> anyhow::Result<PagesReport> {
             let request = Request::get(&path).header("cookie", &cookie).body(Body::empty())?;
             let started = Instant::now();
             let response = router.clone().oneshot(request).await?;
+            let status = response.status();
             let body = axum::body::to_bytes(response.into_body(), usize::MAX).await?;
             let took = started.elapsed();
-            anyhow::ensure!(body.windows(7).any(|w| w == b"<tbody "), "{what}: not the watches page");
+            anyhow::ensure!(
+                body.windows(7).any(|w| w == b"<tbody "),
+                "{what}: not the watches page ({status}): {}",
+                String::from_utf8_lossy(&body).chars().take(2000).collect::<String>()
+            );
             bytes = body.len();
             if i >= 3 {
                 samples.push(took); // the first few warm caches and the pool

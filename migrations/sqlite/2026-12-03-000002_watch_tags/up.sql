@@ -2,3 +2,4 @@
 -- filter by tag is one LIKE '%,tag,%'.
 ALTER TABLE watches ADD COLUMN tags TEXT NOT NULL DEFAULT '';
 CREATE INDEX watches_account_name ON watches (account_id, name, id);
+CREATE INDEX watches_tagged ON watches (account_id, tags) WHERE tags <> '';

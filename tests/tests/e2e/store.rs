@@ -136,3 +136,64 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
     assert_eq!(seen.len(), DELIVERIES, "every delivery claimed exactly once");
     assert_eq!(unique.len(), DELIVERIES, "no delivery claimed twice");
 }
+
+pub async fn sessions_expire_idle_and_absolute_and_unseen_is_per_user(backend: Backend) {
+    use driftwatch_store::users::{self, SessionLimits};
+    let db = TestDb::new(backend);
+    let store = Store::open(&db.url, &PoolOptions { max_size: 2, ..PoolOptions::default() }).expect("open");
+    store.migrate().await.expect("migrate");
+    let now = SystemClock.now().naive_utc();
+    store
+        .run(move |c| {
+            let limits = SessionLimits { idle: TimeDelta::hours(1), absolute: TimeDelta::hours(3) };
+            let user = users::create_first_user(c, "acme", "Ada@Example.com", "$argon2id$x", now)?;
+            assert_eq!(user.email, "ada@example.com");
+            assert!(
+                users::create_first_user(c, "other", "b@example.com", "$argon2id$x", now).is_err(),
+                "setup works once"
+            );
+            users::create_session(c, &user.id, "sid-1", "csrf", now, limits)?;
+            let stored: Vec<String> = {
+                use diesel::prelude::*;
+                driftwatch_store::schema::sessions::table.select(driftwatch_store::schema::sessions::id_hash).load(c)?
+            };
+            assert_eq!(stored, [driftwatch_core::hash_token("sid-1")], "only the hash is stored");
+            // Used within the idle limit, it lives on; it refreshes last_seen_at.
+            let used = now + TimeDelta::minutes(50);
+            assert!(users::find_session(c, "sid-1", used, limits)?.is_some());
+            assert!(
+                users::find_session(c, "sid-1", used + TimeDelta::minutes(50), limits)?.is_some(),
+                "idle counts from the last use"
+            );
+            // Idle too long: gone (and deleted).
+            assert!(
+                users::find_session(c, "sid-1", used + TimeDelta::minutes(50) + TimeDelta::minutes(61), limits)?
+                    .is_none()
+            );
+            assert!(users::find_session(c, "sid-1", used, limits)?.is_none(), "deleted");
+            // However busy, a session ends at its absolute expiry.
+            users::create_session(c, &user.id, "sid-2", "csrf", now, limits)?;
+            let mut at = now;
+            while at < now + TimeDelta::hours(3) - TimeDelta::minutes(30) {
+                at += TimeDelta::minutes(30);
+                assert!(users::find_session(c, "sid-2", at, limits)?.is_some());
+            }
+            assert!(users::find_session(c, "sid-2", now + TimeDelta::hours(3), limits)?.is_none());
+            // Sign out everywhere ends every session of the user.
+            users::create_session(c, &user.id, "sid-3", "csrf", now, limits)?;
+            users::create_session(c, &user.id, "sid-4", "csrf", now, limits)?;
+            assert_eq!(users::delete_user_sessions(c, &user.id)?, 2);
+            // What a user has seen is theirs alone.
+            let other = users::create_user(c, &user.account_id, "b@example.com", "$argon2id$x", now)?;
+            let watch = Watch::new(&user.account_id, "https://example.com/", now);
+            watches::insert_watch(c, &watch)?;
+            users::mark_seen(c, &user.id, &watch.id, "snp_1", now)?;
+            users::mark_seen(c, &user.id, &watch.id, "snp_2", now)?;
+            let ids = [watch.id.clone()];
+            assert_eq!(users::seen_snapshots(c, &user.id, &ids)?.get(&watch.id).map(String::as_str), Some("snp_2"));
+            assert!(users::seen_snapshots(c, &other.id, &ids)?.is_empty());
+            Ok(())
+        })
+        .await
+        .expect("store");
+}

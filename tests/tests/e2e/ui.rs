@@ -460,6 +460,13 @@ pub async fn forms_need_their_token_and_accounts_stay_apart(backend: Backend) {
     assert_eq!(response.status(), 404);
     look(&browser, "not-found").await;
 
+    // The live refresh's fragment: the rows alone, with the failing count for the tab title.
+    let rows = http.get(format!("{root}/watches/rows")).header("cookie", &cookie).send().await.expect("get");
+    assert_eq!(rows.status(), 200);
+    assert_eq!(rows.headers()["x-failing"], "0");
+    let rows = rows.text().await.expect("body");
+    assert!(rows.trim_start().starts_with("<tr") && rows.contains(&id), "{rows}");
+
     // Failed sign-ins are throttled per email: the 11th try within the window is a 429 page
     // with the time to wait, even with the right password.
     let form = http.get(format!("{root}/sign-in")).send().await.expect("get");
