@@ -44,12 +44,14 @@ pub(crate) async fn start(
                     let (bodies, attempts) = deliveries::purge(c, sent, dead, attempts, now)?;
                     let snapshots = watches::purge_snapshots(c, keep_snapshots, snapshots)?;
                     driftwatch_store::idempotency::purge(c, now - TimeDelta::hours(24))?;
-                    Ok((bodies, attempts, snapshots))
+                    let limits = driftwatch_store::users::SessionLimits::default();
+                    let sessions = driftwatch_store::users::purge_sessions(c, now, limits)?;
+                    Ok((bodies, attempts, snapshots, sessions))
                 })
                 .await;
             match purged {
-                Ok((bodies, attempts, snapshots)) => {
-                    tracing::info!(bodies, attempts, snapshots, "retention purged old data");
+                Ok((bodies, attempts, snapshots, sessions)) => {
+                    tracing::info!(bodies, attempts, snapshots, sessions, "retention purged old data");
                 }
                 Err(e) => tracing::error!(error = %e, "retention failed"),
             }
