@@ -416,6 +416,15 @@ pub async fn tags_search_and_bulk_actions(backend: Backend) {
     assert_eq!(names(app.ok("/watches?tag=SHOP", &token).await), ["Alpha shop"]);
     assert_eq!(names(app.ok("/watches?q=NEWS", &token).await), ["Beta news"]);
     assert_eq!(names(app.ok("/watches?q=%25", &token).await), Vec::<String>::new(), "% is text, not a wildcard");
+    // Orders, with keyset pages that follow them.
+    assert_eq!(names(app.ok("/watches?sort=newest", &token).await), ["Gamma", "Beta news", "Alpha shop"]);
+    let rename = Some(json!({"name": "Zeta shop"}));
+    let (status, _) = app.call(reqwest::Method::PATCH, &format!("/watches/{}", ids[0]), &token, rename).await;
+    assert_eq!(status, StatusCode::OK);
+    let first = app.ok("/watches?sort=name&limit=2", &token).await;
+    assert_eq!(names(first.clone()), ["Beta news", "Gamma"]);
+    let cursor = first["next_cursor"].as_str().expect("a next page").to_owned();
+    assert_eq!(names(app.ok(&format!("/watches?sort=name&limit=2&cursor={cursor}"), &token).await), ["Zeta shop"]);
     let bobs = app.watch_with_baseline(&bob, json!({"url": site.url, "name": "Bob"})).await;
     let bobs = bobs["id"].as_str().expect("id");
 
@@ -423,7 +432,7 @@ pub async fn tags_search_and_bulk_actions(backend: Backend) {
     let (status, paused) = app.post("/watches/pause", &token, json!({"ids": [ids[0], ids[1], bobs]})).await;
     assert_eq!(status, StatusCode::OK, "{paused}");
     assert_eq!(paused["count"], 2);
-    assert_eq!(names(app.ok("/watches?state=paused", &token).await), ["Alpha shop", "Beta news"]);
+    assert_eq!(names(app.ok("/watches?state=paused", &token).await), ["Zeta shop", "Beta news"]);
     assert_eq!(app.ok(&format!("/watches/{bobs}"), &bob).await["state"], "active");
     let (_, resumed) = app.post("/watches/resume", &token, json!({"filter": {"tag": "news"}})).await;
     assert_eq!(resumed["count"], 1);

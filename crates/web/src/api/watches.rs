@@ -6,7 +6,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use driftwatch_core::{WatchHealth, WatchOptions, WatchState};
 use driftwatch_schedule::CheckError;
-use driftwatch_store::watches::{self, WatchChanges, WatchFilter};
+use driftwatch_store::watches::{self, WatchChanges, WatchFilter, WatchSort};
 use driftwatch_store::{Page, Watch};
 use driftwatch_validate::{WatchInput, WatchPatch};
 use serde::Deserialize;
@@ -132,6 +132,9 @@ pub struct WatchParams {
     tag: Option<String>,
     /// Only watches whose name or URL contains this text (any case).
     q: Option<String>,
+    /// The order: `oldest` first (default), `newest` first, or by `name`; pages follow it.
+    #[param(inline)]
+    sort: Option<WatchOrder>,
     /// Items per page, 1 to 500 (default 50).
     #[param(minimum = 1, maximum = 500)]
     limit: Option<i64>,
@@ -139,8 +142,20 @@ pub struct WatchParams {
     cursor: Option<String>,
 }
 
-/// The account's watches, oldest first, optionally only those in a state or health, with a tag,
-/// or whose name or URL contains `q`.
+/// The order of `GET /watches`.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WatchOrder {
+    /// Oldest first.
+    Oldest,
+    /// Newest first.
+    Newest,
+    /// By name.
+    Name,
+}
+
+/// The account's watches (oldest first, newest first or by name), optionally only those in a
+/// state or health, with a tag, or whose name or URL contains `q`.
 #[utoipa::path(
     get,
     path = "/watches",
@@ -160,7 +175,11 @@ pub async fn list(
         health: params.health,
         tag: params.tag.map(|t| t.trim().to_lowercase()).filter(|t| !t.is_empty()),
         q: params.q.map(|q| q.trim().to_owned()).filter(|q| !q.is_empty()),
-        ..WatchFilter::default()
+        sort: match params.sort {
+            Some(WatchOrder::Newest) => WatchSort::Newest,
+            Some(WatchOrder::Name) => WatchSort::Name,
+            Some(WatchOrder::Oldest) | None => WatchSort::Oldest,
+        },
     };
     let rows = state.store.run(move |c| watches::list_watches(c, &caller.account_id, &filter, &page)).await?;
     Ok(axum::Json(page_of(rows, limit, |w| &w.id)))
