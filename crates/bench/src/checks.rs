@@ -35,6 +35,10 @@ pub struct ChecksReport {
     pub baseline_per_second: f64,
     /// Checks per second when every page changed (diff, snapshot and event written).
     pub change_per_second: f64,
+    /// Process CPU per baseline check, in microseconds (the local page server included).
+    pub baseline_cpu_us: f64,
+    /// Process CPU per check with a change, in microseconds (the local page server included).
+    pub change_cpu_us: f64,
     /// Peak resident memory of the process, in MiB.
     pub peak_rss_mib: f64,
     /// Process CPU while idle with every watch scheduled, in percent of one core.
@@ -50,6 +54,11 @@ impl std::fmt::Display for ChecksReport {
         )?;
         writeln!(f, "baseline checks    {:.0}/s", self.baseline_per_second)?;
         writeln!(f, "checks w/ change   {:.0}/s (fetch, extract, diff, snapshot, event)", self.change_per_second)?;
+        writeln!(
+            f,
+            "CPU per check      {:.0} us baseline, {:.0} us with a change (whole process, page server included)",
+            self.baseline_cpu_us, self.change_cpu_us
+        )?;
         writeln!(f, "peak RSS           {:.1} MiB (whole process: server, pages, database)", self.peak_rss_mib)?;
         write!(
             f,
@@ -69,13 +78,7 @@ fn page(n: usize, version: u64) -> String {
     html
 }
 
-/// Seconds of CPU this process has used (user + system).
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
-    let ticks: f64 = fields.get(11..13).map_or(0.0, |f| f.iter().filter_map(|v| v.parse::<f64>().ok()).sum());
-    ticks / 100.0
-}
+use crate::cpu_seconds;
 
 fn peak_rss_mib() -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -157,16 +160,20 @@ pub async fn checks(bench: &ChecksBench) -> anyhow::Result<ChecksReport> {
     let running = tokio::spawn(runner.clone().run(shutdown.clone()));
 
     let started = Instant::now();
+    let cpu_before = cpu_seconds();
     wait_for_runs(&store, count as i64).await?;
     let baseline = started.elapsed();
+    let baseline_cpu = cpu_seconds() - cpu_before;
 
     version.store(1, Ordering::Relaxed);
     let now = SystemClock.now().naive_utc();
     store.write(move |c| Ok(diesel::update(watches::table).set(watches::next_run_at.eq(now)).execute(c)?)).await?;
     let started = Instant::now();
+    let cpu_before = cpu_seconds();
     runner.wake();
     wait_for_runs(&store, 2 * count as i64).await?;
     let changed = started.elapsed();
+    let change_cpu = cpu_seconds() - cpu_before;
 
     // Idle: every watch is due in an hour; the scheduler should sleep.
     let cpu = cpu_seconds();
@@ -181,6 +188,8 @@ pub async fn checks(bench: &ChecksBench) -> anyhow::Result<ChecksReport> {
         page_bytes: page(0, 0).len(),
         baseline_per_second: count as f64 / baseline.as_secs_f64(),
         change_per_second: count as f64 / changed.as_secs_f64(),
+        baseline_cpu_us: baseline_cpu * 1e6 / count as f64,
+        change_cpu_us: change_cpu * 1e6 / count as f64,
         peak_rss_mib: peak_rss_mib(),
         idle_cpu_percent: idle_cpu,
     })

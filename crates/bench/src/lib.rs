@@ -58,6 +58,12 @@ pub struct Report {
     pub p50: Duration,
     /// 99th percentile of the same.
     pub p99: Duration,
+    /// Process CPU per raw POST, in microseconds (client and in-process receiver).
+    pub raw_cpu_us: f64,
+    /// Process CPU per durable delivery, in microseconds (enqueue, worker, client, receiver).
+    pub durable_cpu_us: f64,
+    /// PostgreSQL's own CPU per durable delivery (its processes on this machine), if it is the store.
+    pub database_cpu_us: Option<f64>,
 }
 
 impl std::fmt::Display for Report {
@@ -72,6 +78,14 @@ impl std::fmt::Display for Report {
         )?;
         writeln!(f, "durable rate       {:.0}/s (first enqueue to last 2xx)", self.durable_per_second)?;
         writeln!(f, "durable / raw      {:.2}", self.durable_per_second / self.raw_per_second)?;
+        writeln!(
+            f,
+            "CPU per delivery   {:.0} us raw, {:.0} us durable (whole process, receiver included)",
+            self.raw_cpu_us, self.durable_cpu_us
+        )?;
+        if let Some(db) = self.database_cpu_us {
+            writeln!(f, "database CPU       {db:.0} us per durable delivery (PostgreSQL processes)")?;
+        }
         writeln!(f, "enqueue -> 2xx p50 {:.1} ms", self.p50.as_secs_f64() * 1e3)?;
         write!(f, "enqueue -> 2xx p99 {:.1} ms", self.p99.as_secs_f64() * 1e3)
     }
@@ -166,6 +180,7 @@ pub async fn delivery(bench: &DeliveryBench) -> anyhow::Result<Report> {
     let sender = sender()?;
     let target = endpoint("acc_bench", &raw.url, concurrency);
     let started = Instant::now();
+    let raw_cpu = cpu_seconds();
     let ok = futures_util::stream::iter(0..count)
         .map(|n| {
             let (sender, target) = (&sender, &target);
@@ -180,6 +195,7 @@ pub async fn delivery(bench: &DeliveryBench) -> anyhow::Result<Report> {
         .count()
         .await;
     let raw_elapsed = started.elapsed();
+    let raw_cpu = cpu_seconds() - raw_cpu;
     anyhow::ensure!(ok == count, "the raw run got {ok} of {count} 2xx answers");
 
     // Durable: the outbox and the worker.
@@ -217,6 +233,8 @@ pub async fn delivery(bench: &DeliveryBench) -> anyhow::Result<Report> {
     let running = tokio::spawn(worker.clone().run(shutdown.clone()));
     let enqueued = Arc::new(Mutex::new(vec![None; count]));
     let started = Instant::now();
+    let durable_cpu = cpu_seconds();
+    let database_cpu = postgres_cpu_seconds();
     let batch = bench.batch.max(1);
     let producers = bench.producers.max(1);
     let mut tasks = Vec::new();
@@ -245,6 +263,8 @@ pub async fn delivery(bench: &DeliveryBench) -> anyhow::Result<Report> {
         .await
         .context("the durable run did not finish in 10 minutes")??;
     let durable_elapsed = started.elapsed();
+    let durable_cpu = cpu_seconds() - durable_cpu;
+    let database_cpu = postgres_cpu_seconds() - database_cpu;
     shutdown.cancel();
     let _ = running.await;
 
@@ -266,5 +286,34 @@ pub async fn delivery(bench: &DeliveryBench) -> anyhow::Result<Report> {
         durable_per_second: count as f64 / durable_elapsed.as_secs_f64(),
         p50: pick(0.50),
         p99: pick(0.99),
+        raw_cpu_us: raw_cpu * 1e6 / count as f64,
+        durable_cpu_us: durable_cpu * 1e6 / count as f64,
+        database_cpu_us: (store.backend() == "postgres").then(|| database_cpu * 1e6 / count as f64),
     })
+}
+
+/// Seconds of CPU (user + system) in a `/proc/<pid>/stat` line.
+fn stat_cpu_seconds(stat: &str) -> f64 {
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+    let ticks: f64 = fields.get(11..13).map_or(0.0, |f| f.iter().filter_map(|v| v.parse::<f64>().ok()).sum());
+    ticks / 100.0
+}
+
+/// Seconds of CPU this process has used (user + system; 10 ms resolution).
+pub(crate) fn cpu_seconds() -> f64 {
+    stat_cpu_seconds(&std::fs::read_to_string("/proc/self/stat").unwrap_or_default())
+}
+
+/// Seconds of CPU used by the PostgreSQL processes on this machine (0 where none is visible).
+/// Backends that exit between two readings take their CPU with them, so take both readings
+/// while the benchmark's connections are open.
+fn postgres_cpu_seconds() -> f64 {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return 0.0 };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit())))
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .filter(|stat| stat.contains("(postgres)"))
+        .map(|stat| stat_cpu_seconds(&stat))
+        .sum()
 }
