@@ -134,6 +134,19 @@ enum BenchCommand {
         /// An empty database to use (default: a temporary SQLite file).
         #[arg(long)]
         database_url: Option<String>,
+        /// Endpoints each event fans out to (all at the local receiver).
+        #[arg(long, default_value_t = 1)]
+        endpoints: usize,
+        /// Enqueue all `--count` deliveries first, then start the worker and time the drain.
+        #[arg(long, conflicts_with = "open_loop")]
+        backlog: bool,
+        /// Offer this many events per second, one per transaction, and report latency
+        /// percentiles at that rate (instead of a throughput run).
+        #[arg(long, value_name = "RATE")]
+        open_loop: Option<f64>,
+        /// How long the open loop offers events.
+        #[arg(long, default_value_t = 10.0, requires = "open_loop")]
+        seconds: f64,
     },
 }
 
@@ -309,13 +322,27 @@ async fn main() -> anyhow::Result<()> {
             println!("{report}");
             Ok(())
         }
-        Command::Bench(BenchCommand::Delivery { count, concurrency, batch, producers, database_url }) => {
+        Command::Bench(BenchCommand::Delivery {
+            count,
+            concurrency,
+            batch,
+            producers,
+            database_url,
+            endpoints,
+            backlog,
+            open_loop,
+            seconds,
+        }) => {
             let report = driftwatch_bench::delivery(&driftwatch_bench::DeliveryBench {
                 count,
                 concurrency,
                 database_url,
                 batch,
                 producers,
+                endpoints,
+                backlog,
+                open_loop,
+                seconds,
             })
             .await?;
             println!("{report}");

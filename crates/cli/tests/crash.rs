@@ -1,4 +1,4 @@
-//! A `driftwatch serve` process killed with SIGKILL while hundreds of deliveries are in flight
+//! A `driftwatch serve` process killed with SIGKILL while over a thousand deliveries are queued or in flight
 //! loses none of them: after a restart every delivery ends `sent` and the receiver has seen
 //! every `webhook-id` (duplicates are allowed by at-least-once delivery, and counted).
 
@@ -11,9 +11,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::http::HeaderMap;
+use futures_util::StreamExt as _;
 use tokio::sync::watch;
 
-const DELIVERIES: usize = 300;
+const DELIVERIES: usize = 1_200;
 
 fn driftwatch(dir: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_driftwatch"));
@@ -27,7 +28,8 @@ fn driftwatch(dir: &Path) -> Command {
         .env("DRIFTWATCH_LEASE_GRACE", "1s")
         .env("DRIFTWATCH_RETRY_SCHEDULE", "100ms")
         .env("DRIFTWATCH_DELIVERY_CONCURRENCY", "32")
-        .env("DRIFTWATCH_PER_ENDPOINT_CONCURRENCY", "32");
+        .env("DRIFTWATCH_PER_ENDPOINT_CONCURRENCY", "32")
+        .env("DRIFTWATCH_RATE_LIMIT_PER_MINUTE", "100000");
     command
 }
 
@@ -105,19 +107,17 @@ async fn a_killed_server_loses_no_delivery() {
         .await
         .expect("json");
     let endpoint_id = endpoint["id"].as_str().expect("endpoint id").to_owned();
-    let mut queued = HashSet::new();
-    for _ in 0..DELIVERIES {
-        let delivery: serde_json::Value = http
-            .post(format!("{base}/api/v1/endpoints/{endpoint_id}/test"))
-            .bearer_auth(&token)
-            .send()
-            .await
-            .expect("queue")
-            .json()
-            .await
-            .expect("json");
-        queued.insert(delivery["id"].as_str().expect("delivery id").to_owned());
-    }
+    let queue = |_| {
+        let (http, url, token) = (&http, format!("{base}/api/v1/endpoints/{endpoint_id}/test"), &token);
+        async move {
+            let delivery: serde_json::Value =
+                http.post(url).bearer_auth(token).send().await.expect("queue").json().await.expect("json");
+            delivery["id"].as_str().expect("delivery id").to_owned()
+        }
+    };
+    let queued: HashSet<String> =
+        futures_util::stream::iter(0..DELIVERIES).map(queue).buffer_unordered(16).collect().await;
+    assert_eq!(queued.len(), DELIVERIES);
 
     // Kill it mid-flight: some deliveries are done, some in flight, most still queued.
     gate.send_replace(true);
@@ -143,23 +143,32 @@ async fn a_killed_server_loses_no_delivery() {
     .await
     .expect("every delivery arrives after the restart");
 
-    let sent: serde_json::Value = loop {
-        let page: serde_json::Value = http
-            .get(format!("{base}/api/v1/deliveries?status=sent&limit=500"))
-            .bearer_auth(&token)
-            .send()
-            .await
-            .expect("list")
-            .json()
-            .await
-            .expect("json");
-        if page["items"].as_array().map_or(0, Vec::len) == DELIVERIES {
-            break page;
+    // Every delivery is recorded `sent` (the last completions may still be committing).
+    let sent_ids = loop {
+        let mut ids = HashSet::new();
+        let mut cursor = String::new();
+        loop {
+            let page: serde_json::Value = http
+                .get(format!("{base}/api/v1/deliveries?status=sent&limit=500&cursor={cursor}"))
+                .bearer_auth(&token)
+                .send()
+                .await
+                .expect("list")
+                .json()
+                .await
+                .expect("json");
+            let items = page["items"].as_array().expect("items");
+            ids.extend(items.iter().map(|d| d["id"].as_str().unwrap_or("").to_owned()));
+            match page["next_cursor"].as_str() {
+                Some(next) => cursor = next.to_owned(),
+                None => break,
+            }
+        }
+        if ids.len() == DELIVERIES {
+            break ids;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    let sent_ids: HashSet<String> =
-        sent["items"].as_array().expect("items").iter().map(|d| d["id"].as_str().unwrap_or("").to_owned()).collect();
     assert_eq!(sent_ids, queued, "every queued delivery ends sent");
     let received = seen.lock().expect("lock").clone();
     let unique: HashSet<&String> = received.iter().collect();

@@ -20,6 +20,6 @@ pub use secret::{
     API_TOKEN_PREFIX, WEBHOOK_SECRET_PREFIX, hash_token, hex, new_api_token, new_random_key, new_webhook_secret,
 };
 pub use status::{
-    AttemptTrigger, DeliveryStatus, EndpointKind, EventType, ParseEnumError, RecoveryState, RunOutcome, WatchHealth,
-    WatchState,
+    AttemptErrorKind, AttemptTrigger, DeliveryStatus, EndpointKind, EventType, ParseEnumError, RecoveryState,
+    RunOutcome, WatchHealth, WatchState,
 };

@@ -131,6 +131,40 @@ text_enum! {
 }
 
 text_enum! {
+    /// Why a delivery attempt failed, as stored in its attempt row.
+    AttemptErrorKind {
+        /// No complete answer within the request timeout.
+        Timeout => "timeout",
+        /// The connection was refused or could not be made.
+        Connect => "connect",
+        /// The host name did not resolve.
+        Dns => "dns",
+        /// The TLS handshake or certificate check failed.
+        Tls => "tls",
+        /// Any other transport failure.
+        Request => "request",
+        /// The receiver answered with a status outside 2xx and 3xx.
+        Http => "http",
+        /// The receiver answered 3xx (redirects are never followed).
+        Redirect => "redirect",
+        /// The target address is refused by policy (private, loopback, link-local).
+        Blocked => "blocked",
+        /// The endpoint's URL does not parse.
+        Url => "url",
+        /// The endpoint's secret cannot sign.
+        Secret => "secret",
+    }
+}
+
+impl AttemptErrorKind {
+    /// Whether the request was never sent: the endpoint's configuration is at fault, not the
+    /// receiver, so the attempt says nothing about the receiver's health.
+    pub const fn unsendable(self) -> bool {
+        matches!(self, AttemptErrorKind::Blocked | AttemptErrorKind::Url | AttemptErrorKind::Secret)
+    }
+}
+
+text_enum! {
     /// Progress of a recovery (bulk re-queue).
     RecoveryState {
         /// Requested, not started.

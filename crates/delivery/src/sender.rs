@@ -2,6 +2,7 @@
 
 use std::time::{Duration, Instant};
 
+use driftwatch_core::AttemptErrorKind;
 use driftwatch_net::{ClientOptions, Redirects, TargetPolicy, blocked_reason, check_url};
 use driftwatch_store::Endpoint;
 
@@ -43,9 +44,8 @@ impl Default for SenderOptions {
 pub struct SendResult {
     /// Status or network failure.
     pub outcome: Outcome,
-    /// `timeout`, `connect`, `dns`, `tls`, `request` (other transport errors), `http`, `redirect`;
-    /// for requests that cannot be sent `blocked`, `url` or `secret`; none on 2xx.
-    pub error_kind: Option<&'static str>,
+    /// Why it failed; none on 2xx.
+    pub error_kind: Option<AttemptErrorKind>,
     /// A readable reason, when not 2xx.
     pub error: Option<String>,
     /// The start of the response body.
@@ -54,6 +54,16 @@ pub struct SendResult {
     pub duration: Duration,
     /// The receiver's `Retry-After` (seconds or HTTP date), when it sent one.
     pub retry_after: Option<Duration>,
+}
+
+impl SendResult {
+    /// The receiver's status code, when it answered.
+    pub fn status_code(&self) -> Option<i32> {
+        match self.outcome {
+            Outcome::Status(code) => Some(i32::from(code)),
+            _ => None,
+        }
+    }
 }
 
 /// Sends signed webhooks. Cheap to clone.
@@ -94,12 +104,8 @@ impl Sender {
         timestamp: i64,
     ) -> SendResult {
         let started = Instant::now();
-        let failure = |kind: &'static str, error: String| SendResult {
-            outcome: if matches!(kind, "blocked" | "url" | "secret") {
-                Outcome::Unsendable
-            } else {
-                Outcome::NetworkError
-            },
+        let failure = |kind: AttemptErrorKind, error: String| SendResult {
+            outcome: if kind.unsendable() { Outcome::Unsendable } else { Outcome::NetworkError },
             error_kind: Some(kind),
             error: Some(error),
             snippet: None,
@@ -108,10 +114,10 @@ impl Sender {
         };
         let url = match url::Url::parse(&endpoint.url) {
             Ok(url) => url,
-            Err(e) => return failure("url", format!("invalid endpoint URL: {e}")),
+            Err(e) => return failure(AttemptErrorKind::Url, format!("invalid endpoint URL: {e}")),
         };
         if let Err(e) = check_url(&url, self.options.policy) {
-            return failure("blocked", e.to_string());
+            return failure(AttemptErrorKind::Blocked, e.to_string());
         }
         let now = chrono::DateTime::from_timestamp(timestamp, 0).map(|t| t.naive_utc());
         let previous = endpoint
@@ -122,7 +128,7 @@ impl Sender {
         for secret in std::iter::once(endpoint.secret.as_str()).chain(previous) {
             match sign(secret, delivery_id, timestamp, body) {
                 Ok(signature) => signatures.push(signature),
-                Err(e) => return failure("secret", e.to_string()),
+                Err(e) => return failure(AttemptErrorKind::Secret, e.to_string()),
             }
         }
         let signature = signatures.join(" ");
@@ -160,8 +166,10 @@ impl Sender {
         let snippet: String = String::from_utf8_lossy(&read).chars().take(self.options.snippet_chars).collect();
         let (error_kind, error) = match status {
             200..=299 => (None, None),
-            300..=399 => (Some("redirect"), Some(format!("HTTP {status} (redirects are not followed)"))),
-            _ => (Some("http"), Some(format!("HTTP {status}"))),
+            300..=399 => {
+                (Some(AttemptErrorKind::Redirect), Some(format!("HTTP {status} (redirects are not followed)")))
+            }
+            _ => (Some(AttemptErrorKind::Http), Some(format!("HTTP {status}"))),
         };
         SendResult {
             outcome: Outcome::Status(status),
@@ -184,9 +192,9 @@ pub fn parse_retry_after(value: &str, now: std::time::SystemTime) -> Option<Dura
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
-fn classify(err: &reqwest::Error) -> (&'static str, String) {
+fn classify(err: &reqwest::Error) -> (AttemptErrorKind, String) {
     if let Some(reason) = blocked_reason(err) {
-        return ("blocked", reason);
+        return (AttemptErrorKind::Blocked, reason);
     }
     let mut chain = err.to_string();
     let mut source = std::error::Error::source(err);
@@ -196,15 +204,15 @@ fn classify(err: &reqwest::Error) -> (&'static str, String) {
         source = e.source();
     }
     let kind = if err.is_timeout() {
-        "timeout"
+        AttemptErrorKind::Timeout
     } else if chain.contains("dns error") || chain.contains("failed to lookup") {
-        "dns"
+        AttemptErrorKind::Dns
     } else if chain.to_ascii_lowercase().contains("certificate") || chain.contains("tls") {
-        "tls"
+        AttemptErrorKind::Tls
     } else if err.is_connect() {
-        "connect"
+        AttemptErrorKind::Connect
     } else {
-        "request"
+        AttemptErrorKind::Request
     };
     (kind, chain)
 }

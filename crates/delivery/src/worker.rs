@@ -14,8 +14,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
-use crate::policy::{Outcome, RetryPolicy, parse_schedule};
-use crate::sender::Sender;
+use crate::policy::{Decision, Outcome, RetryPolicy, parse_schedule};
+use crate::sender::{SendResult, Sender};
 
 /// Settings of the worker.
 #[derive(Debug, Clone)]
@@ -432,19 +432,25 @@ impl DeliveryWorker {
         self.attempt_in_span(job, trigger).instrument(span).await;
     }
 
+    /// prepare -> send -> decide -> record.
     async fn attempt_in_span(&self, job: Job, trigger: AttemptTrigger) {
-        let inner = &self.inner;
-        let config = &inner.config;
-        let Job { delivery, body, endpoint } = job;
-        let Some(owner) = delivery.lease_owner.clone() else { return };
-        let trigger =
-            if delivery.next_trigger == AttemptTrigger::Manual.as_str() { AttemptTrigger::Manual } else { trigger };
-        let number = delivery.attempts + 1;
-        let started_at = inner.clock.now();
-        let result = inner
-            .sender
-            .send(&endpoint, &delivery.id, &delivery.event_type, number as u32, &body, started_at.timestamp())
-            .await;
+        let Some(attempt) = Prepared::new(job, trigger) else { return };
+        let started_at = self.inner.clock.now();
+        let result = attempt.send(&self.inner.sender, started_at.timestamp()).await;
+        let (record, decision) = self.decide(&attempt, &result, started_at);
+        self.record(record, &decision, &result).await;
+    }
+
+    /// What the attempt's result means: the delivery's next state (retry, sent or dead), what it
+    /// says about the endpoint's health, and the attempt row.
+    fn decide(
+        &self,
+        attempt: &Prepared,
+        result: &SendResult,
+        started_at: chrono::DateTime<chrono::Utc>,
+    ) -> (AttemptRecord, Decision) {
+        let config = &self.inner.config;
+        let Prepared { delivery, endpoint, number, trigger, owner, .. } = attempt;
         // Attempts count within the current budget (a redelivered dead delivery starts afresh).
         let in_budget = (number - delivery.retry_base).max(1) as u32;
         let budget = (delivery.max_attempts - delivery.retry_base).max(1) as u32;
@@ -463,27 +469,24 @@ impl DeliveryWorker {
         };
         let now = self.now();
         let retry_in = decision.retry_in.and_then(|d| TimeDelta::from_std(d).ok()).unwrap_or_default();
-        let status_code = match result.outcome {
-            Outcome::Status(code) => Some(i32::from(code)),
-            _ => None,
-        };
+        let status_code = result.status_code();
         let completion = Completion {
             status: decision.status,
-            attempts: number,
+            attempts: *number,
             next_attempt_at: now + retry_in,
             last_status_code: status_code,
             last_error: result.error.clone(),
             now,
             default_max_attempts: config.retry.max_attempts as i32,
         };
-        let attempt = DeliveryAttempt {
+        let row = DeliveryAttempt {
             id: new_id(IdKind::Attempt),
             delivery_id: delivery.id.clone(),
-            attempt_number: number,
+            attempt_number: *number,
             started_at: started_at.naive_utc(),
             duration_ms: result.duration.as_millis() as i64,
             status_code,
-            error_kind: result.error_kind.map(str::to_owned),
+            error_kind: result.error_kind.map(|k| k.as_str().to_owned()),
             error: result.error.clone(),
             response_snippet: result.snippet.clone(),
             trigger: trigger.as_str().to_owned(),
@@ -491,24 +494,31 @@ impl DeliveryWorker {
         let record = AttemptRecord {
             delivery_id: delivery.id.clone(),
             endpoint_id: endpoint.id.clone(),
-            owner,
+            owner: owner.clone(),
             completion,
-            attempt,
+            attempt: row,
             health,
         };
+        (record, decision)
+    }
+
+    /// Hands the attempt to the batching writer and waits until it is committed (or the lease
+    /// turned out lost), then logs the outcome.
+    async fn record(&self, record: AttemptRecord, decision: &Decision, result: &SendResult) {
         let (recorded, answer) = oneshot::channel();
-        let recorded = match inner.completions.send(PendingRecord { record, recorded }) {
+        let recorded = match self.inner.completions.send(PendingRecord { record, recorded }) {
             Ok(()) => answer.await.unwrap_or_else(|_| Err("the attempt writer stopped".into())),
             Err(_) => Err("the attempt writer stopped".into()),
         };
+        let status = result.status_code();
         match recorded {
             Ok(true) => match decision.status {
                 DeliveryStatus::Sent => {
-                    tracing::debug!(status = ?status_code, ms = result.duration.as_millis() as u64, "delivered");
+                    tracing::debug!(status = ?status, ms = result.duration.as_millis() as u64, "delivered");
                 }
-                DeliveryStatus::Dead => tracing::warn!(status = ?status_code, error = ?result.error, "delivery dead"),
+                DeliveryStatus::Dead => tracing::warn!(status = ?status, error = ?result.error, "delivery dead"),
                 _ => tracing::info!(
-                    status = ?status_code, error = ?result.error, retry_in = ?decision.retry_in, "delivery failed, will retry"
+                    status = ?status, error = ?result.error, retry_in = ?decision.retry_in, "delivery failed, will retry"
                 ),
             },
             Ok(false) => tracing::warn!("lease lost before the attempt was recorded; another worker owns it"),
@@ -554,6 +564,36 @@ impl DeliveryWorker {
                 () = shutdown.cancelled() => {}
             }
         }
+    }
+}
+
+/// A claimed delivery, ready to send: what the attempt is and under which lease.
+struct Prepared {
+    delivery: Delivery,
+    body: Vec<u8>,
+    endpoint: Endpoint,
+    /// This attempt's number (1 for the first).
+    number: i32,
+    trigger: AttemptTrigger,
+    owner: String,
+}
+
+impl Prepared {
+    /// `None` when the job carries no lease (nothing may be sent without one).
+    fn new(job: Job, trigger: AttemptTrigger) -> Option<Prepared> {
+        let Job { delivery, body, endpoint } = job;
+        let owner = delivery.lease_owner.clone()?;
+        // A redelivery asked for by a person stays manual whoever picks it up.
+        let trigger =
+            if delivery.next_trigger == AttemptTrigger::Manual.as_str() { AttemptTrigger::Manual } else { trigger };
+        let number = delivery.attempts + 1;
+        Some(Prepared { delivery, body, endpoint, number, trigger, owner })
+    }
+
+    /// The signed POST of the exact stored body.
+    async fn send(&self, sender: &Sender, timestamp: i64) -> SendResult {
+        let Prepared { delivery, body, endpoint, number, .. } = self;
+        sender.send(endpoint, &delivery.id, &delivery.event_type, *number as u32, body, timestamp).await
     }
 }
 

@@ -1,8 +1,9 @@
 //! The outbox: claiming due deliveries under a lease, recording attempts, reading history.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use chrono::NaiveDateTime;
+use diesel::connection::SimpleConnection as _;
 use diesel::prelude::*;
 use driftwatch_core::{AttemptTrigger, DeliveryStatus};
 
@@ -112,12 +113,14 @@ fn pending() -> [&'static str; 2] {
 }
 
 /// Leases up to `limit` due deliveries to `owner` until `lease_until` and returns them with
-/// their bodies and endpoints. One statement, so no delivery is claimed twice; on PostgreSQL
-/// `SKIP LOCKED` lets workers on several nodes take disjoint batches.
+/// their bodies and endpoints, oldest due first. One statement leases and returns the rows
+/// (`UPDATE … RETURNING`), so no delivery is claimed twice; on PostgreSQL `SKIP LOCKED` lets
+/// workers on several nodes take disjoint batches.
 ///
 /// Deliveries wait, unclaimed and without spending attempts, while their endpoint is disabled
 /// or its circuit is open, and while their endpoint is in `skip_endpoints` (this worker's
-/// endpoints at their concurrency cap or with a probe in flight).
+/// endpoints at their concurrency cap or with a probe in flight). The skipped ids are bound as
+/// one parameter: an array on PostgreSQL, a JSON array on SQLite.
 pub fn claim_due(
     conn: &mut DbConn,
     owner: &str,
@@ -126,32 +129,127 @@ pub fn claim_due(
     limit: i64,
     skip_endpoints: &[String],
 ) -> StoreResult<Vec<Job>> {
-    let mut condition = String::from(
-        "status IN ('queued', 'failed') AND body_purged_at IS NULL AND endpoint_id NOT IN \
-         (SELECT id FROM endpoints WHERE enabled = false OR circuit_open_until > $3)",
-    );
-    // Ids are ours (`end_` + lower-case ULID); anything else is left out rather than quoted.
-    let skip: Vec<&String> =
-        skip_endpoints.iter().filter(|id| id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')).collect();
-    if !skip.is_empty() {
-        let list: Vec<String> = skip.iter().map(|id| format!("'{id}'")).collect();
-        condition.push_str(&format!(" AND endpoint_id NOT IN ({})", list.join(", ")));
-    }
-    let lease = crate::Lease { owner, now, until: lease_until, limit };
-    let claimed = crate::lease_due(conn, "deliveries", &condition, "next_attempt_at", &lease)?;
-    if claimed == 0 {
+    use diesel::sql_types::{Array, BigInt, Text, Timestamp};
+    let mut rows: Vec<ClaimedRow> = match conn {
+        // Walking `deliveries_due` in due order stops after `limit` rows and marks the index
+        // entries of finished rows dead as it passes them; a bitmap scan (which the planner
+        // picks when its statistics lag behind a growing queue) reads every due entry, dead
+        // ones included, on every claim. So the claim forbids it, for its own transaction only.
+        DbConn::Pg(pg) => pg.transaction(|pg| {
+            pg.batch_execute("SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off")?;
+            diesel::sql_query(CLAIM_PG)
+                .bind::<Text, _>(owner)
+                .bind::<Timestamp, _>(lease_until)
+                .bind::<Timestamp, _>(now)
+                .bind::<BigInt, _>(limit)
+                .bind::<Array<Text>, _>(skip_endpoints)
+                .load(pg)
+        })?,
+        DbConn::Sqlite(sqlite) => {
+            let skip = serde_json::to_string(skip_endpoints).unwrap_or_else(|_| "[]".into());
+            diesel::sql_query(CLAIM_SQLITE)
+                .bind::<Text, _>(owner)
+                .bind::<Timestamp, _>(lease_until)
+                .bind::<Timestamp, _>(now)
+                .bind::<BigInt, _>(limit)
+                .bind::<Text, _>(skip)
+                .load(sqlite)?
+        }
+    };
+    if rows.is_empty() {
         return Ok(Vec::new());
     }
-    leased_jobs(conn, owner)
+    rows.sort_by(|a, b| {
+        (a.delivery.next_attempt_at, &a.delivery.id).cmp(&(b.delivery.next_attempt_at, &b.delivery.id))
+    });
+    with_endpoints(conn, rows.into_iter().map(|r| (r.delivery, r.body)).collect())
 }
 
-fn leased_jobs(conn: &mut DbConn, owner: &str) -> StoreResult<Vec<Job>> {
+/// The claim on PostgreSQL: `$1` owner, `$2` lease expiry, `$3` now, `$4` limit, `$5` the
+/// endpoints to skip (an array).
+const CLAIM_PG: &str = "UPDATE deliveries SET lease_owner = $1, lease_until = $2 WHERE id IN (\
+    SELECT id FROM deliveries \
+    WHERE status IN ('queued', 'failed') AND next_attempt_at <= $3 \
+    AND (lease_until IS NULL OR lease_until < $3) AND body_purged_at IS NULL \
+    AND endpoint_id NOT IN (SELECT id FROM endpoints WHERE enabled = false OR circuit_open_until > $3) \
+    AND endpoint_id <> ALL($5) \
+    ORDER BY next_attempt_at LIMIT $4 FOR UPDATE SKIP LOCKED) RETURNING *";
+
+/// The claim on SQLite, with the same parameters (`$5` a JSON array). SQLite has one writer at
+/// a time, so the single statement is already exclusive; without statistics its planner would
+/// rather sort every pending row than walk the due index, so the index is named.
+const CLAIM_SQLITE: &str = "UPDATE deliveries SET lease_owner = ?1, lease_until = ?2 WHERE id IN (\
+    SELECT id FROM deliveries INDEXED BY deliveries_due \
+    WHERE status IN ('queued', 'failed') AND next_attempt_at <= ?3 \
+    AND (lease_until IS NULL OR lease_until < ?3) AND body_purged_at IS NULL \
+    AND endpoint_id NOT IN (SELECT id FROM endpoints WHERE enabled = false OR circuit_open_until > ?3) \
+    AND endpoint_id NOT IN (SELECT value FROM json_each(?5)) \
+    ORDER BY next_attempt_at LIMIT ?4) RETURNING *";
+
+/// The query plan of the claim, as the database would run it now (for tests and benchmarks:
+/// it must walk `deliveries_due`, never scan or sort the outbox).
+pub fn explain_claim(conn: &mut DbConn, now: NaiveDateTime) -> StoreResult<String> {
+    use diesel::sql_types::{Array, BigInt, Text, Timestamp};
+    #[derive(QueryableByName)]
+    struct PgLine {
+        #[diesel(sql_type = Text, column_name = "QUERY PLAN")]
+        line: String,
+    }
+    #[derive(QueryableByName)]
+    struct SqliteLine {
+        #[diesel(sql_type = Text)]
+        detail: String,
+    }
+    let skip: Vec<String> = Vec::new();
+    Ok(match conn {
+        DbConn::Pg(pg) => pg.transaction(|pg| {
+            pg.batch_execute("SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off")?;
+            let lines: Vec<PgLine> = diesel::sql_query(format!("EXPLAIN {CLAIM_PG}"))
+                .bind::<Text, _>("explain")
+                .bind::<Timestamp, _>(now)
+                .bind::<Timestamp, _>(now)
+                .bind::<BigInt, _>(100)
+                .bind::<Array<Text>, _>(&skip)
+                .load(pg)?;
+            diesel::QueryResult::Ok(lines.into_iter().map(|l| l.line).collect::<Vec<_>>().join("\n"))
+        })?,
+        DbConn::Sqlite(sqlite) => {
+            let lines: Vec<SqliteLine> = diesel::sql_query(format!("EXPLAIN QUERY PLAN {CLAIM_SQLITE}"))
+                .bind::<Text, _>("explain")
+                .bind::<Timestamp, _>(now)
+                .bind::<Timestamp, _>(now)
+                .bind::<BigInt, _>(100)
+                .bind::<Text, _>("[]")
+                .load(sqlite)?;
+            lines.into_iter().map(|l| l.detail).collect::<Vec<_>>().join("\n")
+        }
+    })
+}
+
+/// A claimed outbox row as `UPDATE … RETURNING *` gives it.
+#[derive(QueryableByName)]
+#[diesel(table_name = deliveries)]
+struct ClaimedRow {
+    #[diesel(embed)]
+    delivery: Delivery,
+    body: Vec<u8>,
+}
+
+/// Delivery `id` with its body and endpoint, when `owner` holds its lease.
+fn leased_job(conn: &mut DbConn, id: &str, owner: &str) -> StoreResult<Option<Job>> {
     let rows: Vec<(Delivery, Vec<u8>)> = deliveries::table
+        .filter(deliveries::id.eq(id))
         .filter(deliveries::lease_owner.eq(owner))
-        .order(deliveries::next_attempt_at.asc())
         .select((Delivery::as_select(), deliveries::body))
         .load(conn)?;
-    let endpoint_ids: Vec<String> = rows.iter().map(|(d, _)| d.endpoint_id.clone()).collect();
+    Ok(with_endpoints(conn, rows)?.pop())
+}
+
+/// Pairs claimed rows with their endpoints (one query for the batch).
+fn with_endpoints(conn: &mut DbConn, rows: Vec<(Delivery, Vec<u8>)>) -> StoreResult<Vec<Job>> {
+    let mut endpoint_ids: Vec<String> = rows.iter().map(|(d, _)| d.endpoint_id.clone()).collect();
+    endpoint_ids.sort();
+    endpoint_ids.dedup();
     let endpoints: HashMap<String, Endpoint> =
         endpoints_by_ids(conn, &endpoint_ids)?.into_iter().map(|e| (e.id.clone(), e)).collect();
     Ok(rows
@@ -221,7 +319,7 @@ pub fn claim_for_redelivery(
         if finished(&delivery.status) {
             fresh_budget(conn, &delivery.id, delivery.attempts, budget, now)?;
         }
-        Ok(match leased_jobs(conn, owner)?.into_iter().next() {
+        Ok(match leased_job(conn, &delivery.id, owner)? {
             Some(job) => Redelivery::Claimed(Box::new(job)),
             None => Redelivery::NotFound,
         })
@@ -341,7 +439,12 @@ pub struct AttemptRecord {
 /// can record (compare-and-set on the owner); the result says, per record, whether it was
 /// recorded (false: the lease was lost and nothing was written for it).
 ///
-/// Batching is what makes the outbox fast: one commit for many attempts. When an endpoint gets
+/// Batching is what makes the outbox fast: one commit for many attempts, and few statements.
+/// On PostgreSQL one statement moves every delivery on and inserts the attempts of those whose
+/// lease held (arrays bound as parameters, `UNNEST`ed); on SQLite, which has no round trips,
+/// cached per-row statements do the same. Endpoints whose attempts in the batch all succeeded
+/// get one statement between them; an endpoint with a failure in the batch has its attempts'
+/// health applied one by one, in order, exactly as if recorded alone. When an endpoint gets
 /// disabled, `on_disabled` renders an `endpoint.disabled` event, queued for the account's other
 /// enabled endpoints in the same transaction.
 pub fn complete_all(
@@ -349,22 +452,150 @@ pub fn complete_all(
     records: &[AttemptRecord],
     on_disabled: DisabledEvent<'_>,
 ) -> StoreResult<Vec<bool>> {
-    // Lock endpoints and deliveries in one global order, so concurrent batches on PostgreSQL
-    // cannot deadlock on each other's endpoint rows.
+    // One global order (endpoint, delivery) for every lock taken, so concurrent batches on
+    // PostgreSQL cannot deadlock on each other's rows.
     let mut order: Vec<usize> = (0..records.len()).collect();
     order.sort_by(|&a, &b| {
         (&records[a].endpoint_id, &records[a].delivery_id).cmp(&(&records[b].endpoint_id, &records[b].delivery_id))
     });
     conn.transaction(|conn| {
-        let mut recorded = vec![false; records.len()];
-        for i in order {
-            recorded[i] = complete_one(conn, &records[i], on_disabled)?;
+        let recorded = move_on(conn, records, &order)?;
+        // Health: endpoints whose recorded attempts all succeeded, at once; the others in order.
+        let mut healthy: Vec<&str> = Vec::new();
+        let mut mixed: HashSet<&str> = HashSet::new();
+        for &i in &order {
+            let record = &records[i];
+            if !recorded[i] {
+                continue;
+            }
+            match record.health {
+                Health::Unchanged => {}
+                Health::Success => healthy.push(&record.endpoint_id),
+                Health::Failure { .. } | Health::Gone => {
+                    mixed.insert(&record.endpoint_id);
+                }
+            }
+        }
+        healthy.retain(|id| !mixed.contains(id));
+        healthy.dedup();
+        if !healthy.is_empty() {
+            crate::endpoints::record_successes(conn, &healthy)?;
+        }
+        for &i in &order {
+            let record = &records[i];
+            if recorded[i] && mixed.contains(record.endpoint_id.as_str()) {
+                let completion = &record.completion;
+                crate::endpoints::record_health(
+                    conn,
+                    &record.endpoint_id,
+                    &record.health,
+                    (completion.now, completion.default_max_attempts),
+                    on_disabled,
+                )?;
+            }
         }
         Ok(recorded)
     })
 }
 
-fn complete_one(conn: &mut DbConn, record: &AttemptRecord, on_disabled: DisabledEvent<'_>) -> StoreResult<bool> {
+/// Moves each record's delivery on and inserts its attempt, where its lease still holds;
+/// returns which did, by index into `records`.
+fn move_on(conn: &mut DbConn, records: &[AttemptRecord], order: &[usize]) -> StoreResult<Vec<bool>> {
+    let mut recorded = vec![false; records.len()];
+    match conn {
+        DbConn::Pg(pg) => {
+            use diesel::sql_types::{Array, BigInt, Integer, Nullable, Text, Timestamp};
+            let pick = |f: &dyn Fn(&AttemptRecord) -> String| order.iter().map(|&i| f(&records[i])).collect::<Vec<_>>();
+            let ids = pick(&|r| r.delivery_id.clone());
+            let owners = pick(&|r| r.owner.clone());
+            let statuses = pick(&|r| r.completion.status.as_str().to_owned());
+            let ordered = || order.iter().map(|&i| &records[i]);
+            let attempts: Vec<i32> = ordered().map(|r| r.completion.attempts).collect();
+            let next: Vec<NaiveDateTime> = ordered().map(|r| r.completion.next_attempt_at).collect();
+            let codes: Vec<Option<i32>> = ordered().map(|r| r.completion.last_status_code).collect();
+            let errors: Vec<Option<String>> = ordered().map(|r| r.completion.last_error.clone()).collect();
+            let nows: Vec<NaiveDateTime> = ordered().map(|r| r.completion.now).collect();
+            let finished: Vec<Option<NaiveDateTime>> = ordered()
+                .map(|r| {
+                    matches!(r.completion.status, DeliveryStatus::Sent | DeliveryStatus::Dead)
+                        .then_some(r.completion.now)
+                })
+                .collect();
+            let attempt_ids = pick(&|r| r.attempt.id.clone());
+            let numbers: Vec<i32> = ordered().map(|r| r.attempt.attempt_number).collect();
+            let attempt_codes: Vec<Option<i32>> = ordered().map(|r| r.attempt.status_code).collect();
+            let attempt_errors: Vec<Option<String>> = ordered().map(|r| r.attempt.error.clone()).collect();
+            let started: Vec<NaiveDateTime> = ordered().map(|r| r.attempt.started_at).collect();
+            let durations: Vec<i64> = ordered().map(|r| r.attempt.duration_ms).collect();
+            let kinds: Vec<Option<String>> = ordered().map(|r| r.attempt.error_kind.clone()).collect();
+            let snippets: Vec<Option<String>> = ordered().map(|r| r.attempt.response_snippet.clone()).collect();
+            let triggers = pick(&|r| r.attempt.trigger.clone());
+            #[derive(QueryableByName)]
+            struct Moved {
+                #[diesel(sql_type = Text)]
+                id: String,
+            }
+            let moved: Vec<Moved> = diesel::sql_query(MOVE_ON_PG)
+                .bind::<Array<Text>, _>(&ids)
+                .bind::<Array<Text>, _>(&owners)
+                .bind::<Array<Text>, _>(&statuses)
+                .bind::<Array<Integer>, _>(&attempts)
+                .bind::<Array<Timestamp>, _>(&next)
+                .bind::<Array<Nullable<Integer>>, _>(&codes)
+                .bind::<Array<Nullable<Text>>, _>(&errors)
+                .bind::<Array<Timestamp>, _>(&nows)
+                .bind::<Array<Nullable<Timestamp>>, _>(&finished)
+                .bind::<Array<Text>, _>(&attempt_ids)
+                .bind::<Array<Timestamp>, _>(&started)
+                .bind::<Array<BigInt>, _>(&durations)
+                .bind::<Array<Nullable<Text>>, _>(&kinds)
+                .bind::<Array<Nullable<Text>>, _>(&snippets)
+                .bind::<Array<Text>, _>(&triggers)
+                .bind::<Array<Integer>, _>(&numbers)
+                .bind::<Array<Nullable<Integer>>, _>(&attempt_codes)
+                .bind::<Array<Nullable<Text>>, _>(&attempt_errors)
+                .load(pg)?;
+            let moved: HashSet<String> = moved.into_iter().map(|m| m.id).collect();
+            for (i, record) in records.iter().enumerate() {
+                recorded[i] = moved.contains(&record.delivery_id);
+            }
+        }
+        DbConn::Sqlite(_) => {
+            for &i in order {
+                recorded[i] = move_on_one(conn, &records[i])?;
+            }
+        }
+    }
+    Ok(recorded)
+}
+
+/// One statement for a batch on PostgreSQL: the deliveries move on under a compare-and-set on
+/// their lease owner, and the attempts of those that moved are inserted.
+const MOVE_ON_PG: &str = "\
+WITH v AS (
+  SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::int4[], $5::timestamp[], $6::int4[], $7::text[],
+                       $8::timestamp[], $9::timestamp[], $10::text[], $11::timestamp[], $12::int8[], $13::text[],
+                       $14::text[], $15::text[], $16::int4[], $17::int4[], $18::text[])
+    AS v(id, owner, status, attempts, next_attempt_at, last_status_code, last_error, now, finished_at,
+         attempt_id, started_at, duration_ms, error_kind, response_snippet, trigger, attempt_number,
+         status_code, error)
+), moved AS (
+  UPDATE deliveries d SET status = v.status, attempts = v.attempts, next_attempt_at = v.next_attempt_at,
+    last_status_code = v.last_status_code, last_error = v.last_error, lease_owner = NULL, lease_until = NULL,
+    next_trigger = 'scheduled', updated_at = v.now, finished_at = v.finished_at
+  FROM v WHERE d.id = v.id AND d.lease_owner = v.owner
+  RETURNING d.id
+), attempts AS (
+  INSERT INTO delivery_attempts (id, delivery_id, attempt_number, started_at, duration_ms, status_code, error_kind,
+                                 error, response_snippet, trigger)
+  SELECT v.attempt_id, v.id, v.attempt_number, v.started_at, v.duration_ms, v.status_code, v.error_kind,
+         v.error, v.response_snippet, v.trigger
+  FROM v JOIN moved ON moved.id = v.id
+)
+SELECT id FROM moved";
+
+/// Moves one delivery on and inserts its attempt, if its lease holds.
+fn move_on_one(conn: &mut DbConn, record: &AttemptRecord) -> StoreResult<bool> {
     let completion = &record.completion;
     let done = matches!(completion.status, DeliveryStatus::Sent | DeliveryStatus::Dead);
     let updated = diesel::update(
@@ -389,13 +620,6 @@ fn complete_one(conn: &mut DbConn, record: &AttemptRecord, on_disabled: Disabled
         return Ok(false);
     }
     diesel::insert_into(delivery_attempts::table).values(&record.attempt).execute(conn)?;
-    crate::endpoints::record_health(
-        conn,
-        &record.endpoint_id,
-        &record.health,
-        (completion.now, completion.default_max_attempts),
-        on_disabled,
-    )?;
     Ok(true)
 }
 

@@ -39,6 +39,23 @@ pub fn endpoints_by_ids(conn: &mut DbConn, ids: &[String]) -> StoreResult<Vec<En
     Ok(endpoints::table.filter(endpoints::id.eq_any(ids)).select(Endpoint::as_select()).load(conn)?)
 }
 
+/// Ends the failure streak and closes the circuit of each of `ids` that has either, after
+/// attempts that all succeeded (inside their transaction). Reads first, so the usual case (all
+/// healthy already) takes no row lock; the few to change are updated one by one in id order,
+/// the global lock order of the outbox's writers.
+pub(crate) fn record_successes(conn: &mut DbConn, ids: &[&str]) -> StoreResult<()> {
+    let mut unhealthy: Vec<String> = endpoints::table
+        .filter(endpoints::id.eq_any(ids))
+        .filter(endpoints::consecutive_failures.gt(0).or(endpoints::circuit_open_until.is_not_null()))
+        .select(endpoints::id)
+        .load(conn)?;
+    unhealthy.sort();
+    for id in &unhealthy {
+        end_failure_streak(conn, id)?;
+    }
+    Ok(())
+}
+
 /// Updates an endpoint's failure streak and circuit after an attempt (inside the attempt's
 /// transaction). The increment is a single statement, so concurrent completions on several
 /// nodes never lose a failure.
@@ -52,17 +69,7 @@ pub(crate) fn record_health(
     let target = endpoints::table.find(endpoint_id);
     match health {
         Health::Unchanged => {}
-        Health::Success => {
-            diesel::update(
-                target.filter(endpoints::consecutive_failures.gt(0).or(endpoints::circuit_open_until.is_not_null())),
-            )
-            .set((
-                endpoints::consecutive_failures.eq(0),
-                endpoints::failing_since.eq(None::<NaiveDateTime>),
-                endpoints::circuit_open_until.eq(None::<NaiveDateTime>),
-            ))
-            .execute(conn)?;
-        }
+        Health::Success => end_failure_streak(conn, endpoint_id)?,
         Health::Failure { threshold, open_for, disable_after } => {
             diesel::update(target)
                 .set(endpoints::consecutive_failures.eq(endpoints::consecutive_failures + 1))
@@ -89,6 +96,22 @@ pub(crate) fn record_health(
             }
         }
     }
+    Ok(())
+}
+
+/// A success: the failure streak ends and the circuit closes (no write when already so).
+fn end_failure_streak(conn: &mut DbConn, endpoint_id: &str) -> StoreResult<()> {
+    diesel::update(
+        endpoints::table
+            .find(endpoint_id)
+            .filter(endpoints::consecutive_failures.gt(0).or(endpoints::circuit_open_until.is_not_null())),
+    )
+    .set((
+        endpoints::consecutive_failures.eq(0),
+        endpoints::failing_since.eq(None::<NaiveDateTime>),
+        endpoints::circuit_open_until.eq(None::<NaiveDateTime>),
+    ))
+    .execute(conn)?;
     Ok(())
 }
 

@@ -265,7 +265,7 @@ pub fn receives(event_types: Option<&str>, event_type: &str) -> bool {
 }
 
 /// An outbox row without its body (lists and state changes never need the bytes).
-#[derive(Debug, Clone, Queryable, Selectable)]
+#[derive(Debug, Clone, Queryable, QueryableByName, Selectable)]
 #[diesel(table_name = deliveries)]
 pub struct Delivery {
     /// `dlv_...`; also the `webhook-id`, stable across attempts.

@@ -55,26 +55,39 @@ pub fn enqueue(
         // Endpoints subscribed to some event types only; one named on purpose gets the event.
         targets.retain(|(_, _, _, types)| crate::models::receives(types.as_deref(), &event.event_type));
     }
-    for (endpoint_id, kind, max_attempts, _) in &targets {
-        let body = if kind == EndpointKind::Slack.as_str() { &new.slack_body } else { &event.payload };
-        let delivery = NewDelivery {
-            id: new_id(IdKind::Delivery),
-            account_id: event.account_id.clone(),
-            event_id: event.id.clone(),
-            endpoint_id: endpoint_id.clone(),
-            watch_id: event.watch_id.clone(),
-            event_type: event.event_type.clone(),
-            body: body.as_bytes().to_vec(),
-            status: DeliveryStatus::Queued.as_str().to_owned(),
-            attempts: 0,
-            max_attempts: max_attempts.unwrap_or(default_max_attempts).max(1),
-            next_attempt_at: now,
-            created_at: now,
-            updated_at: now,
-        };
-        diesel::insert_into(deliveries::table).values(&delivery).execute(conn)?;
+    let rows: Vec<NewDelivery> = targets
+        .iter()
+        .map(|(endpoint_id, kind, max_attempts, _)| {
+            let body = if kind == EndpointKind::Slack.as_str() { &new.slack_body } else { &event.payload };
+            NewDelivery {
+                id: new_id(IdKind::Delivery),
+                account_id: event.account_id.clone(),
+                event_id: event.id.clone(),
+                endpoint_id: endpoint_id.clone(),
+                watch_id: event.watch_id.clone(),
+                event_type: event.event_type.clone(),
+                body: body.as_bytes().to_vec(),
+                status: DeliveryStatus::Queued.as_str().to_owned(),
+                attempts: 0,
+                max_attempts: max_attempts.unwrap_or(default_max_attempts).max(1),
+                next_attempt_at: now,
+                created_at: now,
+                updated_at: now,
+            }
+        })
+        .collect();
+    match conn {
+        // One multi-row statement for a fan-out: one round trip however many endpoints.
+        DbConn::Pg(pg) if !rows.is_empty() => {
+            diesel::insert_into(deliveries::table).values(&rows).execute(pg)?;
+        }
+        _ => {
+            for row in &rows {
+                diesel::insert_into(deliveries::table).values(row).execute(conn)?;
+            }
+        }
     }
-    Ok(targets.len())
+    Ok(rows.len())
 }
 
 /// Records `new` and queues it for the one endpoint `endpoint_id`, in a transaction; returns

@@ -1,0 +1,1 @@
+CREATE INDEX deliveries_lease ON deliveries (lease_owner);
