@@ -134,9 +134,10 @@ pub fn claim_due(
         // Walking `deliveries_due` in due order stops after `limit` rows and marks the index
         // entries of finished rows dead as it passes them; a bitmap scan (which the planner
         // picks when its statistics lag behind a growing queue) reads every due entry, dead
-        // ones included, on every claim. So the claim forbids it, for its own transaction only.
+        // ones included, on every claim. So the claim forbids it, for its own transaction only
+        // (and JIT, which would compile this small statement afresh every time).
         DbConn::Pg(pg) => pg.transaction(|pg| {
-            pg.batch_execute("SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off")?;
+            pg.batch_execute("SET LOCAL enable_bitmapscan = off; SET LOCAL jit = off")?;
             diesel::sql_query(CLAIM_PG)
                 .bind::<Text, _>(owner)
                 .bind::<Timestamp, _>(lease_until)
@@ -167,13 +168,16 @@ pub fn claim_due(
 
 /// The claim on PostgreSQL: `$1` owner, `$2` lease expiry, `$3` now, `$4` limit, `$5` the
 /// endpoints to skip (an array).
-const CLAIM_PG: &str = "UPDATE deliveries SET lease_owner = $1, lease_until = $2 WHERE id IN (\
+///
+/// The due ids are gathered once (`ARRAY(…)`, an init plan) and then updated through the
+/// primary key, so the planner cannot pick a hash join over the whole outbox for the update.
+const CLAIM_PG: &str = "UPDATE deliveries SET lease_owner = $1, lease_until = $2 WHERE id = ANY(ARRAY(\
     SELECT id FROM deliveries \
     WHERE status IN ('queued', 'failed') AND next_attempt_at <= $3 \
     AND (lease_until IS NULL OR lease_until < $3) AND body_purged_at IS NULL \
     AND endpoint_id NOT IN (SELECT id FROM endpoints WHERE enabled = false OR circuit_open_until > $3) \
     AND endpoint_id <> ALL($5) \
-    ORDER BY next_attempt_at LIMIT $4 FOR UPDATE SKIP LOCKED) RETURNING *";
+    ORDER BY next_attempt_at LIMIT $4 FOR UPDATE SKIP LOCKED)) RETURNING *";
 
 /// The claim on SQLite, with the same parameters (`$5` a JSON array). SQLite has one writer at
 /// a time, so the single statement is already exclusive; without statistics its planner would
@@ -203,7 +207,7 @@ pub fn explain_claim(conn: &mut DbConn, now: NaiveDateTime) -> StoreResult<Strin
     let skip: Vec<String> = Vec::new();
     Ok(match conn {
         DbConn::Pg(pg) => pg.transaction(|pg| {
-            pg.batch_execute("SET LOCAL enable_bitmapscan = off; SET LOCAL enable_seqscan = off")?;
+            pg.batch_execute("SET LOCAL enable_bitmapscan = off; SET LOCAL jit = off")?;
             let lines: Vec<PgLine> = diesel::sql_query(format!("EXPLAIN {CLAIM_PG}"))
                 .bind::<Text, _>("explain")
                 .bind::<Timestamp, _>(now)
@@ -220,6 +224,46 @@ pub fn explain_claim(conn: &mut DbConn, now: NaiveDateTime) -> StoreResult<Strin
                 .bind::<Timestamp, _>(now)
                 .bind::<BigInt, _>(100)
                 .bind::<Text, _>("[]")
+                .load(sqlite)?;
+            lines.into_iter().map(|l| l.detail).collect::<Vec<_>>().join("\n")
+        }
+    })
+}
+
+/// The query plan of a batch's completion (the compare-and-set move of its deliveries, and
+/// on PostgreSQL the attempts' insert with it): it must find each delivery by its key.
+pub fn explain_completion(conn: &mut DbConn) -> StoreResult<String> {
+    #[derive(QueryableByName)]
+    struct PgLine {
+        #[diesel(sql_type = diesel::sql_types::Text, column_name = "QUERY PLAN")]
+        line: String,
+    }
+    #[derive(QueryableByName)]
+    struct SqliteLine {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        detail: String,
+    }
+    Ok(match conn {
+        DbConn::Pg(pg) => {
+            // Parameters as text literals: EXPLAIN plans them like the bound arrays.
+            let mut sql = format!("EXPLAIN {MOVE_ON_PG}");
+            for n in (1..=18).rev() {
+                sql = sql.replace(&format!("${n}::"), "'{}'::");
+            }
+            let lines: Vec<PgLine> = diesel::sql_query(sql).load(pg)?;
+            lines.into_iter().map(|l| l.line).collect::<Vec<_>>().join("\n")
+        }
+        DbConn::Sqlite(sqlite) => {
+            let update = diesel::update(
+                deliveries::table.filter(deliveries::id.eq("explain")).filter(deliveries::lease_owner.eq("explain")),
+            )
+            .set(deliveries::status.eq("sent"));
+            let sql = diesel::debug_query::<diesel::sqlite::Sqlite, _>(&update).to_string();
+            let sql = sql.split(" -- binds").next().unwrap_or_default().to_owned();
+            let lines: Vec<SqliteLine> = diesel::sql_query(format!("EXPLAIN QUERY PLAN {sql}"))
+                .bind::<diesel::sql_types::Text, _>("sent")
+                .bind::<diesel::sql_types::Text, _>("explain")
+                .bind::<diesel::sql_types::Text, _>("explain")
                 .load(sqlite)?;
             lines.into_iter().map(|l| l.detail).collect::<Vec<_>>().join("\n")
         }
@@ -533,7 +577,7 @@ fn move_on(conn: &mut DbConn, records: &[AttemptRecord], order: &[usize]) -> Sto
             #[derive(QueryableByName)]
             struct Moved {
                 #[diesel(sql_type = Text)]
-                id: String,
+                attempt_id: String,
             }
             let moved: Vec<Moved> = diesel::sql_query(MOVE_ON_PG)
                 .bind::<Array<Text>, _>(&ids)
@@ -555,9 +599,10 @@ fn move_on(conn: &mut DbConn, records: &[AttemptRecord], order: &[usize]) -> Sto
                 .bind::<Array<Nullable<Integer>>, _>(&attempt_codes)
                 .bind::<Array<Nullable<Text>>, _>(&attempt_errors)
                 .load(pg)?;
-            let moved: HashSet<String> = moved.into_iter().map(|m| m.id).collect();
+            // By attempt id: two records of one delivery (one under a lost lease) stay apart.
+            let moved: HashSet<String> = moved.into_iter().map(|m| m.attempt_id).collect();
             for (i, record) in records.iter().enumerate() {
-                recorded[i] = moved.contains(&record.delivery_id);
+                recorded[i] = moved.contains(&record.attempt.id);
             }
         }
         DbConn::Sqlite(_) => {
@@ -584,15 +629,15 @@ WITH v AS (
     last_status_code = v.last_status_code, last_error = v.last_error, lease_owner = NULL, lease_until = NULL,
     next_trigger = 'scheduled', updated_at = v.now, finished_at = v.finished_at
   FROM v WHERE d.id = v.id AND d.lease_owner = v.owner
-  RETURNING d.id
+  RETURNING v.attempt_id
 ), attempts AS (
   INSERT INTO delivery_attempts (id, delivery_id, attempt_number, started_at, duration_ms, status_code, error_kind,
                                  error, response_snippet, trigger)
   SELECT v.attempt_id, v.id, v.attempt_number, v.started_at, v.duration_ms, v.status_code, v.error_kind,
          v.error, v.response_snippet, v.trigger
-  FROM v JOIN moved ON moved.id = v.id
+  FROM v JOIN moved ON moved.attempt_id = v.attempt_id
 )
-SELECT id FROM moved";
+SELECT attempt_id FROM moved";
 
 /// Moves one delivery on and inserts its attempt, if its lease holds.
 fn move_on_one(conn: &mut DbConn, record: &AttemptRecord) -> StoreResult<bool> {

@@ -58,6 +58,7 @@ on_both_backends!(
     openapi::every_documented_operation_is_routed,
     store::concurrent_claims_never_overlap,
     store::sessions_expire_idle_and_absolute_and_unseen_is_per_user,
+    store::outbox_statements_use_their_indexes,
     watches::watches_can_be_updated_paused_and_deleted,
     watches::snapshots_and_diffs_are_readable,
     watches::failing_checks_raise_failed_then_recovered,

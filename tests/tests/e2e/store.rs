@@ -197,3 +197,127 @@ pub async fn sessions_expire_idle_and_absolute_and_unseen_is_per_user(backend: B
         .await
         .expect("store");
 }
+
+/// The claim and the completion use their indexes with a mostly finished outbox (statistics
+/// fresh, as autovacuum leaves them), and the claim's skipped endpoints are bound, not spliced.
+pub async fn outbox_statements_use_their_indexes(backend: Backend) {
+    use driftwatch_core::{AttemptTrigger, DeliveryStatus};
+    use driftwatch_store::DeliveryAttempt;
+    use driftwatch_store::deliveries::{AttemptRecord, Completion, Health};
+    use driftwatch_store::outbox::{self, Target};
+
+    let db = TestDb::new(backend);
+    let store = Store::open(&db.url, &PoolOptions { max_size: 2, ..PoolOptions::default() }).expect("open");
+    store.migrate().await.expect("migrate");
+    let now = SystemClock.now().naive_utc();
+    let (first, second) = store
+        .run(move |c| {
+            let account = accounts::create_account(c, "acme", now)?;
+            let ids: Vec<String> = (0..2)
+                .map(|i| {
+                    let endpoint = Endpoint::webhook(&account.id, &format!("http://127.0.0.1:9/{i}"), now);
+                    endpoints::insert_endpoint(c, &endpoint).map(|()| endpoint.id)
+                })
+                .collect::<Result<_, _>>()?;
+            for n in 0..1_000 {
+                let event = Event {
+                    id: new_id(IdKind::Event),
+                    account_id: account.id.clone(),
+                    watch_id: None,
+                    endpoint_id: None,
+                    event_type: "endpoint.test".into(),
+                    previous_snapshot_id: None,
+                    snapshot_id: None,
+                    added: 0,
+                    removed: 0,
+                    payload: format!("{{\"n\":{n}}}"),
+                    created_at: now,
+                };
+                outbox::enqueue(c, &NewEvent { event, slack_body: String::new() }, Target::AllEnabled, 3, now)?;
+            }
+            Ok((ids[0].clone(), ids[1].clone()))
+        })
+        .await
+        .expect("seed");
+
+    // Skipping the first endpoint, bound as a parameter (a quote in an id is just data).
+    let skip = vec![first.clone(), "end_x' OR '1'='1".to_owned()];
+    let jobs = store
+        .run(move |c| deliveries::claim_due(c, "worker", now, now + TimeDelta::minutes(5), 1_900, &skip))
+        .await
+        .expect("claim");
+    assert_eq!(jobs.len(), 1_000, "only the second endpoint's deliveries");
+    assert!(jobs.iter().all(|j| j.endpoint.id == second && j.delivery.lease_owner.as_deref() == Some("worker")));
+    assert!(jobs.windows(2).all(|w| w[0].delivery.next_attempt_at <= w[1].delivery.next_attempt_at), "due order");
+
+    // Finish them all in one batch.
+    let records: Vec<AttemptRecord> = jobs
+        .iter()
+        .map(|job| AttemptRecord {
+            delivery_id: job.delivery.id.clone(),
+            endpoint_id: job.endpoint.id.clone(),
+            owner: "worker".into(),
+            completion: Completion {
+                status: DeliveryStatus::Sent,
+                attempts: 1,
+                next_attempt_at: now,
+                last_status_code: Some(200),
+                last_error: None,
+                now,
+                default_max_attempts: 3,
+            },
+            attempt: DeliveryAttempt {
+                id: new_id(IdKind::Attempt),
+                delivery_id: job.delivery.id.clone(),
+                attempt_number: 1,
+                started_at: now,
+                duration_ms: 1,
+                status_code: Some(200),
+                error_kind: None,
+                error: None,
+                response_snippet: Some("ok".into()),
+                trigger: AttemptTrigger::Scheduled.as_str().into(),
+            },
+            health: Health::Success,
+        })
+        .collect();
+    let stolen = AttemptRecord {
+        owner: "thief".into(),
+        attempt: DeliveryAttempt { id: new_id(IdKind::Attempt), ..records[0].attempt.clone() },
+        ..records[0].clone()
+    };
+    let mut batch = records.clone();
+    batch.push(stolen);
+    let recorded = store
+        .run(move |c| deliveries::complete_all(c, &batch, &|_, _| unreachable!("no endpoint is disabled")))
+        .await
+        .expect("complete");
+    assert_eq!(recorded.iter().filter(|r| **r).count(), 1_000);
+    assert!(!recorded[1_000], "a record under a lost lease writes nothing");
+    let one = records[0].delivery_id.clone();
+    let attempts = store.run(move |c| deliveries::list_attempts(c, &one)).await.expect("attempts");
+    assert_eq!(attempts.len(), 1, "one attempt row per attempt, not one per record");
+    assert_eq!(attempts[0].response_snippet.as_deref(), Some("ok"));
+
+    // Fresh statistics of a mostly finished outbox, then the plans.
+    store
+        .run(|c| {
+            use diesel::connection::SimpleConnection as _;
+            c.batch_execute("ANALYZE")?;
+            Ok(())
+        })
+        .await
+        .expect("analyze");
+    let claim = store.run(move |c| deliveries::explain_claim(c, now)).await.expect("explain claim");
+    assert!(claim.contains("deliveries_due"), "the claim walks the due index:\n{claim}");
+    for bad in ["Seq Scan on deliveries", "Bitmap", "SCAN deliveries", "TEMP B-TREE"] {
+        assert!(!claim.contains(bad), "the claim must not {bad}:\n{claim}");
+    }
+    let completion = store.run(deliveries::explain_completion).await.expect("explain completion");
+    assert!(
+        completion.contains("deliveries_pkey") || completion.contains("sqlite_autoindex_deliveries_1"),
+        "the completion finds deliveries by key:\n{completion}"
+    );
+    assert!(!completion.contains("Seq Scan on deliveries"), "{completion}");
+    eprintln!("claim plan ({backend:?}):\n{claim}\ncompletion plan:\n{completion}");
+}
