@@ -35,10 +35,14 @@ pub struct ChecksReport {
     pub baseline_per_second: f64,
     /// Checks per second when every page changed (diff, snapshot and event written).
     pub change_per_second: f64,
-    /// Process CPU per baseline check, in microseconds (the local page server included).
+    /// driftwatch's CPU per baseline check, in microseconds (the process less the page
+    /// server's thread).
     pub baseline_cpu_us: f64,
-    /// Process CPU per check with a change, in microseconds (the local page server included).
+    /// driftwatch's CPU per check with a change, in microseconds (the process less the page
+    /// server's thread).
     pub change_cpu_us: f64,
+    /// The page server's CPU per page served, in microseconds (its own thread).
+    pub server_cpu_us: f64,
     /// Peak resident memory of the process, in MiB.
     pub peak_rss_mib: f64,
     /// Process CPU while idle with every watch scheduled, in percent of one core.
@@ -56,9 +60,10 @@ impl std::fmt::Display for ChecksReport {
         writeln!(f, "checks w/ change   {:.0}/s (fetch, extract, diff, snapshot, event)", self.change_per_second)?;
         writeln!(
             f,
-            "CPU per check      {:.0} us baseline, {:.0} us with a change (whole process, page server included)",
+            "CPU per check      {:.0} us baseline, {:.0} us with a change (driftwatch alone: the page server's thread excluded)",
             self.baseline_cpu_us, self.change_cpu_us
         )?;
+        writeln!(f, "page server CPU    {:.0} us per page served (its own thread)", self.server_cpu_us)?;
         writeln!(f, "peak RSS           {:.1} MiB (whole process: server, pages, database)", self.peak_rss_mib)?;
         write!(
             f,
@@ -99,23 +104,59 @@ async fn wait_for_runs(store: &Store, n: i64) -> anyhow::Result<()> {
     }
 }
 
+/// The page server, on a thread of its own so its CPU can be told apart from driftwatch's.
+/// Pages are rendered once per version; serving one is a copy.
+struct PageServer {
+    addr: std::net::SocketAddr,
+    /// `/proc/self/task/<tid>/stat` of the server's thread.
+    stat: String,
+}
+
+impl PageServer {
+    fn start(count: usize, version: Arc<AtomicU64>) -> anyhow::Result<PageServer> {
+        let pages: Arc<[Vec<axum::body::Bytes>; 2]> =
+            Arc::new([0, 1].map(|v| (0..count).map(|n| axum::body::Bytes::from(page(n, v))).collect::<Vec<_>>()));
+        let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        std_listener.set_nonblocking(true)?;
+        let addr = std_listener.local_addr()?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new().name("page-server".into()).spawn(move || {
+            let tid = std::fs::read_link("/proc/thread-self")
+                .ok()
+                .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .unwrap_or_default();
+            let _ = tx.send(tid);
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
+            runtime.block_on(async move {
+                let app = axum::Router::new().route(
+                    "/p/{n}",
+                    axum::routing::get(move |axum::extract::Path(n): axum::extract::Path<usize>| {
+                        let version = (version.load(Ordering::Relaxed) as usize).min(1);
+                        let body = pages[version].get(n).cloned().unwrap_or_default();
+                        async move { ([("content-type", "text/html; charset=utf-8")], body) }
+                    }),
+                );
+                if let Ok(listener) = tokio::net::TcpListener::from_std(std_listener) {
+                    let _ = axum::serve(listener, app).await;
+                }
+            });
+        })?;
+        let tid = rx.recv()?;
+        Ok(PageServer { addr, stat: format!("/proc/self/task/{tid}/stat") })
+    }
+
+    /// Seconds of CPU the server's thread has used.
+    fn cpu_seconds(&self) -> f64 {
+        crate::stat_cpu_seconds(&std::fs::read_to_string(&self.stat).unwrap_or_default())
+    }
+}
+
 /// Runs the benchmark on a temporary SQLite file.
 pub async fn checks(bench: &ChecksBench) -> anyhow::Result<ChecksReport> {
     let count = bench.watches.max(1);
     let version = Arc::new(AtomicU64::new(0));
-    let served = Arc::clone(&version);
-    let app = axum::Router::new().route(
-        "/p/{n}",
-        axum::routing::get(move |axum::extract::Path(n): axum::extract::Path<usize>| {
-            let version = served.load(Ordering::Relaxed);
-            async move { ([("content-type", "text/html; charset=utf-8")], page(n, version)) }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
+    let server = PageServer::start(count, Arc::clone(&version))?;
+    let addr = server.addr;
 
     let dir = tempfile::tempdir()?;
     let store = Store::open(
@@ -160,20 +201,20 @@ pub async fn checks(bench: &ChecksBench) -> anyhow::Result<ChecksReport> {
     let running = tokio::spawn(runner.clone().run(shutdown.clone()));
 
     let started = Instant::now();
-    let cpu_before = cpu_seconds();
+    let cpu_before = (cpu_seconds(), server.cpu_seconds());
     wait_for_runs(&store, count as i64).await?;
     let baseline = started.elapsed();
-    let baseline_cpu = cpu_seconds() - cpu_before;
+    let baseline_cpu = (cpu_seconds() - cpu_before.0, server.cpu_seconds() - cpu_before.1);
 
     version.store(1, Ordering::Relaxed);
     let now = SystemClock.now().naive_utc();
     store.write(move |c| Ok(diesel::update(watches::table).set(watches::next_run_at.eq(now)).execute(c)?)).await?;
     let started = Instant::now();
-    let cpu_before = cpu_seconds();
+    let cpu_before = (cpu_seconds(), server.cpu_seconds());
     runner.wake();
     wait_for_runs(&store, 2 * count as i64).await?;
     let changed = started.elapsed();
-    let change_cpu = cpu_seconds() - cpu_before;
+    let change_cpu = (cpu_seconds() - cpu_before.0, server.cpu_seconds() - cpu_before.1);
 
     // Idle: every watch is due in an hour; the scheduler should sleep.
     let cpu = cpu_seconds();
@@ -188,8 +229,9 @@ pub async fn checks(bench: &ChecksBench) -> anyhow::Result<ChecksReport> {
         page_bytes: page(0, 0).len(),
         baseline_per_second: count as f64 / baseline.as_secs_f64(),
         change_per_second: count as f64 / changed.as_secs_f64(),
-        baseline_cpu_us: baseline_cpu * 1e6 / count as f64,
-        change_cpu_us: change_cpu * 1e6 / count as f64,
+        baseline_cpu_us: (baseline_cpu.0 - baseline_cpu.1) * 1e6 / count as f64,
+        change_cpu_us: (change_cpu.0 - change_cpu.1) * 1e6 / count as f64,
+        server_cpu_us: change_cpu.1 * 1e6 / count as f64,
         peak_rss_mib: peak_rss_mib(),
         idle_cpu_percent: idle_cpu,
     })

@@ -9,7 +9,7 @@ pub use delivery::{DeliveryBench, Report, Shape, delivery};
 pub use pages::{PagesBench, PagesReport, pages};
 
 /// Seconds of CPU (user + system) in a `/proc/<pid>/stat` line.
-fn stat_cpu_seconds(stat: &str) -> f64 {
+pub(crate) fn stat_cpu_seconds(stat: &str) -> f64 {
     let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
     let ticks: f64 = fields.get(11..13).map_or(0.0, |f| f.iter().filter_map(|v| v.parse::<f64>().ok()).sum());
     ticks / 100.0

@@ -254,16 +254,8 @@ pub fn explain_completion(conn: &mut DbConn) -> StoreResult<String> {
             lines.into_iter().map(|l| l.line).collect::<Vec<_>>().join("\n")
         }
         DbConn::Sqlite(sqlite) => {
-            let update = diesel::update(
-                deliveries::table.filter(deliveries::id.eq("explain")).filter(deliveries::lease_owner.eq("explain")),
-            )
-            .set(deliveries::status.eq("sent"));
-            let sql = diesel::debug_query::<diesel::sqlite::Sqlite, _>(&update).to_string();
-            let sql = sql.split(" -- binds").next().unwrap_or_default().to_owned();
-            let lines: Vec<SqliteLine> = diesel::sql_query(format!("EXPLAIN QUERY PLAN {sql}"))
-                .bind::<diesel::sql_types::Text, _>("sent")
-                .bind::<diesel::sql_types::Text, _>("explain")
-                .bind::<diesel::sql_types::Text, _>("explain")
+            let lines: Vec<SqliteLine> = diesel::sql_query(format!("EXPLAIN QUERY PLAN {MOVE_ON_SQLITE}"))
+                .bind::<diesel::sql_types::Text, _>("[]")
                 .load(sqlite)?;
             lines.into_iter().map(|l| l.detail).collect::<Vec<_>>().join("\n")
         }
@@ -605,10 +597,19 @@ fn move_on(conn: &mut DbConn, records: &[AttemptRecord], order: &[usize]) -> Sto
                 recorded[i] = moved.contains(&record.attempt.id);
             }
         }
-        DbConn::Sqlite(_) => {
-            for &i in order {
-                recorded[i] = move_on_one(conn, &records[i])?;
+        DbConn::Sqlite(sqlite) => {
+            let mut ids: Vec<&str> = records.iter().map(|r| r.delivery_id.as_str()).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            if ids.len() < records.len() {
+                // Two records of one delivery (one under a lost lease): one at a time keeps
+                // them apart.
+                for &i in order {
+                    recorded[i] = move_on_one(conn, &records[i])?;
+                }
+                return Ok(recorded);
             }
+            recorded = move_on_sqlite(sqlite, records, order)?;
         }
     }
     Ok(recorded)
@@ -638,6 +639,81 @@ WITH v AS (
   FROM v JOIN moved ON moved.attempt_id = v.attempt_id
 )
 SELECT attempt_id FROM moved";
+
+/// The batch on SQLite in two statements: the records travel as one JSON parameter, the
+/// deliveries move on under a compare-and-set on their owner (`UPDATE … FROM json_each`), and
+/// the attempts of those that moved are inserted. Delivery ids must be distinct.
+fn move_on_sqlite(
+    conn: &mut diesel::SqliteConnection,
+    records: &[AttemptRecord],
+    order: &[usize],
+) -> StoreResult<Vec<bool>> {
+    use diesel::sql_types::Text;
+    // Times as diesel writes them on SQLite, so comparisons with other rows hold.
+    let time = |t: NaiveDateTime| t.format("%F %T%.f").to_string();
+    let rows: Vec<serde_json::Value> = order
+        .iter()
+        .map(|&i| {
+            let r = &records[i];
+            let c = &r.completion;
+            let done = matches!(c.status, DeliveryStatus::Sent | DeliveryStatus::Dead);
+            serde_json::json!({
+                "id": r.delivery_id, "owner": r.owner, "status": c.status.as_str(), "attempts": c.attempts,
+                "next": time(c.next_attempt_at), "code": c.last_status_code, "error": c.last_error,
+                "now": time(c.now), "finished": done.then(|| time(c.now)),
+            })
+        })
+        .collect();
+    #[derive(QueryableByName)]
+    struct Moved {
+        #[diesel(sql_type = Text)]
+        id: String,
+    }
+    let moved: Vec<Moved> =
+        diesel::sql_query(MOVE_ON_SQLITE).bind::<Text, _>(serde_json::Value::Array(rows).to_string()).load(conn)?;
+    let moved: HashSet<String> = moved.into_iter().map(|m| m.id).collect();
+    let recorded: Vec<bool> = records.iter().map(|r| moved.contains(&r.delivery_id)).collect();
+    let attempts: Vec<serde_json::Value> = order
+        .iter()
+        .filter(|&&i| recorded[i])
+        .map(|&i| {
+            let a = &records[i].attempt;
+            serde_json::json!({
+                "id": a.id, "delivery_id": a.delivery_id, "number": a.attempt_number, "started": time(a.started_at),
+                "ms": a.duration_ms, "code": a.status_code, "kind": a.error_kind, "error": a.error,
+                "snippet": a.response_snippet, "trigger": a.trigger,
+            })
+        })
+        .collect();
+    if !attempts.is_empty() {
+        diesel::sql_query(INSERT_ATTEMPTS_SQLITE)
+            .bind::<Text, _>(serde_json::Value::Array(attempts).to_string())
+            .execute(conn)?;
+    }
+    Ok(recorded)
+}
+
+const MOVE_ON_SQLITE: &str = "\
+UPDATE deliveries SET status = v.status, attempts = v.attempts, next_attempt_at = v.next,
+  last_status_code = v.code, last_error = v.error, lease_owner = NULL, lease_until = NULL,
+  next_trigger = 'scheduled', updated_at = v.now, finished_at = v.finished
+FROM (SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.owner') AS owner,
+        json_extract(value, '$.status') AS status, json_extract(value, '$.attempts') AS attempts,
+        json_extract(value, '$.next') AS next, json_extract(value, '$.code') AS code,
+        json_extract(value, '$.error') AS error, json_extract(value, '$.now') AS now,
+        json_extract(value, '$.finished') AS finished
+      FROM json_each(?1)) AS v
+WHERE deliveries.id = v.id AND deliveries.lease_owner = v.owner
+RETURNING deliveries.id";
+
+const INSERT_ATTEMPTS_SQLITE: &str = "\
+INSERT INTO delivery_attempts (id, delivery_id, attempt_number, started_at, duration_ms, status_code, error_kind,
+                               error, response_snippet, trigger)
+SELECT json_extract(value, '$.id'), json_extract(value, '$.delivery_id'), json_extract(value, '$.number'),
+       json_extract(value, '$.started'), json_extract(value, '$.ms'), json_extract(value, '$.code'),
+       json_extract(value, '$.kind'), json_extract(value, '$.error'), json_extract(value, '$.snippet'),
+       json_extract(value, '$.trigger')
+FROM json_each(?1)";
 
 /// Moves one delivery on and inserts its attempt, if its lease holds.
 fn move_on_one(conn: &mut DbConn, record: &AttemptRecord) -> StoreResult<bool> {
