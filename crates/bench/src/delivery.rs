@@ -90,7 +90,7 @@ pub struct Report {
     pub durable_cpu_us: f64,
     /// PostgreSQL's own CPU per durable delivery (its processes on this machine), if it is the store.
     pub database_cpu_us: Option<f64>,
-    /// Peak resident memory while draining, and before the drain (backlog only), in MiB.
+    /// Peak anonymous resident memory while draining, and before the drain (backlog only), in MiB.
     pub rss_mib: Option<(f64, f64)>,
     /// The claim's query plan, as the database planned it with the queue full (backlog only).
     pub claim_plan: Option<String>,
@@ -124,7 +124,10 @@ impl std::fmt::Display for Report {
             writeln!(f, "database CPU       {db:.0} us per durable delivery (PostgreSQL processes)")?;
         }
         if let Some((peak, before)) = self.rss_mib {
-            writeln!(f, "RSS                {before:.1} MiB before the drain, {peak:.1} MiB peak while draining")?;
+            writeln!(
+                f,
+                "anonymous RSS      {before:.1} MiB before the drain, {peak:.1} MiB peak while draining (heap; mapped database pages excluded)"
+            )?;
         }
         if let Some([p50, p90, p99, max]) = self.latency {
             let ms = |d: Duration| d.as_secs_f64() * 1e3;
@@ -449,12 +452,14 @@ async fn offer(
     Ok(())
 }
 
-/// Resident memory of this process now, in MiB.
+/// Anonymous resident memory of this process now (heap and stacks: what loading rows would
+/// grow), in MiB. The database file's pages mapped by SQLite (`RssFile`) are left out: they are
+/// the page cache's, shared and reclaimable.
 fn rss_mib_now() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .unwrap_or_default()
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix("RssAnon:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         .map_or(0.0, |kb| kb / 1024.0)
 }
