@@ -5,6 +5,11 @@ use driftwatch_core::ExtractOptions;
 
 use crate::Page;
 
+mod lexer;
+mod matching;
+mod stream;
+mod tree;
+
 /// Why a page yielded no text to compare.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum ExtractError {
@@ -57,54 +62,118 @@ pub fn extract(page: &Page, selector: Option<&str>) -> Result<String, ExtractErr
 /// [`extract`] with a watch's extraction options: elements removed first, links kept, a JSON
 /// Pointer into JSON bodies.
 pub fn extract_with(page: &Page, selector: Option<&str>, options: &ExtractOptions) -> Result<String, ExtractError> {
-    let content_type = page.content_type.as_deref().unwrap_or("").to_ascii_lowercase();
-    let body = decode(&page.body, &content_type);
-    let text = if content_type.contains("json") {
-        let mut value: serde_json::Value =
-            serde_json::from_str(&body).map_err(|e| ExtractError::InvalidJson(e.to_string()))?;
-        if let Some(pointer) = options.json_pointer.as_deref().filter(|p| !p.is_empty()) {
-            value = value.pointer(pointer).cloned().ok_or_else(|| ExtractError::SelectorMissing(pointer.to_owned()))?;
-        }
-        let mut pretty = serde_json::to_string_pretty(&canonical(value)).unwrap_or_default();
-        pretty.push('\n');
-        pretty
-    } else if content_type.starts_with("text/plain") {
-        normalise(&body)
-    } else {
-        let mut document = Html::parse_document(&body);
-        for remove in &options.remove_selectors {
-            let parsed = parse_selector(remove)?;
-            let doomed: Vec<_> = document.select(&parsed).map(|e| e.id()).collect();
-            for id in doomed {
-                if let Some(mut node) = document.tree.get_mut(id) {
-                    node.detach();
-                }
-            }
-        }
-        let links = options.keep_links;
-        match selector {
-            None => {
-                let mut raw = String::new();
-                push_text(document.root_element(), &mut raw, links);
-                normalise(&raw)
-            }
-            Some(selector) => {
-                let parsed = parse_selector(selector)?;
-                let mut raw = String::new();
-                let mut matched = false;
-                for element in document.select(&parsed) {
-                    matched = true;
-                    push_text(element, &mut raw, links);
-                    raw.push('\n');
-                }
-                if !matched {
-                    return Err(ExtractError::SelectorMissing(selector.to_owned()));
-                }
-                normalise(&raw)
-            }
-        }
+    extract_with_path(page, selector, options).0
+}
+
+/// How [`extract_with_path`] read a page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExtractPath {
+    /// HTML, read by the streaming extractor without building a tree.
+    Streaming,
+    /// HTML the streaming extractor could not be sure of, read through the DOM; says why.
+    Fallback(&'static str),
+    /// JSON or plain text: no HTML to read.
+    NotHtml,
+}
+
+/// [`extract_with`], also telling which path read the page (for benchmarks and tests).
+pub fn extract_with_path(
+    page: &Page,
+    selector: Option<&str>,
+    options: &ExtractOptions,
+) -> (Result<String, ExtractError>, ExtractPath) {
+    let (body, kind) = decode_page(page);
+    let (text, path) = match kind {
+        BodyKind::Html => match stream::html_text(&body, selector, &options.remove_selectors, options.keep_links) {
+            Ok(text) => (text, ExtractPath::Streaming),
+            Err(bail) => (dom_text(&body, selector, options), ExtractPath::Fallback(bail.0)),
+        },
+        _ => (other_text(&body, kind, options), ExtractPath::NotHtml),
     };
+    (text.and_then(non_empty), path)
+}
+
+/// [`extract_with`] with HTML always read through a full DOM (html5ever's tree builder): the
+/// reference the streaming extractor is tested against.
+pub fn extract_with_dom(page: &Page, selector: Option<&str>, options: &ExtractOptions) -> Result<String, ExtractError> {
+    let (body, kind) = decode_page(page);
+    let text = match kind {
+        BodyKind::Html => dom_text(&body, selector, options),
+        _ => other_text(&body, kind, options),
+    };
+    text.and_then(non_empty)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BodyKind {
+    Json,
+    Plain,
+    Html,
+}
+
+fn decode_page(page: &Page) -> (String, BodyKind) {
+    let content_type = page.content_type.as_deref().unwrap_or("").to_ascii_lowercase();
+    let kind = if content_type.contains("json") {
+        BodyKind::Json
+    } else if content_type.starts_with("text/plain") {
+        BodyKind::Plain
+    } else {
+        BodyKind::Html
+    };
+    (decode(&page.body, &content_type), kind)
+}
+
+fn non_empty(text: String) -> Result<String, ExtractError> {
     if text.trim().is_empty() { Err(ExtractError::Empty) } else { Ok(text) }
+}
+
+fn other_text(body: &str, kind: BodyKind, options: &ExtractOptions) -> Result<String, ExtractError> {
+    if kind == BodyKind::Plain {
+        return Ok(normalise(body));
+    }
+    let mut value: serde_json::Value =
+        serde_json::from_str(body).map_err(|e| ExtractError::InvalidJson(e.to_string()))?;
+    if let Some(pointer) = options.json_pointer.as_deref().filter(|p| !p.is_empty()) {
+        value = value.pointer(pointer).cloned().ok_or_else(|| ExtractError::SelectorMissing(pointer.to_owned()))?;
+    }
+    let mut pretty = serde_json::to_string_pretty(&canonical(value)).unwrap_or_default();
+    pretty.push('\n');
+    Ok(pretty)
+}
+
+fn dom_text(body: &str, selector: Option<&str>, options: &ExtractOptions) -> Result<String, ExtractError> {
+    let mut document = Html::parse_document(body);
+    for remove in &options.remove_selectors {
+        let parsed = parse_selector(remove)?;
+        let doomed: Vec<_> = document.select(&parsed).map(|e| e.id()).collect();
+        for id in doomed {
+            if let Some(mut node) = document.tree.get_mut(id) {
+                node.detach();
+            }
+        }
+    }
+    let links = options.keep_links;
+    match selector {
+        None => {
+            let mut raw = String::new();
+            push_text(document.root_element(), &mut raw, links);
+            Ok(normalise(&raw))
+        }
+        Some(selector) => {
+            let parsed = parse_selector(selector)?;
+            let mut raw = String::new();
+            let mut matched = false;
+            for element in document.select(&parsed) {
+                matched = true;
+                push_text(element, &mut raw, links);
+                raw.push('\n');
+            }
+            if !matched {
+                return Err(ExtractError::SelectorMissing(selector.to_owned()));
+            }
+            Ok(normalise(&raw))
+        }
+    }
 }
 
 /// Decodes the body with the charset of the `Content-Type`, else of a `<meta charset>` near the
