@@ -155,8 +155,13 @@ fn dom_text(body: &str, selector: Option<&str>, options: &ExtractOptions) -> Res
     let links = options.keep_links;
     match selector {
         None => {
+            // A remove selector matching the root element leaves no text (scraper's
+            // `root_element` would panic).
+            let Some(root) = document.tree.root().children().find_map(ElementRef::wrap) else {
+                return Ok(String::new());
+            };
             let mut raw = String::new();
-            push_text(document.root_element(), &mut raw, links);
+            push_text(root, &mut raw, links);
             Ok(normalise(&raw))
         }
         Some(selector) => {
