@@ -8,6 +8,7 @@ use crate::Page;
 mod lexer;
 mod matching;
 mod stream;
+mod tags;
 mod tree;
 
 /// Why a page yielded no text to compare.

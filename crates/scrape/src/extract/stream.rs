@@ -8,8 +8,9 @@ use selectors::parser::SelectorList;
 
 use super::lexer::Bail;
 use super::matching::{self, Matcher};
+use super::tags::Kind;
 use super::tree::{self, Element, Sink};
-use super::{BLOCKS, ExtractError, SKIPPED, normalise, parse_selector};
+use super::{ExtractError, normalise, parse_selector};
 
 /// The page's text as the DOM path would give it, `Err(Bail)` where the streaming path cannot
 /// be sure of that, `Ok(Err(_))` for the DOM path's own errors other than `Empty`.
@@ -125,7 +126,7 @@ impl<'s> Sink<'s> for Collector<'_> {
             self.captures.push(Capture { depth, slot, skip_from: None, preformatted: 0, hrefs: Vec::new() });
         }
         let name = &*element.name;
-        let skipped = element.removed_by.is_some() || SKIPPED.contains(&name);
+        let skipped = element.removed_by.is_some() || element.kind.has(Kind::SKIPPED);
         for capture in &mut self.captures {
             if capture.skip_from.is_some() {
                 continue;
@@ -140,7 +141,7 @@ impl<'s> Sink<'s> for Collector<'_> {
             if self.links && name == "a" {
                 capture.hrefs.push(element.attr("href").map(str::to_owned));
             }
-            if name == "br" || BLOCKS.contains(&name) {
+            if name == "br" || element.kind.has(Kind::BLOCK) {
                 target(&mut self.out, &mut self.nested, capture.slot).push('\n');
             }
         }
@@ -165,6 +166,7 @@ impl<'s> Sink<'s> for Collector<'_> {
     fn close(&mut self, stack: &[Element<'s>]) {
         let depth = stack.len() - 1;
         let name = &*stack[depth].name;
+        let kind = stack[depth].kind;
         for capture in &mut self.captures {
             match capture.skip_from {
                 Some(from) if from == depth => capture.skip_from = None,
@@ -182,7 +184,7 @@ impl<'s> Sink<'s> for Collector<'_> {
                         out.push_str(&href);
                         out.push(')');
                     }
-                    if BLOCKS.contains(&name) {
+                    if kind.has(Kind::BLOCK) {
                         out.push('\n');
                     } else if matches!(name, "td" | "th") {
                         out.push(' ');

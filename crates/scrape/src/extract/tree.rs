@@ -6,6 +6,7 @@
 use std::borrow::Cow;
 
 use super::lexer::{Attrs, Bail, Lexer, RawKind, Token};
+use super::tags::Kind;
 
 /// An open element as selectors and text collection see it.
 pub(super) struct Element<'s> {
@@ -13,6 +14,7 @@ pub(super) struct Element<'s> {
     pub(super) attrs: Attrs<'s>,
     /// The index of the first remove selector that detached this element, if any.
     pub(super) removed_by: Option<usize>,
+    pub(super) kind: Kind,
     mode: Mode,
 }
 
@@ -53,223 +55,6 @@ enum Phase {
     AfterHead,
     InBody,
 }
-
-/// html5ever's "special" category (tree_builder/tag_sets.rs).
-const SPECIAL: &[&str] = &[
-    "address",
-    "applet",
-    "area",
-    "article",
-    "aside",
-    "base",
-    "basefont",
-    "bgsound",
-    "blockquote",
-    "body",
-    "br",
-    "button",
-    "caption",
-    "center",
-    "col",
-    "colgroup",
-    "dd",
-    "details",
-    "dir",
-    "div",
-    "dl",
-    "dt",
-    "embed",
-    "fieldset",
-    "figcaption",
-    "figure",
-    "footer",
-    "form",
-    "frame",
-    "frameset",
-    "h1",
-    "h2",
-    "h3",
-    "h4",
-    "h5",
-    "h6",
-    "head",
-    "header",
-    "hgroup",
-    "hr",
-    "html",
-    "iframe",
-    "img",
-    "input",
-    "isindex",
-    "li",
-    "link",
-    "listing",
-    "main",
-    "marquee",
-    "menu",
-    "meta",
-    "nav",
-    "noembed",
-    "noframes",
-    "noscript",
-    "object",
-    "ol",
-    "p",
-    "param",
-    "plaintext",
-    "pre",
-    "script",
-    "section",
-    "select",
-    "source",
-    "style",
-    "summary",
-    "table",
-    "tbody",
-    "td",
-    "template",
-    "textarea",
-    "tfoot",
-    "th",
-    "thead",
-    "title",
-    "tr",
-    "track",
-    "ul",
-    "wbr",
-    "xmp",
-];
-
-/// Start tags that close an open `<p>` in button scope, then open an ordinary element.
-const CLOSES_P: &[&str] = &[
-    "address",
-    "article",
-    "aside",
-    "blockquote",
-    "center",
-    "details",
-    "dialog",
-    "dir",
-    "div",
-    "dl",
-    "fieldset",
-    "figcaption",
-    "figure",
-    "footer",
-    "header",
-    "hgroup",
-    "main",
-    "menu",
-    "nav",
-    "ol",
-    "p",
-    "search",
-    "section",
-    "summary",
-    "ul",
-];
-
-/// End tags with their own rules in the "in body" mode: accepted only when they close the
-/// current node, which every one of those rules then does.
-const CLOSES_CURRENT: &[&str] = &[
-    "address",
-    "article",
-    "aside",
-    "blockquote",
-    "button",
-    "center",
-    "details",
-    "dialog",
-    "dir",
-    "div",
-    "dl",
-    "fieldset",
-    "figcaption",
-    "figure",
-    "footer",
-    "header",
-    "hgroup",
-    "listing",
-    "main",
-    "menu",
-    "nav",
-    "ol",
-    "pre",
-    "search",
-    "section",
-    "select",
-    "summary",
-    "ul",
-    "form",
-    "option",
-    "p",
-    "li",
-    "dd",
-    "dt",
-    "h1",
-    "h2",
-    "h3",
-    "h4",
-    "h5",
-    "h6",
-    "a",
-    "b",
-    "big",
-    "code",
-    "em",
-    "font",
-    "i",
-    "nobr",
-    "s",
-    "small",
-    "strike",
-    "strong",
-    "tt",
-    "u",
-    "applet",
-    "marquee",
-    "object",
-];
-
-/// Start tags refused in the body: other insertion modes, foreign content, reparenting,
-/// attribute merging, ruby's implied end tags, or elements html5ever ignores there.
-const REFUSED_IN_BODY: &[&str] = &[
-    "html",
-    "body",
-    "head",
-    "frameset",
-    "frame",
-    "template",
-    "plaintext",
-    "image",
-    "isindex",
-    "select",
-    "xmp",
-    "noembed",
-    "math",
-    "svg",
-    "rb",
-    "rtc",
-    "rp",
-    "rt",
-    "caption",
-    "col",
-    "colgroup",
-    "tbody",
-    "td",
-    "tfoot",
-    "th",
-    "thead",
-    "tr",
-    "menuitem",
-];
-
-const VOID: &[&str] = &[
-    "area", "br", "embed", "img", "keygen", "wbr", "input", "param", "source", "track", "base", "basefont", "bgsound",
-    "link", "meta",
-];
-
-const TABLE_PARTS: &[&str] = &["caption", "col", "colgroup", "tbody", "td", "tfoot", "th", "thead", "tr"];
 
 fn is_space(c: char) -> bool {
     matches!(c, '\t' | '\n' | '\x0C' | '\r' | ' ')
@@ -351,7 +136,8 @@ impl<'s, S: Sink<'s>> Builder<'s, '_, S> {
             "colgroup" => Mode::ColumnGroup,
             _ => self.mode(),
         };
-        self.stack.push(Element { name, attrs, removed_by: None, mode });
+        let kind = Kind::of(&name);
+        self.stack.push(Element { name, attrs, removed_by: None, kind, mode });
         self.sink.open(&mut self.stack)
     }
 
@@ -502,10 +288,11 @@ impl<'s, S: Sink<'s>> Builder<'s, '_, S> {
     }
 
     fn start_in_body(&mut self, name: Cow<'s, str>, attrs: Attrs<'s>) -> Result<(), Bail> {
+        let table_part = Kind::of(&name).has(Kind::TABLE_PART);
         loop {
             let current = self.current();
             match (self.mode(), &*name) {
-                (Mode::Body | Mode::Cell | Mode::Caption, n) if !TABLE_PARTS.contains(&n) => {
+                (Mode::Body | Mode::Cell | Mode::Caption, _) if !table_part => {
                     return self.start_body_rules(name, attrs);
                 }
                 (Mode::Cell, _) if matches!(current, "td" | "th") => self.pop(),
@@ -523,16 +310,17 @@ impl<'s, S: Sink<'s>> Builder<'s, '_, S> {
 
     fn start_body_rules(&mut self, name: Cow<'s, str>, attrs: Attrs<'s>) -> Result<(), Bail> {
         let n = &*name;
-        if REFUSED_IN_BODY.contains(&n) {
+        let kind = Kind::of(n);
+        if kind.has(Kind::REFUSED_IN_BODY) {
             return Err(Bail("start tag with its own insertion mode or ignored in the body"));
         }
-        if VOID.contains(&n) {
+        if kind.has(Kind::VOID) {
             return self.void(name, attrs);
         }
         if raw_kind(n).is_some() {
             return self.raw(name, attrs);
         }
-        if CLOSES_P.contains(&n) || matches!(n, "table" | "hr" | "pre" | "listing" | "form") {
+        if kind.has(Kind::CLOSES_P) || matches!(n, "table" | "hr" | "pre" | "listing" | "form") {
             self.refuse_open_p()?;
         }
         match n {
@@ -552,7 +340,7 @@ impl<'s, S: Sink<'s>> Builder<'s, '_, S> {
                     if closes(&element.name) {
                         return Err(Bail("implicit end of a list item"));
                     }
-                    if SPECIAL.contains(&&*element.name) && !matches!(&*element.name, "address" | "div" | "p") {
+                    if element.kind.has(Kind::SPECIAL) && !matches!(&*element.name, "address" | "div" | "p") {
                         break;
                     }
                 }
@@ -594,6 +382,7 @@ impl<'s, S: Sink<'s>> Builder<'s, '_, S> {
     }
 
     fn end_in_body(&mut self, name: &str) -> Result<(), Bail> {
+        let table_part = Kind::of(name).has(Kind::TABLE_PART);
         loop {
             let current = self.current();
             let below = self.stack.len().checked_sub(2).map_or("", |i| &*self.stack[i].name);
@@ -617,7 +406,7 @@ impl<'s, S: Sink<'s>> Builder<'s, '_, S> {
                     self.pop();
                     return Ok(());
                 }
-                (Mode::Cell | Mode::Caption, n) if !TABLE_PARTS.contains(&n) && n != "table" => {
+                (Mode::Cell | Mode::Caption, n) if !table_part && n != "table" => {
                     return self.end_body_rules(name);
                 }
                 (Mode::Table, "table") | (Mode::ColumnGroup, "colgroup") | (Mode::Row, "tr") => {
@@ -639,7 +428,7 @@ impl<'s, S: Sink<'s>> Builder<'s, '_, S> {
         if matches!(name, "br" | "template") {
             return Err(Bail("</br> or </template>"));
         }
-        if CLOSES_CURRENT.contains(&name) {
+        if Kind::of(name).has(Kind::CLOSES_CURRENT) {
             if self.current() != name {
                 return Err(Bail("end tag closing more than the current node"));
             }
@@ -659,7 +448,7 @@ impl<'s, S: Sink<'s>> Builder<'s, '_, S> {
                 self.pop();
                 return Ok(());
             }
-            if SPECIAL.contains(&&*element.name) {
+            if element.kind.has(Kind::SPECIAL) {
                 return Ok(());
             }
         }
