@@ -1,3 +1,54 @@
+//! Turning a page body into the text that is compared between checks.
+//!
+//! HTML is read by one of two paths that give the same result:
+//!
+//! - The **DOM path** ([`extract_with_dom`]) builds the full tree with html5ever (through
+//!   scraper), detaches the remove selectors' matches, then walks the document or each match
+//!   of the selector. It is the reference.
+//! - The **streaming path** (`lexer`, `tree`, `matching`, `stream`) tokenizes the page itself,
+//!   keeps the stack of open elements html5ever would keep, matches selectors against that
+//!   stack with scraper's own parser and the same `selectors` engine, and collects text as
+//!   elements open and close. No tree is built. [`extract_with`] tries it first.
+//!
+//! The streaming path gives up (and the DOM path reads the page, costing both) whenever it
+//! cannot be sure of the DOM's answer. It falls back on:
+//!
+//! - **Selectors** (main or remove) that need more than the element and its ancestors:
+//!   sibling combinators, `:nth-*`, `:first-child` and the like, `:empty`, `:has()`,
+//!   `:scope`; a remove selector matching the root element when reading the whole page.
+//! - **Input**: a NUL character; an irregular character reference (a legacy one without `;`,
+//!   `&#` without digits or `;`, numeric references html5ever replaces: 0, surrogates, C1
+//!   controls, non-characters, out of range); `<!-->` and `<!--->`; a comment closed by
+//!   `--!>`; `<!--` inside a script (the script escape states); `=` before an attribute name;
+//!   `</` not followed by a letter or `>`; end of file inside a tag, comment, declaration or
+//!   raw text element.
+//! - **Tree construction** beyond a plain push or pop of the current node: any implicit end
+//!   (`<p>` closed by a block, `hr`, `table` and the like; `<li>`, `<dd>`, `<dt>`, `<option>`
+//!   closing a sibling; a heading inside a heading); nested `a`, `nobr`, `button` or `form`
+//!   (the adoption agency and friends); an end tag that is not for the current node, except
+//!   one html5ever ignores (an unknown name with a special element in between, `</body>`,
+//!   `</html>`, or `</head>` after the head); `</br>`, `</p>` without a `<p>` and the like;
+//!   tables except the well-nested subset (`caption`, `colgroup`/`col`, implied `tbody` and
+//!   `tr`, a cell or row closed by the next one or by the table's end tag), so no foster
+//!   parenting; elements with their own insertion mode or parsing (`template`, `select`,
+//!   `frameset`, `plaintext`, `xmp`, `noembed`, ruby's `rb`/`rt`/`rp`/`rtc`, `image`); foreign
+//!   content (`svg`, `math`); a second `html`, `head` or `body` (attribute merging); head
+//!   elements between `</head>` and the body.
+//!
+//! What the streaming path keeps exactly: implied `html`, `head` and `body` (also for empty
+//! pages, so `head` and `body` selectors still match); text in the head moving the page into
+//! the body; content after `</body>` and `</html>` staying in the current element; elements
+//! left open at the end of the file; raw text in `script`, `style`, `noscript` (scripting is on
+//! in html5ever), `iframe`, `noframes`, RCDATA in `title` and `textarea`; the line feed dropped
+//! after `<pre>`, `<listing>` and `<textarea>`; CR LF normalisation and a leading BOM;
+//! duplicate attributes (the first wins); `/>` ignored on HTML elements; the DOM path's quirks
+//! (matches in document order, a nested match's text once in the outer match and again on its
+//! own, matches inside a removed element still counted, with the removed element as their
+//! root).
+//!
+//! `tests/differential.rs` runs both paths over real, hand-written and generated pages and
+//! requires identical results.
+
 use ego_tree::iter::Edge;
 use scraper::{ElementRef, Html, Node, Selector};
 

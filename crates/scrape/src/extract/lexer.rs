@@ -246,8 +246,11 @@ pub(super) fn decode(s: &str) -> Result<Cow<'_, str>, Bail> {
     }
 }
 
-/// The reference after an `&`: bytes consumed and characters, or `None` for a literal `&`.
-fn reference(rest: &str) -> Result<Option<(usize, [Option<char>; 2])>, Bail> {
+/// A decoded reference: bytes consumed after the `&`, and its one or two characters.
+type Reference = (usize, [Option<char>; 2]);
+
+/// The reference after an `&`, or `None` for a literal `&`.
+fn reference(rest: &str) -> Result<Option<Reference>, Bail> {
     let b = rest.as_bytes();
     if b.first() == Some(&b'#') {
         return numeric(b).map(Some);
@@ -275,7 +278,7 @@ fn reference(rest: &str) -> Result<Option<(usize, [Option<char>; 2])>, Bail> {
     Ok(None)
 }
 
-fn numeric(b: &[u8]) -> Result<(usize, [Option<char>; 2]), Bail> {
+fn numeric(b: &[u8]) -> Result<Reference, Bail> {
     let hex = matches!(b.get(1), Some(b'x' | b'X'));
     let digits_start = if hex { 2 } else { 1 };
     let digits =
