@@ -1,13 +1,14 @@
-//! Extraction throughput on a ~20 KB product page, whole page and through a selector; line
-//! rules (compiled as a check compiles them, then applied).
+//! Extraction throughput on a ~20 KB product page, whole page and through a selector, by the
+//! DOM path and by the streaming path `extract` takes when it can; line rules (compiled as a
+//! check compiles them, then applied).
 //! Run with `cargo bench -p driftwatch-scrape`.
 #![allow(missing_docs)]
 
 use std::hint::black_box;
 use std::time::Instant;
 
-use driftwatch_core::TextRules;
-use driftwatch_scrape::{Page, Rules, extract};
+use driftwatch_core::{ExtractOptions, TextRules};
+use driftwatch_scrape::{ExtractPath, Page, Rules, extract, extract_with, extract_with_dom, extract_with_path};
 
 fn page() -> Page {
     let mut html =
@@ -41,14 +42,26 @@ fn measure(name: &str, iterations: u32, mut f: impl FnMut()) {
 fn main() {
     let page = page();
     println!("page size: {} bytes", page.body.len());
-    measure("extract whole page", 300, || {
-        black_box(extract(black_box(&page), None).ok());
+    let plain = ExtractOptions::default();
+    for (label, selector) in
+        [("whole page", None), ("#main-price", Some("#main-price")), (".price (200 hits)", Some(".price"))]
+    {
+        let (_, path) = extract_with_path(&page, selector, &plain);
+        assert_eq!(path, ExtractPath::Streaming, "the bench page must stream");
+        measure(&format!("dom: {label}"), 300, || {
+            black_box(extract_with_dom(black_box(&page), selector, &plain).ok());
+        });
+        measure(&format!("streaming: {label}"), 3000, || {
+            black_box(extract(black_box(&page), selector).ok());
+        });
+    }
+    let options = ExtractOptions { remove_selectors: vec!["nav".into(), "script".into()], keep_links: true, ..plain };
+    assert_eq!(extract_with_path(&page, Some("#main-price"), &options).1, ExtractPath::Streaming);
+    measure("dom: #main-price, 2 removes", 300, || {
+        black_box(extract_with_dom(black_box(&page), Some("#main-price"), &options).ok());
     });
-    measure("extract with #main-price", 300, || {
-        black_box(extract(black_box(&page), Some("#main-price")).ok());
-    });
-    measure("extract with .price (200 hits)", 300, || {
-        black_box(extract(black_box(&page), Some(".price")).ok());
+    measure("streaming: #main-price, 2 removes", 3000, || {
+        black_box(extract_with(black_box(&page), Some("#main-price"), &options).ok());
     });
     let spec = TextRules {
         ignore_lines: vec!["(?i)^(home|menu)$".into(), r"(?i)\bsponsored\b".into()],

@@ -1,9 +1,66 @@
+//! Turning a page body into the text that is compared between checks.
+//!
+//! HTML is read by one of two paths that give the same result:
+//!
+//! - The **DOM path** ([`extract_with_dom`]) builds the full tree with html5ever (through
+//!   scraper), detaches the remove selectors' matches, then walks the document or each match
+//!   of the selector. It is the reference.
+//! - The **streaming path** (`lexer`, `tree`, `matching`, `stream`) tokenizes the page itself,
+//!   keeps the stack of open elements html5ever would keep, matches selectors against that
+//!   stack with scraper's own parser and the same `selectors` engine, and collects text as
+//!   elements open and close. No tree is built. [`extract_with`] tries it first.
+//!
+//! The streaming path gives up (and the DOM path reads the page, costing both) whenever it
+//! cannot be sure of the DOM's answer. It falls back on:
+//!
+//! - **Selectors** (main or remove) that need more than the element and its ancestors:
+//!   sibling combinators, `:nth-*`, `:first-child` and the like, `:empty`, `:has()`,
+//!   `:scope`; a remove selector matching the root element when reading the whole page.
+//! - **Input**: a NUL character; an irregular character reference (a legacy one without `;`,
+//!   `&#` without digits or `;`, numeric references html5ever replaces: 0, surrogates, C1
+//!   controls, non-characters, out of range); `<!-->` and `<!--->`; a comment closed by
+//!   `--!>`; `<!--` inside a script (the script escape states); `=` before an attribute name;
+//!   `</` not followed by a letter or `>`; end of file inside a tag, comment, declaration or
+//!   raw text element.
+//! - **Tree construction** beyond a plain push or pop of the current node: any implicit end
+//!   (`<p>` closed by a block, `hr`, `table` and the like; `<li>`, `<dd>`, `<dt>`, `<option>`
+//!   closing a sibling; a heading inside a heading); nested `a`, `nobr`, `button` or `form`
+//!   (the adoption agency and friends); an end tag that is not for the current node, except
+//!   one html5ever ignores (an unknown name with a special element in between, `</body>`,
+//!   `</html>`, or `</head>` after the head); `</br>`, `</p>` without a `<p>` and the like;
+//!   tables except the well-nested subset (`caption`, `colgroup`/`col`, implied `tbody` and
+//!   `tr`, a cell or row closed by the next one or by the table's end tag), so no foster
+//!   parenting; elements with their own insertion mode or parsing (`template`, `select`,
+//!   `frameset`, `plaintext`, `xmp`, `noembed`, ruby's `rb`/`rt`/`rp`/`rtc`, `image`); foreign
+//!   content (`svg`, `math`); a second `html`, `head` or `body` (attribute merging); head
+//!   elements between `</head>` and the body.
+//!
+//! What the streaming path keeps exactly: implied `html`, `head` and `body` (also for empty
+//! pages, so `head` and `body` selectors still match); text in the head moving the page into
+//! the body; content after `</body>` and `</html>` staying in the current element; elements
+//! left open at the end of the file; raw text in `script`, `style`, `noscript` (scripting is on
+//! in html5ever), `iframe`, `noframes`, RCDATA in `title` and `textarea`; the line feed dropped
+//! after `<pre>`, `<listing>` and `<textarea>`; CR LF normalisation and a leading BOM;
+//! duplicate attributes (the first wins); `/>` ignored on HTML elements; the DOM path's quirks
+//! (matches in document order, a nested match's text once in the outer match and again on its
+//! own, matches inside a removed element still counted, with the removed element as their
+//! root).
+//!
+//! `tests/differential.rs` runs both paths over real, hand-written and generated pages and
+//! requires identical results.
+
 use ego_tree::iter::Edge;
 use scraper::{ElementRef, Html, Node, Selector};
 
 use driftwatch_core::ExtractOptions;
 
 use crate::Page;
+
+mod lexer;
+mod matching;
+mod stream;
+mod tags;
+mod tree;
 
 /// Why a page yielded no text to compare.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
@@ -57,54 +114,123 @@ pub fn extract(page: &Page, selector: Option<&str>) -> Result<String, ExtractErr
 /// [`extract`] with a watch's extraction options: elements removed first, links kept, a JSON
 /// Pointer into JSON bodies.
 pub fn extract_with(page: &Page, selector: Option<&str>, options: &ExtractOptions) -> Result<String, ExtractError> {
-    let content_type = page.content_type.as_deref().unwrap_or("").to_ascii_lowercase();
-    let body = decode(&page.body, &content_type);
-    let text = if content_type.contains("json") {
-        let mut value: serde_json::Value =
-            serde_json::from_str(&body).map_err(|e| ExtractError::InvalidJson(e.to_string()))?;
-        if let Some(pointer) = options.json_pointer.as_deref().filter(|p| !p.is_empty()) {
-            value = value.pointer(pointer).cloned().ok_or_else(|| ExtractError::SelectorMissing(pointer.to_owned()))?;
-        }
-        let mut pretty = serde_json::to_string_pretty(&canonical(value)).unwrap_or_default();
-        pretty.push('\n');
-        pretty
-    } else if content_type.starts_with("text/plain") {
-        normalise(&body)
-    } else {
-        let mut document = Html::parse_document(&body);
-        for remove in &options.remove_selectors {
-            let parsed = parse_selector(remove)?;
-            let doomed: Vec<_> = document.select(&parsed).map(|e| e.id()).collect();
-            for id in doomed {
-                if let Some(mut node) = document.tree.get_mut(id) {
-                    node.detach();
-                }
-            }
-        }
-        let links = options.keep_links;
-        match selector {
-            None => {
-                let mut raw = String::new();
-                push_text(document.root_element(), &mut raw, links);
-                normalise(&raw)
-            }
-            Some(selector) => {
-                let parsed = parse_selector(selector)?;
-                let mut raw = String::new();
-                let mut matched = false;
-                for element in document.select(&parsed) {
-                    matched = true;
-                    push_text(element, &mut raw, links);
-                    raw.push('\n');
-                }
-                if !matched {
-                    return Err(ExtractError::SelectorMissing(selector.to_owned()));
-                }
-                normalise(&raw)
-            }
-        }
+    extract_with_path(page, selector, options).0
+}
+
+/// How [`extract_with_path`] read a page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExtractPath {
+    /// HTML, read by the streaming extractor without building a tree.
+    Streaming,
+    /// HTML the streaming extractor could not be sure of, read through the DOM; says why.
+    Fallback(&'static str),
+    /// JSON or plain text: no HTML to read.
+    NotHtml,
+}
+
+/// [`extract_with`], also telling which path read the page (for benchmarks and tests).
+pub fn extract_with_path(
+    page: &Page,
+    selector: Option<&str>,
+    options: &ExtractOptions,
+) -> (Result<String, ExtractError>, ExtractPath) {
+    let (body, kind) = decode_page(page);
+    let (text, path) = match kind {
+        BodyKind::Html => match stream::html_text(&body, selector, &options.remove_selectors, options.keep_links) {
+            Ok(text) => (text, ExtractPath::Streaming),
+            Err(bail) => (dom_text(&body, selector, options), ExtractPath::Fallback(bail.0)),
+        },
+        _ => (other_text(&body, kind, options), ExtractPath::NotHtml),
     };
+    (text.and_then(non_empty), path)
+}
+
+/// [`extract_with`] with HTML always read through a full DOM (html5ever's tree builder): the
+/// reference the streaming extractor is tested against.
+pub fn extract_with_dom(page: &Page, selector: Option<&str>, options: &ExtractOptions) -> Result<String, ExtractError> {
+    let (body, kind) = decode_page(page);
+    let text = match kind {
+        BodyKind::Html => dom_text(&body, selector, options),
+        _ => other_text(&body, kind, options),
+    };
+    text.and_then(non_empty)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BodyKind {
+    Json,
+    Plain,
+    Html,
+}
+
+fn decode_page(page: &Page) -> (String, BodyKind) {
+    let content_type = page.content_type.as_deref().unwrap_or("").to_ascii_lowercase();
+    let kind = if content_type.contains("json") {
+        BodyKind::Json
+    } else if content_type.starts_with("text/plain") {
+        BodyKind::Plain
+    } else {
+        BodyKind::Html
+    };
+    (decode(&page.body, &content_type), kind)
+}
+
+fn non_empty(text: String) -> Result<String, ExtractError> {
     if text.trim().is_empty() { Err(ExtractError::Empty) } else { Ok(text) }
+}
+
+fn other_text(body: &str, kind: BodyKind, options: &ExtractOptions) -> Result<String, ExtractError> {
+    if kind == BodyKind::Plain {
+        return Ok(normalise(body));
+    }
+    let mut value: serde_json::Value =
+        serde_json::from_str(body).map_err(|e| ExtractError::InvalidJson(e.to_string()))?;
+    if let Some(pointer) = options.json_pointer.as_deref().filter(|p| !p.is_empty()) {
+        value = value.pointer(pointer).cloned().ok_or_else(|| ExtractError::SelectorMissing(pointer.to_owned()))?;
+    }
+    let mut pretty = serde_json::to_string_pretty(&canonical(value)).unwrap_or_default();
+    pretty.push('\n');
+    Ok(pretty)
+}
+
+fn dom_text(body: &str, selector: Option<&str>, options: &ExtractOptions) -> Result<String, ExtractError> {
+    let mut document = Html::parse_document(body);
+    for remove in &options.remove_selectors {
+        let parsed = parse_selector(remove)?;
+        let doomed: Vec<_> = document.select(&parsed).map(|e| e.id()).collect();
+        for id in doomed {
+            if let Some(mut node) = document.tree.get_mut(id) {
+                node.detach();
+            }
+        }
+    }
+    let links = options.keep_links;
+    match selector {
+        None => {
+            // A remove selector matching the root element leaves no text (scraper's
+            // `root_element` would panic).
+            let Some(root) = document.tree.root().children().find_map(ElementRef::wrap) else {
+                return Ok(String::new());
+            };
+            let mut raw = String::new();
+            push_text(root, &mut raw, links);
+            Ok(normalise(&raw))
+        }
+        Some(selector) => {
+            let parsed = parse_selector(selector)?;
+            let mut raw = String::new();
+            let mut matched = false;
+            for element in document.select(&parsed) {
+                matched = true;
+                push_text(element, &mut raw, links);
+                raw.push('\n');
+            }
+            if !matched {
+                return Err(ExtractError::SelectorMissing(selector.to_owned()));
+            }
+            Ok(normalise(&raw))
+        }
+    }
 }
 
 /// Decodes the body with the charset of the `Content-Type`, else of a `<meta charset>` near the

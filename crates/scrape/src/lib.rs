@@ -8,7 +8,9 @@ mod extract;
 mod fetch;
 mod rules;
 
-pub use extract::{ExtractError, extract, extract_with, validate_selector};
+pub use extract::{
+    ExtractError, ExtractPath, extract, extract_with, extract_with_dom, extract_with_path, validate_selector,
+};
 pub use fetch::{FetchError, FetchOptions, Fetched, Fetcher, Page, PageRequest};
 pub use rules::{RuleError, Rules};
 

@@ -1,0 +1,215 @@
+//! The streaming path: text collected while the page is tokenized, with the DOM path's rules
+//! (see `push_text`) applied to each selector match as its elements open and close.
+
+use std::borrow::Cow;
+
+use scraper::selector::Simple;
+use selectors::parser::SelectorList;
+
+use super::lexer::Bail;
+use super::matching::{self, Matcher};
+use super::tags::Kind;
+use super::tree::{self, Element, Sink};
+use super::{ExtractError, normalise, parse_selector};
+
+/// The page's text as the DOM path would give it, `Err(Bail)` where the streaming path cannot
+/// be sure of that, `Ok(Err(_))` for the DOM path's own errors other than `Empty`.
+pub(super) fn html_text(
+    body: &str,
+    selector: Option<&str>,
+    remove: &[String],
+    links: bool,
+) -> Result<Result<String, ExtractError>, Bail> {
+    // Same order of checks as the DOM path: remove selectors first, then the selector.
+    let mut removes = Vec::with_capacity(remove.len());
+    for text in remove {
+        match parse(text)? {
+            Ok(list) => removes.push(list),
+            Err(e) => return Ok(Err(e)),
+        }
+    }
+    let main = match selector.map(parse).transpose()? {
+        Some(Err(e)) => return Ok(Err(e)),
+        Some(Ok(list)) => Some(list),
+        None => None,
+    };
+    if body.contains('\0') {
+        return Err(Bail("NUL character"));
+    }
+    // The tokenizer's input preprocessing: CR LF and lone CR become LF; a leading BOM goes.
+    let body = if body.contains('\r') {
+        Cow::Owned(body.replace("\r\n", "\n").replace('\r', "\n"))
+    } else {
+        Cow::Borrowed(body)
+    };
+    let body = body.strip_prefix('\u{feff}').unwrap_or(&body);
+
+    let mut collector = Collector {
+        main: main.as_ref(),
+        removes: &removes,
+        links,
+        matcher: Matcher::default(),
+        out: String::with_capacity(body.len() / 2),
+        nested: Vec::new(),
+        captures: Vec::new(),
+        matched: false,
+    };
+    tree::build(body, &mut collector)?;
+    Ok(match selector {
+        Some(selector) if !collector.matched => Err(ExtractError::SelectorMissing(selector.to_owned())),
+        _ => Ok(normalise(&collector.out)),
+    })
+}
+
+fn parse(selector: &str) -> Result<Result<SelectorList<Simple>, ExtractError>, Bail> {
+    match matching::parse(selector) {
+        Some(list) if matching::streamable(&list) => Ok(Ok(list)),
+        Some(_) => Err(Bail("selector needs siblings, children or pseudo-classes")),
+        // Both parsers are the same: this words the same failure as the DOM path does.
+        None => match parse_selector(selector) {
+            Err(e) => Ok(Err(e)),
+            Ok(_) => Err(Bail("selector parsers disagree")),
+        },
+    }
+}
+
+/// The text of one match (or of the whole document) being collected.
+struct Capture {
+    /// Stack depth of the matched element.
+    depth: usize,
+    /// Where its text goes: `None` for the output itself (the outermost match), else an index
+    /// into `nested`, whose texts follow the outermost match's in order of their start.
+    slot: Option<usize>,
+    /// Depth of the skipped or removed element being passed over.
+    skip_from: Option<usize>,
+    preformatted: usize,
+    hrefs: Vec<Option<String>>,
+}
+
+struct Collector<'a> {
+    main: Option<&'a SelectorList<Simple>>,
+    removes: &'a [SelectorList<Simple>],
+    links: bool,
+    matcher: Matcher,
+    out: String,
+    nested: Vec<String>,
+    captures: Vec<Capture>,
+    matched: bool,
+}
+
+impl<'s> Sink<'s> for Collector<'_> {
+    fn open(&mut self, stack: &mut [Element<'s>]) -> Result<(), Bail> {
+        let depth = stack.len() - 1;
+        // The DOM path detaches each remove selector's matches in turn; an element already
+        // detached has no parent, so later selectors do not see it.
+        for (k, remove) in self.removes.iter().enumerate() {
+            if self.matcher.matches(remove, stack, depth, k) {
+                stack[depth].removed_by = Some(k);
+                break;
+            }
+        }
+        let element = &stack[depth];
+        let starts = match self.main {
+            None if depth == 0 && element.removed_by.is_some() => return Err(Bail("the root element is removed")),
+            None => depth == 0,
+            // Elements inside a detached subtree still have a parent and still match.
+            Some(main) => element.removed_by.is_none() && self.matcher.matches(main, stack, depth, self.removes.len()),
+        };
+        if starts {
+            self.matched = true;
+            let slot = if self.captures.is_empty() {
+                None
+            } else {
+                self.nested.push(String::new());
+                Some(self.nested.len() - 1)
+            };
+            self.captures.push(Capture { depth, slot, skip_from: None, preformatted: 0, hrefs: Vec::new() });
+        }
+        let name = &*element.name;
+        let skipped = element.removed_by.is_some() || element.kind.has(Kind::SKIPPED);
+        for capture in &mut self.captures {
+            if capture.skip_from.is_some() {
+                continue;
+            }
+            if skipped {
+                capture.skip_from = Some(depth);
+                continue;
+            }
+            if name == "pre" {
+                capture.preformatted += 1;
+            }
+            if self.links && name == "a" {
+                capture.hrefs.push(element.attr("href").map(str::to_owned));
+            }
+            if name == "br" || element.kind.has(Kind::BLOCK) {
+                target(&mut self.out, &mut self.nested, capture.slot).push('\n');
+            }
+        }
+        Ok(())
+    }
+
+    fn text(&mut self, text: &str) {
+        for capture in &self.captures {
+            if capture.skip_from.is_some() {
+                continue;
+            }
+            let out = target(&mut self.out, &mut self.nested, capture.slot);
+            // Source line breaks are plain whitespace in HTML, except inside <pre>.
+            if capture.preformatted > 0 {
+                out.push_str(text);
+            } else {
+                out.extend(text.chars().map(|c| if c == '\n' { ' ' } else { c }));
+            }
+        }
+    }
+
+    fn close(&mut self, stack: &[Element<'s>]) {
+        let depth = stack.len() - 1;
+        let name = &*stack[depth].name;
+        let kind = stack[depth].kind;
+        for capture in &mut self.captures {
+            match capture.skip_from {
+                Some(from) if from == depth => capture.skip_from = None,
+                Some(_) => {}
+                None => {
+                    let out = target(&mut self.out, &mut self.nested, capture.slot);
+                    if name == "pre" {
+                        capture.preformatted = capture.preformatted.saturating_sub(1);
+                    }
+                    if self.links
+                        && name == "a"
+                        && let Some(Some(href)) = capture.hrefs.pop()
+                    {
+                        out.push_str(" (");
+                        out.push_str(&href);
+                        out.push(')');
+                    }
+                    if kind.has(Kind::BLOCK) {
+                        out.push('\n');
+                    } else if matches!(name, "td" | "th") {
+                        out.push(' ');
+                    }
+                }
+            }
+        }
+        if self.captures.last().is_some_and(|c| c.depth == depth)
+            && let Some(capture) = self.captures.pop()
+        {
+            if self.main.is_some() {
+                target(&mut self.out, &mut self.nested, capture.slot).push('\n');
+            }
+            if capture.slot.is_none() {
+                for text in self.nested.drain(..) {
+                    self.out.push_str(&text);
+                }
+            }
+        }
+    }
+}
+
+fn target<'o>(out: &'o mut String, nested: &'o mut [String], slot: Option<usize>) -> &'o mut String {
+    match slot {
+        None => out,
+        Some(i) => &mut nested[i],
+    }
+}
