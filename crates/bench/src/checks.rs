@@ -86,12 +86,7 @@ fn page(n: usize, version: u64) -> String {
 use crate::cpu_seconds;
 
 fn peak_rss_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
+    crate::status_mib("VmHWM")
 }
 
 async fn wait_for_runs(store: &Store, n: i64) -> anyhow::Result<()> {

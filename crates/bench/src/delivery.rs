@@ -456,10 +456,5 @@ async fn offer(
 /// grow), in MiB. The database file's pages mapped by SQLite (`RssFile`) are left out: they are
 /// the page cache's, shared and reclaimable.
 fn rss_mib_now() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("RssAnon:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
+    crate::status_mib("RssAnon")
 }

@@ -33,3 +33,13 @@ pub(crate) fn postgres_cpu_seconds() -> f64 {
         .map(|stat| stat_cpu_seconds(&stat))
         .sum()
 }
+
+/// A `/proc/self/status` memory field (`VmHWM`, `RssAnon`, …) in MiB; 0 where unreadable.
+pub(crate) fn status_mib(field: &str) -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}

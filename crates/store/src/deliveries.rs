@@ -541,11 +541,10 @@ fn move_on(conn: &mut DbConn, records: &[AttemptRecord], order: &[usize]) -> Sto
     match conn {
         DbConn::Pg(pg) => {
             use diesel::sql_types::{Array, BigInt, Integer, Nullable, Text, Timestamp};
-            let pick = |f: &dyn Fn(&AttemptRecord) -> String| order.iter().map(|&i| f(&records[i])).collect::<Vec<_>>();
-            let ids = pick(&|r| r.delivery_id.clone());
-            let owners = pick(&|r| r.owner.clone());
-            let statuses = pick(&|r| r.completion.status.as_str().to_owned());
             let ordered = || order.iter().map(|&i| &records[i]);
+            let ids: Vec<&str> = ordered().map(|r| r.delivery_id.as_str()).collect();
+            let owners: Vec<&str> = ordered().map(|r| r.owner.as_str()).collect();
+            let statuses: Vec<&str> = ordered().map(|r| r.completion.status.as_str()).collect();
             let attempts: Vec<i32> = ordered().map(|r| r.completion.attempts).collect();
             let next: Vec<NaiveDateTime> = ordered().map(|r| r.completion.next_attempt_at).collect();
             let codes: Vec<Option<i32>> = ordered().map(|r| r.completion.last_status_code).collect();
@@ -557,7 +556,7 @@ fn move_on(conn: &mut DbConn, records: &[AttemptRecord], order: &[usize]) -> Sto
                         .then_some(r.completion.now)
                 })
                 .collect();
-            let attempt_ids = pick(&|r| r.attempt.id.clone());
+            let attempt_ids: Vec<&str> = ordered().map(|r| r.attempt.id.as_str()).collect();
             let numbers: Vec<i32> = ordered().map(|r| r.attempt.attempt_number).collect();
             let attempt_codes: Vec<Option<i32>> = ordered().map(|r| r.attempt.status_code).collect();
             let attempt_errors: Vec<Option<String>> = ordered().map(|r| r.attempt.error.clone()).collect();
@@ -565,7 +564,7 @@ fn move_on(conn: &mut DbConn, records: &[AttemptRecord], order: &[usize]) -> Sto
             let durations: Vec<i64> = ordered().map(|r| r.attempt.duration_ms).collect();
             let kinds: Vec<Option<String>> = ordered().map(|r| r.attempt.error_kind.clone()).collect();
             let snippets: Vec<Option<String>> = ordered().map(|r| r.attempt.response_snippet.clone()).collect();
-            let triggers = pick(&|r| r.attempt.trigger.clone());
+            let triggers: Vec<&str> = ordered().map(|r| r.attempt.trigger.as_str()).collect();
             #[derive(QueryableByName)]
             struct Moved {
                 #[diesel(sql_type = Text)]
