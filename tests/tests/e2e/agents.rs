@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::{Backend, PageServer, Receiver, SendChecked, TestApp};
+use crate::support::{Backend, PageServer, Receiver, SendChecked, TestApp, eventually};
 
 pub async fn tokens_are_managed_and_scoped(backend: Backend) {
     let app = TestApp::start(backend).await;
@@ -211,10 +211,17 @@ pub async fn a_key_in_flight_is_not_run_twice(backend: Backend) {
         app.post(&format!("/endpoints/{}/test", endpoint["id"].as_str().expect("id")), &token, json!({})).await;
     assert_eq!(status, StatusCode::ACCEPTED);
     receiver.wait_for(1).await;
+    // The receiver has answered, but the attempt is recorded a moment later (completions are
+    // batched); until then the delivery is leased and a redelivery would rightly answer 409.
+    let delivery_id = delivery["id"].as_str().expect("id");
+    eventually("the test event to be recorded as sent", || async {
+        (app.ok(&format!("/deliveries/{delivery_id}"), &token).await["status"] == "sent").then_some(())
+    })
+    .await;
 
     // A redelivery holds its request until the (slow) receiver answers.
     receiver.set_delay(Duration::from_secs(2));
-    let path = format!("{}/deliveries/{}/redeliver", app.base, delivery["id"].as_str().expect("id"));
+    let path = format!("{}/deliveries/{delivery_id}/redeliver", app.base);
     let redeliver = || app.http.post(&path).bearer_auth(&token).header("idempotency-key", "once").send_checked();
     let first = tokio::spawn(redeliver());
     receiver.wait_for(2).await; // the first is in flight
