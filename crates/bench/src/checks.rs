@@ -22,6 +22,8 @@ pub struct ChecksBench {
     pub concurrency: usize,
     /// Seconds of idle to measure the scheduler's CPU over.
     pub idle_seconds: u64,
+    /// An empty database to use (default: a temporary SQLite file).
+    pub database_url: Option<String>,
 }
 
 /// The figures of one run.
@@ -43,6 +45,9 @@ pub struct ChecksReport {
     pub change_cpu_us: f64,
     /// The page server's CPU per page served, in microseconds (its own thread).
     pub server_cpu_us: f64,
+    /// PostgreSQL's CPU per check with a change, in microseconds (`None` on SQLite, which runs
+    /// inside driftwatch and is counted in its CPU).
+    pub database_cpu_us: Option<f64>,
     /// Peak resident memory of the process, in MiB.
     pub peak_rss_mib: f64,
     /// Process CPU while idle with every watch scheduled, in percent of one core.
@@ -63,6 +68,9 @@ impl std::fmt::Display for ChecksReport {
             "CPU per check      {:.0} us baseline, {:.0} us with a change (driftwatch alone: the page server's thread excluded)",
             self.baseline_cpu_us, self.change_cpu_us
         )?;
+        if let Some(db) = self.database_cpu_us {
+            writeln!(f, "database CPU       {db:.0} us per check with a change (PostgreSQL processes)")?;
+        }
         writeln!(f, "page server CPU    {:.0} us per page served (its own thread)", self.server_cpu_us)?;
         writeln!(f, "peak RSS           {:.1} MiB (whole process: server, pages, database)", self.peak_rss_mib)?;
         write!(
@@ -83,7 +91,7 @@ fn page(n: usize, version: u64) -> String {
     html
 }
 
-use crate::cpu_seconds;
+use crate::{cpu_seconds, postgres_cpu_seconds};
 
 fn peak_rss_mib() -> f64 {
     crate::status_mib("VmHWM")
@@ -146,7 +154,7 @@ impl PageServer {
     }
 }
 
-/// Runs the benchmark on a temporary SQLite file.
+/// Runs the benchmark on a temporary SQLite file, or on the empty database given.
 pub async fn checks(bench: &ChecksBench) -> anyhow::Result<ChecksReport> {
     let count = bench.watches.max(1);
     let version = Arc::new(AtomicU64::new(0));
@@ -154,10 +162,9 @@ pub async fn checks(bench: &ChecksBench) -> anyhow::Result<ChecksReport> {
     let addr = server.addr;
 
     let dir = tempfile::tempdir()?;
-    let store = Store::open(
-        &format!("sqlite://{}", dir.path().join("bench.db").display()),
-        &PoolOptions { max_size: 8, ..PoolOptions::default() },
-    )?;
+    let url =
+        bench.database_url.clone().unwrap_or_else(|| format!("sqlite://{}", dir.path().join("bench.db").display()));
+    let store = Store::open(&url, &PoolOptions { max_size: 8, ..PoolOptions::default() })?;
     store.migrate().await?;
     store
         .write(move |c| {
@@ -205,11 +212,12 @@ pub async fn checks(bench: &ChecksBench) -> anyhow::Result<ChecksReport> {
     let now = SystemClock.now().naive_utc();
     store.write(move |c| Ok(diesel::update(watches::table).set(watches::next_run_at.eq(now)).execute(c)?)).await?;
     let started = Instant::now();
-    let cpu_before = (cpu_seconds(), server.cpu_seconds());
+    let cpu_before = (cpu_seconds(), server.cpu_seconds(), postgres_cpu_seconds());
     runner.wake();
     wait_for_runs(&store, 2 * count as i64).await?;
     let changed = started.elapsed();
     let change_cpu = (cpu_seconds() - cpu_before.0, server.cpu_seconds() - cpu_before.1);
+    let database_cpu = postgres_cpu_seconds() - cpu_before.2;
 
     // Idle: every watch is due in an hour; the scheduler should sleep.
     let cpu = cpu_seconds();
@@ -227,6 +235,7 @@ pub async fn checks(bench: &ChecksBench) -> anyhow::Result<ChecksReport> {
         baseline_cpu_us: (baseline_cpu.0 - baseline_cpu.1) * 1e6 / count as f64,
         change_cpu_us: (change_cpu.0 - change_cpu.1) * 1e6 / count as f64,
         server_cpu_us: change_cpu.1 * 1e6 / count as f64,
+        database_cpu_us: (store.backend() == "postgres").then(|| database_cpu * 1e6 / count as f64),
         peak_rss_mib: peak_rss_mib(),
         idle_cpu_percent: idle_cpu,
     })

@@ -91,8 +91,9 @@ enum Command {
 
 #[derive(Subcommand)]
 enum BenchCommand {
-    /// Page checks per second (baseline and with change detection), peak memory and idle CPU,
-    /// against a local page server, on a temporary SQLite file.
+    /// Page checks per second (baseline and with change detection), CPU per check, peak memory
+    /// and idle CPU, against a local page server, on a temporary SQLite file or the database
+    /// given.
     Checks {
         /// Watches, each its own ~20 KB page with a selector.
         #[arg(long, default_value_t = 1_000)]
@@ -103,6 +104,9 @@ enum BenchCommand {
         /// Seconds of idle over which the scheduler's CPU is measured.
         #[arg(long, default_value_t = 10)]
         idle_seconds: u64,
+        /// An empty database to use (default: a temporary SQLite file).
+        #[arg(long)]
+        database_url: Option<String>,
     },
     /// Render time of the browser UI's watches page (50 of many watches, with their change
     /// strips), in-process through the router.
@@ -310,9 +314,9 @@ async fn main() -> anyhow::Result<()> {
         Command::Check { url, selector, options, diff_against, allow_private_targets } => {
             check(&url, selector.as_deref(), options.as_deref(), diff_against.as_deref(), allow_private_targets).await
         }
-        Command::Bench(BenchCommand::Checks { watches, concurrency, idle_seconds }) => {
-            let report =
-                driftwatch_bench::checks(&driftwatch_bench::ChecksBench { watches, concurrency, idle_seconds }).await?;
+        Command::Bench(BenchCommand::Checks { watches, concurrency, idle_seconds, database_url }) => {
+            let bench = driftwatch_bench::ChecksBench { watches, concurrency, idle_seconds, database_url };
+            let report = driftwatch_bench::checks(&bench).await?;
             println!("{report}");
             Ok(())
         }

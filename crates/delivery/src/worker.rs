@@ -8,7 +8,7 @@ use chrono::{NaiveDateTime, TimeDelta};
 use driftwatch_core::{AttemptTrigger, Clock, DeliveryStatus, EventType, IdKind, new_id};
 use driftwatch_store::deliveries::{self, AttemptRecord, Completion, Health, Job, Redelivery};
 use driftwatch_store::outbox::NewEvent;
-use driftwatch_store::{Delivery, DeliveryAttempt, Endpoint, Event, Store, StoreError};
+use driftwatch_store::{Delivery, DeliveryAttempt, Endpoint, Event, Store, StoreError, batch};
 use tokio::sync::{Notify, Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -158,20 +158,8 @@ const COMPLETION_BATCH: usize = 256;
 
 /// Writes finished attempts in batches: one transaction for whatever accumulated while the
 /// previous one was being written. Ends when every worker handle is gone.
-async fn write_completions(store: Store, queue: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<PendingRecord>>>) {
-    loop {
-        let batch = {
-            let mut queue = queue.lock().await;
-            let Some(first) = queue.recv().await else { return };
-            let mut batch = vec![first];
-            while batch.len() < COMPLETION_BATCH {
-                match queue.try_recv() {
-                    Ok(next) => batch.push(next),
-                    Err(_) => break,
-                }
-            }
-            batch
-        };
+async fn write_completions(store: Store, queue: batch::Queue<PendingRecord>) {
+    while let Some(batch) = batch::next_batch(&queue, COMPLETION_BATCH).await {
         let (records, waiting): (Vec<AttemptRecord>, Vec<_>) =
             batch.into_iter().map(|p| (p.record, p.recorded)).unzip();
         let written = store.write(move |c| deliveries::complete_all(c, &records, &disabled_event)).await;

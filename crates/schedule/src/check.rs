@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use driftwatch_core::{EventType, IdKind, RunOutcome, WatchHealth, WatchOptions, hex, new_id};
 use driftwatch_scrape::{ExtractError, Fetched, PageRequest, Rules, extract_with};
-use driftwatch_store::checks::{self, CheckResult};
+use driftwatch_store::checks::CheckResult;
 use driftwatch_store::outbox::NewEvent;
 use driftwatch_store::{Event, Run, Snapshot, StoreError, Watch, watches};
 use sha2::{Digest, Sha256};
@@ -26,6 +26,38 @@ enum PageText {
     Text(String),
     NotModified,
     Failed { error: String, selector_missing: bool },
+}
+
+/// What comparing a page's text with the last snapshot found.
+struct Compared {
+    outcome: RunOutcome,
+    /// Why there was no text to compare.
+    error: Option<String>,
+    /// Why a change raised no alert.
+    note: Option<String>,
+    /// The new snapshot (a baseline or a change).
+    snapshot: Option<Snapshot>,
+    /// The change's event, unless it was kept quiet.
+    event: Option<NewEvent>,
+    /// The error was the selector matching nothing.
+    selector_missing: bool,
+}
+
+impl Compared {
+    fn outcome(outcome: RunOutcome) -> Compared {
+        Compared { outcome, error: None, note: None, snapshot: None, event: None, selector_missing: false }
+    }
+}
+
+/// The run, and the watch's health after it.
+struct Decided {
+    run: Run,
+    health: WatchHealth,
+    consecutive_failures: i32,
+    /// `check.failed`, `selector.missing` or `check.recovered` when the health changed.
+    health_event: Option<NewEvent>,
+    /// The health before, when it changed.
+    health_changed_from: Option<WatchHealth>,
 }
 
 /// Why a check on demand did not run.
@@ -89,6 +121,8 @@ impl Runner {
     }
 
     /// Checks a watch leased to `owner` and records the result; returns the run.
+    ///
+    /// read -> compare -> decide -> record.
     pub(crate) async fn check(&self, watch: Watch, owner: String) -> Result<Run, StoreError> {
         let started = self.now();
         let clock = std::time::Instant::now();
@@ -101,136 +135,142 @@ impl Runner {
             self.store().write(move |c| watches::extend_lease(c, &id, &lease, until)).await?;
         }
         let page = self.read(&watch, &options, true).await;
-        let mut run = Run {
+        let (http_status, bytes, validators) = (page.http_status, page.bytes, page.validators);
+        let compared = self.compare(&watch, &options, page.text).await?;
+        let run = Run {
             id: new_id(IdKind::Run),
             watch_id: watch.id.clone(),
             started_at: started,
-            finished_at: started,
-            outcome: RunOutcome::Failed.as_str().to_owned(),
-            http_status: page.http_status,
-            duration_ms: 0,
-            bytes: page.bytes,
-            error: None,
-            note: None,
-            snapshot_id: None,
-            event_id: None,
+            finished_at: self.now(),
+            outcome: compared.outcome.as_str().to_owned(),
+            http_status,
+            duration_ms: clock.elapsed().as_millis() as i64,
+            bytes,
+            error: compared.error,
+            note: compared.note,
+            snapshot_id: compared.snapshot.as_ref().map(|s| s.id.clone()),
+            event_id: compared.event.as_ref().map(|e| e.event.id.clone()),
         };
-        let validators = page.validators;
-        let (not_modified, selector_missing) = match &page.text {
-            PageText::NotModified => (true, false),
-            PageText::Failed { selector_missing, .. } => (false, *selector_missing),
-            PageText::Text(_) => (false, false),
+        let decided = self.decide(&watch, run, compared.selector_missing);
+        let result = CheckResult {
+            watch_id: watch.id.clone(),
+            account_id: watch.account_id.clone(),
+            lease_owner: owner,
+            run: decided.run.clone(),
+            snapshot: compared.snapshot,
+            events: compared.event.into_iter().chain(decided.health_event).collect(),
+            health: decided.health.as_str().to_owned(),
+            validators,
+            max_attempts: self.config().max_attempts,
+            consecutive_failures: decided.consecutive_failures,
+            next_run_at: Timing::of(&watch).next_after(decided.run.finished_at.and_utc(), &watch.id).naive_utc(),
+            watch_updated_at: watch.updated_at,
+            now: decided.run.finished_at,
         };
-        let text = match page.text {
-            PageText::Text(text) => Ok(text),
-            PageText::NotModified => Err(String::new()),
-            PageText::Failed { error, .. } => Err(error),
-        };
-        let mut snapshot = None;
-        let mut events = Vec::new();
-        match text {
+        self.record(result, decided.health_changed_from).await?;
+        Ok(decided.run)
+    }
+
+    /// Compares the page's text with the watch's last snapshot: a baseline, unchanged, or a
+    /// change (with its new snapshot, and its event unless the noise rules or a confirming
+    /// fetch keep it quiet); or the error that left no text to compare.
+    async fn compare(&self, watch: &Watch, options: &WatchOptions, text: PageText) -> Result<Compared, StoreError> {
+        let text = match text {
             // 304: the page is as it was, so is its text; nothing to extract or compare.
-            Err(_) if not_modified => run.outcome = RunOutcome::Unchanged.as_str().to_owned(),
-            Err(error) => run.error = Some(error),
-            Ok(text) => {
-                let hash = hex(&Sha256::digest(text.as_bytes()));
-                let watch_id = watch.id.clone();
-                let previous = self.store().run(move |c| watches::latest_snapshot(c, &watch_id)).await?;
-                let now = self.now();
-                let new_snapshot = || Snapshot {
-                    id: new_id(IdKind::Snapshot),
-                    watch_id: watch.id.clone(),
-                    content_hash: hash.clone(),
-                    content: text.clone(),
-                    created_at: now,
-                };
-                match previous {
-                    // First check, or the first since the watch's settings changed.
-                    _ if watch.rebaseline && previous.as_ref().is_none_or(|p| p.content_hash != hash) => {
-                        let s = new_snapshot();
-                        run.outcome = RunOutcome::Baseline.as_str().to_owned();
-                        run.snapshot_id = Some(s.id.clone());
-                        snapshot = Some(s);
-                    }
-                    None => {
-                        let s = new_snapshot();
-                        run.outcome = RunOutcome::Baseline.as_str().to_owned();
-                        run.snapshot_id = Some(s.id.clone());
-                        snapshot = Some(s);
-                    }
-                    Some(prev) if prev.content_hash == hash => {
-                        run.outcome = RunOutcome::Unchanged.as_str().to_owned();
-                    }
-                    Some(prev) => {
-                        let s = new_snapshot();
-                        let change = driftwatch_diff::diff_texts(&prev.content, &text, &prev.id, &s.id);
-                        let known = match options.noise.known_states.filter(|n| *n > 0) {
-                            Some(n) => {
-                                let (watch_id, hash) = (watch.id.clone(), hash.clone());
-                                self.store()
-                                    .run(move |c| watches::is_recent_state(c, &watch_id, &hash, i64::from(n)))
-                                    .await?
-                            }
-                            None => false,
-                        };
-                        // Rules were validated when saved; should they no longer compile, alert.
-                        let verdict = Noise::new(&options.noise)
-                            .map_or(Ok(()), |noise| noise.decide(&change, &prev.content, &text, known));
-                        if let Err(quiet) = &verdict {
-                            run.note = Some(format!("no alert: {quiet}"));
-                        }
-                        let verdict = match (verdict, options.noise.confirm_after_seconds) {
-                            (Ok(()), Some(seconds)) if is_alert(&change) => {
-                                // Ask again a little later: alert only if the page agrees.
-                                tokio::time::sleep(Duration::from_secs(u64::from(seconds.clamp(1, 60)))).await;
-                                match self.read(&watch, &options, false).await.text {
-                                    PageText::Text(again) if again == text => Ok(()),
-                                    _ => {
-                                        run.note = Some("no alert: a second fetch did not confirm the change".into());
-                                        Err(())
-                                    }
-                                }
-                            }
-                            (verdict, _) => verdict.map_err(|_| ()),
-                        };
-                        if is_alert(&change) && verdict.is_ok() {
-                            let event_id = new_id(IdKind::Event);
-                            let payload = change_payload(
-                                &event_id,
-                                WatchRef { id: &watch.id, name: &watch.name, url: &watch.url },
-                                &change,
-                                SnapshotPair { previous: &prev.id, current: &s.id },
-                                now.and_utc(),
-                            );
-                            let slack_body = driftwatch_alert::slack_message(&payload);
-                            events.extend(
-                                Some(Event {
-                                    id: event_id.clone(),
-                                    account_id: watch.account_id.clone(),
-                                    watch_id: Some(watch.id.clone()),
-                                    endpoint_id: None,
-                                    event_type: EventType::ChangeDetected.as_str().to_owned(),
-                                    previous_snapshot_id: Some(prev.id.clone()),
-                                    snapshot_id: Some(s.id.clone()),
-                                    added: change.added as i32,
-                                    removed: change.removed as i32,
-                                    payload,
-                                    created_at: now,
-                                })
-                                .map(|event| NewEvent { event, slack_body }),
-                            );
-                            run.event_id = Some(event_id);
-                        }
-                        run.outcome = RunOutcome::Changed.as_str().to_owned();
-                        run.snapshot_id = Some(s.id.clone());
-                        snapshot = Some(s);
-                    }
-                }
+            PageText::NotModified => return Ok(Compared::outcome(RunOutcome::Unchanged)),
+            PageText::Failed { error, selector_missing } => {
+                return Ok(Compared { error: Some(error), selector_missing, ..Compared::outcome(RunOutcome::Failed) });
+            }
+            PageText::Text(text) => text,
+        };
+        let hash = hex(&Sha256::digest(text.as_bytes()));
+        let watch_id = watch.id.clone();
+        let previous = self.store().run(move |c| watches::latest_snapshot(c, &watch_id)).await?;
+        let now = self.now();
+        let snapshot = |content: String| Snapshot {
+            id: new_id(IdKind::Snapshot),
+            watch_id: watch.id.clone(),
+            content_hash: hash.clone(),
+            content,
+            created_at: now,
+        };
+        let prev = match previous {
+            // First check, or the first since the watch's settings changed.
+            _ if watch.rebaseline && previous.as_ref().is_none_or(|p| p.content_hash != hash) => None,
+            None => None,
+            Some(prev) if prev.content_hash == hash => return Ok(Compared::outcome(RunOutcome::Unchanged)),
+            Some(prev) => Some(prev),
+        };
+        let Some(prev) = prev else {
+            return Ok(Compared { snapshot: Some(snapshot(text)), ..Compared::outcome(RunOutcome::Baseline) });
+        };
+        let current = snapshot(String::new());
+        let change = driftwatch_diff::diff_texts(&prev.content, &text, &prev.id, &current.id);
+        let mut compared = Compared::outcome(RunOutcome::Changed);
+        let quiet = self.quiet(watch, options, &change, &prev.content, &text).await?;
+        if is_alert(&change) && quiet.is_none() {
+            let event_id = new_id(IdKind::Event);
+            let payload = change_payload(
+                &event_id,
+                WatchRef { id: &watch.id, name: &watch.name, url: &watch.url },
+                &change,
+                SnapshotPair { previous: &prev.id, current: &current.id },
+                now.and_utc(),
+            );
+            let slack_body = driftwatch_alert::slack_message(&payload);
+            let event = Event {
+                id: event_id,
+                account_id: watch.account_id.clone(),
+                watch_id: Some(watch.id.clone()),
+                endpoint_id: None,
+                event_type: EventType::ChangeDetected.as_str().to_owned(),
+                previous_snapshot_id: Some(prev.id.clone()),
+                snapshot_id: Some(current.id.clone()),
+                added: change.added as i32,
+                removed: change.removed as i32,
+                payload,
+                created_at: now,
+            };
+            compared.event = Some(NewEvent { event, slack_body });
+        }
+        compared.note = quiet.map(|why| format!("no alert: {why}"));
+        compared.snapshot = Some(Snapshot { content: text, ..current });
+        Ok(compared)
+    }
+
+    /// Why a change should raise no alert, if it should not: the watch's noise rules say so,
+    /// or a second fetch a little later does not show the same text.
+    async fn quiet(
+        &self,
+        watch: &Watch,
+        options: &WatchOptions,
+        change: &driftwatch_diff::TextChange,
+        before: &str,
+        after: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let known = match options.noise.known_states.filter(|n| *n > 0) {
+            Some(n) => {
+                let (watch_id, hash) = (watch.id.clone(), hex(&Sha256::digest(after.as_bytes())));
+                self.store().run(move |c| watches::is_recent_state(c, &watch_id, &hash, i64::from(n))).await?
+            }
+            None => false,
+        };
+        // Rules were validated when saved; should they no longer compile, alert.
+        if let Ok(Err(quiet)) = Noise::new(&options.noise).map(|noise| noise.decide(change, before, after, known)) {
+            return Ok(Some(quiet.to_string()));
+        }
+        if let Some(seconds) = options.noise.confirm_after_seconds.filter(|_| is_alert(change)) {
+            // Ask again a little later: alert only if the page agrees.
+            tokio::time::sleep(Duration::from_secs(u64::from(seconds.clamp(1, 60)))).await;
+            if !matches!(self.read(watch, options, false).await.text, PageText::Text(again) if again == after) {
+                return Ok(Some("a second fetch did not confirm the change".into()));
             }
         }
-        let finished = self.now();
-        run.finished_at = finished;
-        run.duration_ms = clock.elapsed().as_millis() as i64;
+        Ok(None)
+    }
+
+    /// The watch's health after `run`, and the event announcing a change of it.
+    fn decide(&self, watch: &Watch, run: Run, selector_missing: bool) -> Decided {
         let failed = run.error.is_some();
         let consecutive_failures = if failed { watch.consecutive_failures + 1 } else { 0 };
         let before = watch.health.parse().unwrap_or(WatchHealth::Ok);
@@ -240,40 +280,32 @@ impl Runner {
             (true, true) => WatchHealth::SelectorMissing,
             (true, false) => WatchHealth::Failing,
         };
-        if health != before {
-            events.push(self.health_event(&watch, &run, health, consecutive_failures, finished));
-        }
-        let result = CheckResult {
-            watch_id: watch.id.clone(),
-            account_id: watch.account_id.clone(),
-            lease_owner: owner,
-            run: run.clone(),
-            snapshot,
-            events,
-            health: health.as_str().to_owned(),
-            validators,
-            max_attempts: self.config().max_attempts,
-            consecutive_failures,
-            next_run_at: Timing::of(&watch).next_after(finished.and_utc(), &watch.id).naive_utc(),
-            watch_updated_at: watch.updated_at,
-            now: finished,
-        };
-        let queued = self.store().write(move |c| checks::record(c, &result)).await;
+        let changed = health != before;
+        let health_event =
+            changed.then(|| self.health_event(watch, &run, health, consecutive_failures, run.finished_at));
+        Decided { run, health, consecutive_failures, health_event, health_changed_from: changed.then_some(before) }
+    }
+
+    /// Writes the check (the watch's new state, the snapshot, the run, the events and their
+    /// deliveries) under the watch's lease, all or nothing (a savepoint in a batch of checks
+    /// committed together), then tells who waits.
+    async fn record(&self, result: CheckResult, health_changed_from: Option<WatchHealth>) -> Result<(), StoreError> {
+        let (watch_id, health) = (result.watch_id.clone(), result.health.clone());
+        let (outcome, error, ms) = (result.run.outcome.clone(), result.run.error.clone(), result.run.duration_ms);
+        let queued = self.write_check(result).await;
         self.recorded();
         let queued = queued?;
-        match run.error.as_deref() {
-            Some(error) => tracing::warn!(watch.id = %watch.id, error, "check failed"),
-            None => {
-                tracing::info!(watch.id = %watch.id, outcome = %run.outcome, queued, ms = run.duration_ms, "checked")
-            }
+        match error.as_deref() {
+            Some(error) => tracing::warn!(watch.id = %watch_id, error, "check failed"),
+            None => tracing::info!(watch.id = %watch_id, %outcome, queued, ms, "checked"),
         }
-        if health != before {
-            tracing::warn!(watch.id = %watch.id, from = %before, to = %health, "watch health changed");
+        if let Some(before) = health_changed_from {
+            tracing::warn!(watch.id = %watch_id, from = %before, to = %health, "watch health changed");
         }
         if queued > 0 {
             self.deliveries_queued();
         }
-        Ok(run)
+        Ok(())
     }
 
     /// Fetches the watch's page (conditionally when `conditional`) and reads its text through

@@ -1,15 +1,16 @@
 //! The loop that claims due watches and checks them concurrently.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use chrono::{NaiveDateTime, TimeDelta};
 use driftwatch_core::{Clock, IdKind, new_id};
 use driftwatch_scrape::Fetcher;
-use driftwatch_store::{Store, watches};
+use driftwatch_store::checks::{self, CheckResult};
+use driftwatch_store::{Store, StoreError, StoreResult, batch, watches};
 
 use crate::hosts::Hosts;
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::{Notify, Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -64,6 +65,8 @@ struct Inner {
     slots: Arc<Semaphore>,
     hosts: Hosts,
     on_queued: Box<dyn Fn() + Send + Sync>,
+    /// Checks waiting to be written by the record writers (started with the first check).
+    records: OnceLock<mpsc::UnboundedSender<PendingCheck>>,
     /// Bumped after each check this runner records, so a check on demand waiting for a
     /// running check of the same watch wakes when it is recorded.
     recorded: tokio::sync::watch::Sender<u64>,
@@ -91,6 +94,7 @@ impl Runner {
                 hosts,
                 on_queued: Box::new(on_queued),
                 recorded: tokio::sync::watch::Sender::new(0),
+                records: OnceLock::new(),
             }),
         }
     }
@@ -98,6 +102,27 @@ impl Runner {
     /// Asks the loop to look for due watches now (a watch was added or changed).
     pub fn wake(&self) {
         self.inner.wake.notify_one();
+    }
+
+    /// Writes a check's result, batched with whatever other checks finished meanwhile (one
+    /// transaction, one commit, a savepoint each); returns once it is committed, with the
+    /// number of deliveries it queued.
+    pub(crate) async fn write_check(&self, result: CheckResult) -> StoreResult<usize> {
+        let sender = self.inner.records.get_or_init(|| {
+            let (sender, queue) = mpsc::unbounded_channel();
+            let queue = Arc::new(tokio::sync::Mutex::new(queue));
+            // SQLite takes one writer at a time; PostgreSQL commits two batches side by side.
+            let writers = if self.inner.store.backend() == "postgres" { 2 } else { 1 };
+            for _ in 0..writers {
+                tokio::spawn(write_checks(self.inner.store.clone(), Arc::clone(&queue)));
+            }
+            sender
+        });
+        let (recorded, answer) = oneshot::channel();
+        sender
+            .send(PendingCheck { result, recorded })
+            .map_err(|_| StoreError::Batch("the check writer stopped".into()))?;
+        answer.await.unwrap_or_else(|_| Err(StoreError::Batch("the check writer stopped".into())))
     }
 
     /// Signals that a check was recorded.
@@ -210,6 +235,36 @@ impl Runner {
         let next = self.inner.store.run(move |c| watches::next_wake(c, now)).await.ok().flatten();
         let until_next = next.map_or(poll, |at| (at - now).to_std().unwrap_or(Duration::ZERO));
         until_next.min(poll).max(Duration::from_millis(5))
+    }
+}
+
+/// A check's result waiting to be written, and who waits for the answer.
+struct PendingCheck {
+    result: CheckResult,
+    recorded: oneshot::Sender<StoreResult<usize>>,
+}
+
+/// Most checks written in one transaction.
+const RECORD_BATCH: usize = 64;
+
+/// Writes finished checks in batches: one transaction for whatever accumulated while the
+/// previous one was being written. Ends when every runner handle is gone.
+async fn write_checks(store: Store, queue: batch::Queue<PendingCheck>) {
+    while let Some(batch) = batch::next_batch(&queue, RECORD_BATCH).await {
+        let (results, waiting): (Vec<CheckResult>, Vec<_>) = batch.into_iter().map(|p| (p.result, p.recorded)).unzip();
+        match store.write(move |c| checks::record_all(c, &results)).await {
+            Ok(answers) => {
+                for (recorded, answer) in waiting.into_iter().zip(answers) {
+                    let _ = recorded.send(answer);
+                }
+            }
+            Err(e) => {
+                let message = e.to_string();
+                for recorded in waiting {
+                    let _ = recorded.send(Err(StoreError::Batch(message.clone())));
+                }
+            }
+        }
     }
 }
 

@@ -45,47 +45,66 @@ pub struct CheckResult {
 ///
 /// Fails with [`StoreError::LeaseLost`], writing nothing, if the lease was taken over.
 pub fn record(conn: &mut DbConn, result: &CheckResult) -> StoreResult<usize> {
+    conn.transaction(|conn| record_in(conn, result))
+}
+
+/// Writes many checks' results in one transaction (one commit for all of them), each under a
+/// savepoint of its own: a check whose lease was lost, or whose write fails, writes nothing and
+/// gets its error, while the others are written. Returns each check's answer, in the order given;
+/// an error of the whole transaction (the commit, the connection) is returned alone and means
+/// none was written.
+///
+/// Watches are written in id order, so concurrent batches on PostgreSQL cannot deadlock.
+pub fn record_all(conn: &mut DbConn, results: &[CheckResult]) -> StoreResult<Vec<StoreResult<usize>>> {
+    let mut order: Vec<usize> = (0..results.len()).collect();
+    order.sort_by(|&a, &b| results[a].watch_id.cmp(&results[b].watch_id));
     conn.transaction(|conn| {
-        // Write first: on SQLite this takes the write lock before any read, so the transaction
-        // waits for other writers instead of failing on a stale read snapshot.
-        let updated = diesel::update(
-            watches::table
-                .filter(watches::id.eq(&result.watch_id))
-                .filter(watches::lease_owner.eq(&result.lease_owner)),
-        )
-        .set((
-            watches::last_run_at.eq(result.run.started_at),
-            watches::consecutive_failures.eq(result.consecutive_failures),
-            watches::health.eq(&result.health),
-            watches::lease_owner.eq(None::<String>),
-            watches::lease_until.eq(None::<NaiveDateTime>),
-        ))
-        .execute(conn)?;
-        if updated != 1 {
-            return Err(StoreError::LeaseLost);
-        }
-        // The schedule and the validators follow from the watch as it was when the check
-        // began; if it was updated meanwhile (a new schedule, URL, selector or options), the
-        // update's own next run and cleared validators stand.
-        let unchanged = watches::table.find(&result.watch_id).filter(watches::updated_at.eq(result.watch_updated_at));
-        diesel::update(unchanged)
-            .set((watches::next_run_at.eq(result.next_run_at), watches::rebaseline.eq(false)))
-            .execute(conn)?;
-        if let Some((etag, last_modified)) = &result.validators {
-            diesel::update(unchanged)
-                .set((watches::etag.eq(etag), watches::last_modified.eq(last_modified)))
-                .execute(conn)?;
-        }
-        if let Some(snapshot) = &result.snapshot {
-            diesel::insert_into(snapshots::table).values(snapshot).execute(conn)?;
-        }
-        let mut queued = 0;
-        for event in &result.events {
-            queued += crate::outbox::enqueue(conn, event, Target::AllEnabled, result.max_attempts, result.now)?;
-        }
-        diesel::insert_into(runs::table).values(&result.run).execute(conn)?;
-        Ok(queued)
+        let mut answers: Vec<(usize, StoreResult<usize>)> =
+            order.into_iter().map(|i| (i, conn.transaction(|conn| record_in(conn, &results[i])))).collect();
+        answers.sort_by_key(|(i, _)| *i);
+        Ok(answers.into_iter().map(|(_, answer)| answer).collect())
     })
+}
+
+/// [`record`]'s writes, inside a transaction or savepoint of the caller's.
+fn record_in(conn: &mut DbConn, result: &CheckResult) -> StoreResult<usize> {
+    // Write first: on SQLite this takes the write lock before any read, so the transaction
+    // waits for other writers instead of failing on a stale read snapshot.
+    let updated = diesel::update(
+        watches::table.filter(watches::id.eq(&result.watch_id)).filter(watches::lease_owner.eq(&result.lease_owner)),
+    )
+    .set((
+        watches::last_run_at.eq(result.run.started_at),
+        watches::consecutive_failures.eq(result.consecutive_failures),
+        watches::health.eq(&result.health),
+        watches::lease_owner.eq(None::<String>),
+        watches::lease_until.eq(None::<NaiveDateTime>),
+    ))
+    .execute(conn)?;
+    if updated != 1 {
+        return Err(StoreError::LeaseLost);
+    }
+    // The schedule and the validators follow from the watch as it was when the check
+    // began; if it was updated meanwhile (a new schedule, URL, selector or options), the
+    // update's own next run and cleared validators stand.
+    let unchanged = watches::table.find(&result.watch_id).filter(watches::updated_at.eq(result.watch_updated_at));
+    diesel::update(unchanged)
+        .set((watches::next_run_at.eq(result.next_run_at), watches::rebaseline.eq(false)))
+        .execute(conn)?;
+    if let Some((etag, last_modified)) = &result.validators {
+        diesel::update(unchanged)
+            .set((watches::etag.eq(etag), watches::last_modified.eq(last_modified)))
+            .execute(conn)?;
+    }
+    if let Some(snapshot) = &result.snapshot {
+        diesel::insert_into(snapshots::table).values(snapshot).execute(conn)?;
+    }
+    let mut queued = 0;
+    for event in &result.events {
+        queued += crate::outbox::enqueue(conn, event, Target::AllEnabled, result.max_attempts, result.now)?;
+    }
+    diesel::insert_into(runs::table).values(&result.run).execute(conn)?;
+    Ok(queued)
 }
 
 /// The account's events, newest first, optionally for one watch.

@@ -13,6 +13,7 @@ mod models;
 pub mod schema;
 
 pub mod accounts;
+pub mod batch;
 pub mod checks;
 pub mod deliveries;
 pub mod endpoints;
@@ -50,6 +51,9 @@ pub enum StoreError {
     /// A lease was lost before the result was written (another worker took over).
     #[error("lease lost")]
     LeaseLost,
+    /// A batched write failed as a whole, so nothing of it was written (its error's message).
+    #[error("batched write: {0}")]
+    Batch(String),
     /// The blocking task was cancelled or panicked.
     #[error("blocking task failed: {0}")]
     Task(String),
@@ -172,30 +176,67 @@ pub(crate) fn lease_due(
     due_column: &str,
     lease: &Lease<'_>,
 ) -> StoreResult<usize> {
-    let Lease { owner, now, until: lease_until, limit } = *lease;
     use diesel::RunQueryDsl as _;
+    Ok(match conn {
+        DbConn::Pg(pg) => lease_due_query(table, condition, due_column, lease, true, "").execute(pg)?,
+        DbConn::Sqlite(sqlite) => lease_due_query(table, condition, due_column, lease, false, "").execute(sqlite)?,
+    })
+}
+
+/// [`lease_due`], returning the rows it leased (in no particular order) from the one statement.
+pub(crate) fn lease_due_returning<T>(
+    conn: &mut DbConn,
+    table: &str,
+    condition: &str,
+    due_column: &str,
+    lease: &Lease<'_>,
+) -> StoreResult<Vec<T>>
+where
+    T: diesel::QueryableByName<diesel::pg::Pg> + diesel::QueryableByName<diesel::sqlite::Sqlite> + 'static,
+{
+    use diesel::RunQueryDsl as _;
+    Ok(match conn {
+        DbConn::Pg(pg) => lease_due_query(table, condition, due_column, lease, true, " RETURNING *").load(pg)?,
+        DbConn::Sqlite(sqlite) => {
+            lease_due_query(table, condition, due_column, lease, false, " RETURNING *").load(sqlite)?
+        }
+    })
+}
+
+/// The statement behind [`lease_due`], with its parameters bound.
+fn lease_due_query<DB>(
+    table: &str,
+    condition: &str,
+    due_column: &str,
+    lease: &Lease<'_>,
+    postgres: bool,
+    returning: &str,
+) -> diesel::query_builder::BoxedSqlQuery<'static, DB, diesel::query_builder::SqlQuery>
+where
+    String: diesel::serialize::ToSql<diesel::sql_types::Text, DB>,
+    chrono::NaiveDateTime: diesel::serialize::ToSql<diesel::sql_types::Timestamp, DB>,
+    i64: diesel::serialize::ToSql<diesel::sql_types::BigInt, DB>,
+    DB: diesel::backend::Backend
+        + diesel::sql_types::HasSqlType<diesel::sql_types::Text>
+        + diesel::sql_types::HasSqlType<diesel::sql_types::Timestamp>
+        + diesel::sql_types::HasSqlType<diesel::sql_types::BigInt>,
+{
     use diesel::sql_types::{BigInt, Text, Timestamp};
-    let lock = match conn {
-        DbConn::Pg(_) => " FOR UPDATE SKIP LOCKED",
-        DbConn::Sqlite(_) => "",
-    };
+    let Lease { owner, now, until: lease_until, limit } = *lease;
+    let lock = if postgres { " FOR UPDATE SKIP LOCKED" } else { "" };
     let sql = format!(
         "UPDATE {table} SET lease_owner = $1, lease_until = $2 WHERE id IN (\
            SELECT id FROM {table} WHERE {condition} AND {due_column} <= $3 \
-           AND (lease_until IS NULL OR lease_until < $3) ORDER BY {due_column} LIMIT $4{lock})"
+           AND (lease_until IS NULL OR lease_until < $3) ORDER BY {due_column} LIMIT $4{lock}){returning}"
     );
-    let query = |sql: String| {
-        diesel::sql_query(sql)
-            .bind::<Text, _>(owner.to_owned())
-            .bind::<Timestamp, _>(lease_until)
-            .bind::<Timestamp, _>(now)
-            .bind::<BigInt, _>(limit)
-    };
-    Ok(match conn {
-        DbConn::Pg(pg) => query(sql).execute(pg)?,
-        // SQLite's numbered parameters are `?N`.
-        DbConn::Sqlite(sqlite) => query(sql.replace('$', "?")).execute(sqlite)?,
-    })
+    // SQLite's numbered parameters are `?N`.
+    let sql = if postgres { sql } else { sql.replace('$', "?") };
+    diesel::sql_query(sql)
+        .into_boxed::<DB>()
+        .bind::<Text, _>(owner.to_owned())
+        .bind::<Timestamp, _>(lease_until)
+        .bind::<Timestamp, _>(now)
+        .bind::<BigInt, _>(limit)
 }
 
 /// The earlier of two optional times.

@@ -82,7 +82,7 @@ pub struct Session {
 }
 
 /// A page to watch and how.
-#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
+#[derive(Debug, Clone, Queryable, QueryableByName, Selectable, Insertable)]
 #[diesel(table_name = watches)]
 pub struct Watch {
     /// `wat_...`

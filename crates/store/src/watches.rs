@@ -276,21 +276,15 @@ pub fn claim_due(
     limit: i64,
 ) -> StoreResult<Vec<Watch>> {
     let condition = format!("state = '{}'", WatchState::Active.as_str());
-    let claimed = crate::lease_due(
+    let mut claimed: Vec<Watch> = crate::lease_due_returning(
         conn,
         "watches",
         &condition,
         "next_run_at",
         &crate::Lease { owner, now, until: lease_until, limit },
     )?;
-    if claimed == 0 {
-        return Ok(Vec::new());
-    }
-    Ok(watches::table
-        .filter(watches::lease_owner.eq(owner))
-        .select(Watch::as_select())
-        .order(watches::next_run_at.asc())
-        .load(conn)?)
+    claimed.sort_by(|a, b| (a.next_run_at, &a.id).cmp(&(b.next_run_at, &b.id)));
+    Ok(claimed)
 }
 
 /// Leases the account's watch `id` to `owner` for a check on demand, unless a check of it is
@@ -328,16 +322,22 @@ pub fn extend_lease(conn: &mut DbConn, id: &str, owner: &str, lease_until: Naive
 /// watch, or the earliest expiry of a live lease (a check in flight may be abandoned).
 pub fn next_wake(conn: &mut DbConn, now: NaiveDateTime) -> StoreResult<Option<NaiveDateTime>> {
     let active = watches::state.eq(WatchState::Active.as_str());
+    // First rows in index order (`watches_due`, `watches_leased`) rather than `min()`, which
+    // would read every row to test the lease.
     let unleased: Option<NaiveDateTime> = watches::table
         .filter(active)
         .filter(watches::lease_until.is_null().or(watches::lease_until.lt(now)))
-        .select(diesel::dsl::min(watches::next_run_at))
-        .first(conn)?;
+        .select(watches::next_run_at)
+        .order(watches::next_run_at.asc())
+        .first(conn)
+        .optional()?;
     let lease_expiry: Option<NaiveDateTime> = watches::table
         .filter(active)
         .filter(watches::lease_until.ge(now))
-        .select(diesel::dsl::min(watches::lease_until))
-        .first(conn)?;
+        .select(watches::lease_until.assume_not_null())
+        .order(watches::lease_until.asc())
+        .first(conn)
+        .optional()?;
     Ok(crate::earliest(unleased, lease_expiry))
 }
 

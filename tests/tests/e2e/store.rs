@@ -92,6 +92,34 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
                 &CheckResult { run: Run { id: new_id(IdKind::Run), ..result.run.clone() }, ..result.clone() },
             );
             assert!(matches!(again, Err(driftwatch_store::StoreError::LeaseLost)), "{again:?}");
+
+            // Checks written in one batch: each under its own savepoint, so the one whose lease
+            // is gone writes nothing and the other is written.
+            let other = Watch {
+                lease_owner: Some("runner-2".into()),
+                lease_until: Some(now + TimeDelta::minutes(1)),
+                ..Watch::new(&result.account_id, "http://127.0.0.1:9/other", now)
+            };
+            watches::insert_watch(c, &other)?;
+            let lost = CheckResult { run: Run { id: new_id(IdKind::Run), ..result.run.clone() }, ..result.clone() };
+            let written = CheckResult {
+                watch_id: other.id.clone(),
+                lease_owner: "runner-2".into(),
+                run: Run { id: new_id(IdKind::Run), watch_id: other.id.clone(), event_id: None, ..result.run.clone() },
+                events: Vec::new(),
+                ..result.clone()
+            };
+            let answers = checks::record_all(c, &[lost.clone(), written.clone()])?;
+            assert!(matches!(answers[0], Err(driftwatch_store::StoreError::LeaseLost)), "{answers:?}");
+            assert!(matches!(answers[1], Ok(0)), "{answers:?}");
+            assert_eq!(watches::newest_run(c, &other.id)?.map(|r| r.id), Some(written.run.id));
+            assert_eq!(
+                watches::newest_run(c, &watch.id)?.map(|r| r.id),
+                Some(result.run.id.clone()),
+                "not the lost one"
+            );
+            let released = watches::get_watch(c, &result.account_id, &other.id)?.expect("watch");
+            assert_eq!(released.lease_owner, None, "the batch released the written watch's lease");
             Ok(queued)
         })
         .await

@@ -1,0 +1,1 @@
+DROP INDEX watches_leased;
