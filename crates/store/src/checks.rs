@@ -56,6 +56,15 @@ pub fn record(conn: &mut DbConn, result: &CheckResult) -> StoreResult<usize> {
 ///
 /// Watches are written in id order, so concurrent batches on PostgreSQL cannot deadlock.
 pub fn record_all(conn: &mut DbConn, results: &[CheckResult]) -> StoreResult<Vec<StoreResult<usize>>> {
+    if let DbConn::Pg(_) = conn {
+        // A handful of set-wise statements for the whole batch; should any of them fail (an
+        // endpoint deleted mid-batch, say), the batch is written again check by check below,
+        // so one check's error stays its own.
+        match conn.transaction(|conn| record_set_pg(conn, results)) {
+            Ok(answers) => return Ok(answers),
+            Err(e) => tracing::debug!(error = %e, "set-wise check batch failed; writing check by check"),
+        }
+    }
     let mut order: Vec<usize> = (0..results.len()).collect();
     order.sort_by(|&a, &b| results[a].watch_id.cmp(&results[b].watch_id));
     conn.transaction(|conn| {
@@ -66,35 +75,109 @@ pub fn record_all(conn: &mut DbConn, results: &[CheckResult]) -> StoreResult<Vec
     })
 }
 
+/// The watches' new state for a whole batch in one statement, each row only under its lease;
+/// returns the ids written.
+const RELEASE_PG: &str = "\
+UPDATE watches AS w SET
+  last_run_at = v.last_run_at, consecutive_failures = v.failures, health = v.health,
+  lease_owner = NULL, lease_until = NULL,
+  next_run_at = CASE WHEN w.updated_at = v.updated_at THEN v.next_run_at ELSE w.next_run_at END,
+  rebaseline = CASE WHEN w.updated_at = v.updated_at THEN FALSE ELSE w.rebaseline END,
+  etag = CASE WHEN w.updated_at = v.updated_at AND v.fetched THEN v.etag ELSE w.etag END,
+  last_modified = CASE WHEN w.updated_at = v.updated_at AND v.fetched THEN v.last_modified ELSE w.last_modified END
+FROM UNNEST($1::text[], $2::text[], $3::timestamp[], $4::int[], $5::text[], $6::timestamp[], $7::timestamp[],
+            $8::bool[], $9::text[], $10::text[])
+  AS v(id, owner, last_run_at, failures, health, next_run_at, updated_at, fetched, etag, last_modified)
+WHERE w.id = v.id AND w.lease_owner = v.owner
+RETURNING w.id";
+
+/// [`record_all`] on PostgreSQL in a few statements for the whole batch (inside the caller's
+/// transaction): the watches released under their leases, then the snapshots, events,
+/// deliveries and runs of the checks whose lease held, each kind in one multi-row insert.
+fn record_set_pg(conn: &mut DbConn, results: &[CheckResult]) -> StoreResult<Vec<StoreResult<usize>>> {
+    use diesel::sql_types::{Array, Bool, Integer, Nullable, Text, Timestamp};
+    #[derive(QueryableByName)]
+    struct Written {
+        #[diesel(sql_type = Text)]
+        id: String,
+    }
+    let DbConn::Pg(pg) = conn else { return Err(StoreError::Config("not PostgreSQL".into())) };
+    let col = |f: fn(&CheckResult) -> String| results.iter().map(f).collect::<Vec<_>>();
+    let times = |f: fn(&CheckResult) -> NaiveDateTime| results.iter().map(f).collect::<Vec<_>>();
+    let etags: Vec<Option<String>> = results.iter().map(|r| r.validators.as_ref().and_then(|v| v.0.clone())).collect();
+    let last_modified: Vec<Option<String>> =
+        results.iter().map(|r| r.validators.as_ref().and_then(|v| v.1.clone())).collect();
+    let written: Vec<Written> = diesel::sql_query(RELEASE_PG)
+        .bind::<Array<Text>, _>(col(|r| r.watch_id.clone()))
+        .bind::<Array<Text>, _>(col(|r| r.lease_owner.clone()))
+        .bind::<Array<Timestamp>, _>(times(|r| r.run.started_at))
+        .bind::<Array<Integer>, _>(results.iter().map(|r| r.consecutive_failures).collect::<Vec<_>>())
+        .bind::<Array<Text>, _>(col(|r| r.health.clone()))
+        .bind::<Array<Timestamp>, _>(times(|r| r.next_run_at))
+        .bind::<Array<Timestamp>, _>(times(|r| r.watch_updated_at))
+        .bind::<Array<Bool>, _>(results.iter().map(|r| r.validators.is_some()).collect::<Vec<_>>())
+        .bind::<Array<Nullable<Text>>, _>(etags)
+        .bind::<Array<Nullable<Text>>, _>(last_modified)
+        .load(pg)?;
+    let written: std::collections::HashSet<String> = written.into_iter().map(|w| w.id).collect();
+    let kept: Vec<&CheckResult> = results.iter().filter(|r| written.contains(&r.watch_id)).collect();
+    let snapshots: Vec<Snapshot> = kept.iter().filter_map(|r| r.snapshot.clone()).collect();
+    if !snapshots.is_empty() {
+        diesel::insert_into(snapshots::table).values(&snapshots).execute(pg)?;
+    }
+    let events: Vec<(&crate::outbox::NewEvent, i32, NaiveDateTime)> =
+        kept.iter().flat_map(|r| r.events.iter().map(|e| (e, r.max_attempts, r.now))).collect();
+    let queued = crate::outbox::enqueue_many(conn, &events)?;
+    let DbConn::Pg(pg) = conn else { return Err(StoreError::Config("not PostgreSQL".into())) };
+    let runs: Vec<Run> = kept.iter().map(|r| r.run.clone()).collect();
+    if !runs.is_empty() {
+        diesel::insert_into(runs::table).values(&runs).execute(pg)?;
+    }
+    Ok(results
+        .iter()
+        .map(|r| match written.contains(&r.watch_id) {
+            true => Ok(r.events.iter().map(|e| queued.get(e.event.id.as_str()).copied().unwrap_or(0)).sum()),
+            false => Err(StoreError::LeaseLost),
+        })
+        .collect())
+}
+
 /// [`record`]'s writes, inside a transaction or savepoint of the caller's.
 fn record_in(conn: &mut DbConn, result: &CheckResult) -> StoreResult<usize> {
-    // Write first: on SQLite this takes the write lock before any read, so the transaction
-    // waits for other writers instead of failing on a stale read snapshot.
-    let updated = diesel::update(
-        watches::table.filter(watches::id.eq(&result.watch_id)).filter(watches::lease_owner.eq(&result.lease_owner)),
-    )
-    .set((
+    use diesel::dsl::case_when;
+    use diesel::sql_types::{Bool, Nullable, Text, Timestamp};
+    // One statement, written first: on SQLite it takes the write lock before any read, so the
+    // transaction waits for other writers instead of failing on a stale read snapshot. The
+    // schedule and the validators follow from the watch as it was when the check began; if it
+    // was updated meanwhile (a new schedule, URL, selector or options), the update's own next
+    // run and cleared validators stand.
+    let current = watches::updated_at.eq(result.watch_updated_at);
+    let leased =
+        watches::table.filter(watches::id.eq(&result.watch_id)).filter(watches::lease_owner.eq(&result.lease_owner));
+    let state = (
         watches::last_run_at.eq(result.run.started_at),
         watches::consecutive_failures.eq(result.consecutive_failures),
         watches::health.eq(&result.health),
         watches::lease_owner.eq(None::<String>),
         watches::lease_until.eq(None::<NaiveDateTime>),
-    ))
-    .execute(conn)?;
+        watches::next_run_at
+            .eq(case_when(current, result.next_run_at.into_sql::<Timestamp>()).otherwise(watches::next_run_at)),
+        watches::rebaseline.eq(case_when(current, false.into_sql::<Bool>()).otherwise(watches::rebaseline)),
+    );
+    let updated = match &result.validators {
+        Some((etag, last_modified)) => diesel::update(leased)
+            .set((
+                state,
+                watches::etag
+                    .eq(case_when(current, etag.clone().into_sql::<Nullable<Text>>()).otherwise(watches::etag)),
+                watches::last_modified.eq(case_when(current, last_modified.clone().into_sql::<Nullable<Text>>())
+                    .otherwise(watches::last_modified)),
+            ))
+            .execute(conn)?,
+        None => diesel::update(leased).set(state).execute(conn)?,
+    };
     if updated != 1 {
         return Err(StoreError::LeaseLost);
-    }
-    // The schedule and the validators follow from the watch as it was when the check
-    // began; if it was updated meanwhile (a new schedule, URL, selector or options), the
-    // update's own next run and cleared validators stand.
-    let unchanged = watches::table.find(&result.watch_id).filter(watches::updated_at.eq(result.watch_updated_at));
-    diesel::update(unchanged)
-        .set((watches::next_run_at.eq(result.next_run_at), watches::rebaseline.eq(false)))
-        .execute(conn)?;
-    if let Some((etag, last_modified)) = &result.validators {
-        diesel::update(unchanged)
-            .set((watches::etag.eq(etag), watches::last_modified.eq(last_modified)))
-            .execute(conn)?;
     }
     if let Some(snapshot) = &result.snapshot {
         diesel::insert_into(snapshots::table).values(snapshot).execute(conn)?;

@@ -137,7 +137,7 @@ pub fn claim_due(
         // ones included, on every claim. So the claim forbids it, for its own transaction only
         // (and JIT, which would compile this small statement afresh every time).
         DbConn::Pg(pg) => pg.transaction(|pg| {
-            pg.batch_execute("SET LOCAL enable_bitmapscan = off; SET LOCAL jit = off")?;
+            pg.batch_execute(crate::INDEX_ORDER_ONLY)?;
             diesel::sql_query(CLAIM_PG)
                 .bind::<Text, _>(owner)
                 .bind::<Timestamp, _>(lease_until)
@@ -207,7 +207,7 @@ pub fn explain_claim(conn: &mut DbConn, now: NaiveDateTime) -> StoreResult<Strin
     let skip: Vec<String> = Vec::new();
     Ok(match conn {
         DbConn::Pg(pg) => pg.transaction(|pg| {
-            pg.batch_execute("SET LOCAL enable_bitmapscan = off; SET LOCAL jit = off")?;
+            pg.batch_execute(crate::INDEX_ORDER_ONLY)?;
             let lines: Vec<PgLine> = diesel::sql_query(format!("EXPLAIN {CLAIM_PG}"))
                 .bind::<Text, _>("explain")
                 .bind::<Timestamp, _>(now)

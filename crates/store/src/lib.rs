@@ -176,9 +176,12 @@ pub(crate) fn lease_due(
     due_column: &str,
     lease: &Lease<'_>,
 ) -> StoreResult<usize> {
-    use diesel::RunQueryDsl as _;
+    use diesel::{Connection as _, RunQueryDsl as _, connection::SimpleConnection as _};
     Ok(match conn {
-        DbConn::Pg(pg) => lease_due_query(table, condition, due_column, lease, true, "").execute(pg)?,
+        DbConn::Pg(pg) => pg.transaction(|pg| {
+            pg.batch_execute(INDEX_ORDER_ONLY)?;
+            lease_due_query(table, condition, due_column, lease, true, "").execute(pg)
+        })?,
         DbConn::Sqlite(sqlite) => lease_due_query(table, condition, due_column, lease, false, "").execute(sqlite)?,
     })
 }
@@ -194,14 +197,23 @@ pub(crate) fn lease_due_returning<T>(
 where
     T: diesel::QueryableByName<diesel::pg::Pg> + diesel::QueryableByName<diesel::sqlite::Sqlite> + 'static,
 {
-    use diesel::RunQueryDsl as _;
+    use diesel::{Connection as _, RunQueryDsl as _, connection::SimpleConnection as _};
     Ok(match conn {
-        DbConn::Pg(pg) => lease_due_query(table, condition, due_column, lease, true, " RETURNING *").load(pg)?,
+        DbConn::Pg(pg) => pg.transaction(|pg| {
+            pg.batch_execute(INDEX_ORDER_ONLY)?;
+            lease_due_query(table, condition, due_column, lease, true, " RETURNING *").load(pg)
+        })?,
         DbConn::Sqlite(sqlite) => {
             lease_due_query(table, condition, due_column, lease, false, " RETURNING *").load(sqlite)?
         }
     })
 }
+
+/// Settings for a PostgreSQL claim's own transaction: walk the due index in order and stop
+/// after `limit` rows. A bitmap scan (which the planner picks when its statistics lag behind a
+/// growing backlog) reads and sorts every due row on every claim; JIT would compile the small
+/// statement afresh each time.
+pub(crate) const INDEX_ORDER_ONLY: &str = "SET LOCAL enable_bitmapscan = off; SET LOCAL jit = off";
 
 /// The statement behind [`lease_due`], with its parameters bound.
 fn lease_due_query<DB>(
@@ -223,11 +235,15 @@ where
 {
     use diesel::sql_types::{BigInt, Text, Timestamp};
     let Lease { owner, now, until: lease_until, limit } = *lease;
-    let lock = if postgres { " FOR UPDATE SKIP LOCKED" } else { "" };
+    // On PostgreSQL `id = ANY(ARRAY(...))` rather than `id IN (...)`: the planner turns `IN`
+    // into a semi-join that may read the whole table, while the array is computed first and
+    // its ids looked up by primary key.
+    let (open, close, lock) =
+        if postgres { ("= ANY(ARRAY(", "))", " FOR UPDATE SKIP LOCKED") } else { ("IN (", ")", "") };
     let sql = format!(
-        "UPDATE {table} SET lease_owner = $1, lease_until = $2 WHERE id IN (\
+        "UPDATE {table} SET lease_owner = $1, lease_until = $2 WHERE id {open}\
            SELECT id FROM {table} WHERE {condition} AND {due_column} <= $3 \
-           AND (lease_until IS NULL OR lease_until < $3) ORDER BY {due_column} LIMIT $4{lock}){returning}"
+           AND (lease_until IS NULL OR lease_until < $3) ORDER BY {due_column} LIMIT $4{lock}{close}{returning}"
     );
     // SQLite's numbered parameters are `?N`.
     let sql = if postgres { sql } else { sql.replace('$', "?") };
@@ -237,6 +253,28 @@ where
         .bind::<Timestamp, _>(lease_until)
         .bind::<Timestamp, _>(now)
         .bind::<BigInt, _>(limit)
+}
+
+/// Inserts the rows of a `Vec` (of owned rows) into `table`: in one statement on PostgreSQL, one at a time on
+/// SQLite (where a statement is a function call, and multi-row inserts of rows with defaults
+/// are not available). A macro, because diesel's insert bounds do not name well generically.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! insert_all {
+    ($conn:expr, $table:expr, $rows:expr) => {
+        if !$rows.is_empty() {
+            match $conn {
+                $crate::DbConn::Pg(pg) => {
+                    diesel::insert_into($table).values(&$rows).execute(pg)?;
+                }
+                $crate::DbConn::Sqlite(sqlite) => {
+                    for row in &$rows {
+                        diesel::insert_into($table).values(row).execute(sqlite)?;
+                    }
+                }
+            }
+        }
+    };
 }
 
 /// The earlier of two optional times.

@@ -58,22 +58,7 @@ pub fn enqueue(
     let rows: Vec<NewDelivery> = targets
         .iter()
         .map(|(endpoint_id, kind, max_attempts, _)| {
-            let body = if kind == EndpointKind::Slack.as_str() { &new.slack_body } else { &event.payload };
-            NewDelivery {
-                id: new_id(IdKind::Delivery),
-                account_id: event.account_id.clone(),
-                event_id: event.id.clone(),
-                endpoint_id: endpoint_id.clone(),
-                watch_id: event.watch_id.clone(),
-                event_type: event.event_type.clone(),
-                body: body.as_bytes().to_vec(),
-                status: DeliveryStatus::Queued.as_str().to_owned(),
-                attempts: 0,
-                max_attempts: max_attempts.unwrap_or(default_max_attempts).max(1),
-                next_attempt_at: now,
-                created_at: now,
-                updated_at: now,
-            }
+            delivery_row(new, endpoint_id, kind, max_attempts.unwrap_or(default_max_attempts), now)
         })
         .collect();
     match conn {
@@ -88,6 +73,71 @@ pub fn enqueue(
         }
     }
     Ok(rows.len())
+}
+
+/// Inserts many events (each with its attempt budget and time) and one queued delivery per
+/// enabled endpoint of its account that receives its type, in one multi-row insert per table
+/// and one endpoint query per account. Returns the deliveries queued per event id.
+///
+/// Call inside a transaction that has already written (see [`crate::checks::record_all`]).
+pub fn enqueue_many<'a>(
+    conn: &mut DbConn,
+    events: &[(&'a NewEvent, i32, NaiveDateTime)],
+) -> StoreResult<std::collections::HashMap<&'a str, usize>> {
+    type Targets = Vec<(String, String, Option<i32>, Option<String>)>;
+    let mut queued = std::collections::HashMap::new();
+    if events.is_empty() {
+        return Ok(queued);
+    }
+    let rows: Vec<Event> = events.iter().map(|(new, _, _)| new.event.clone()).collect();
+    crate::insert_all!(conn, events::table, rows);
+    let mut by_account: std::collections::HashMap<&str, Targets> = std::collections::HashMap::new();
+    let mut deliveries_rows = Vec::new();
+    for &(new, default_max_attempts, now) in events {
+        let event = &new.event;
+        if !by_account.contains_key(event.account_id.as_str()) {
+            let targets: Targets = endpoints::table
+                .filter(endpoints::account_id.eq(&event.account_id))
+                .filter(endpoints::enabled.eq(true))
+                .select((endpoints::id, endpoints::kind, endpoints::max_attempts, endpoints::event_types))
+                .order(endpoints::id.asc())
+                .load(conn)?;
+            by_account.insert(&event.account_id, targets);
+        }
+        let targets = &by_account[event.account_id.as_str()];
+        let before = deliveries_rows.len();
+        deliveries_rows.extend(
+            targets.iter().filter(|(_, _, _, types)| crate::models::receives(types.as_deref(), &event.event_type)).map(
+                |(endpoint_id, kind, max_attempts, _)| {
+                    delivery_row(new, endpoint_id, kind, max_attempts.unwrap_or(default_max_attempts), now)
+                },
+            ),
+        );
+        queued.insert(event.id.as_str(), deliveries_rows.len() - before);
+    }
+    crate::insert_all!(conn, deliveries::table, deliveries_rows);
+    Ok(queued)
+}
+
+/// The queued delivery of `new` to an endpoint of `kind` (a Slack endpoint gets the Slack body).
+fn delivery_row(new: &NewEvent, endpoint_id: &str, kind: &str, max_attempts: i32, now: NaiveDateTime) -> NewDelivery {
+    let event = &new.event;
+    let body = if kind == EndpointKind::Slack.as_str() { &new.slack_body } else { &event.payload };
+    NewDelivery {
+        id: new_id(IdKind::Delivery),
+        account_id: event.account_id.clone(),
+        event_id: event.id.clone(),
+        endpoint_id: endpoint_id.to_owned(),
+        watch_id: event.watch_id.clone(),
+        event_type: event.event_type.clone(),
+        body: body.as_bytes().to_vec(),
+        status: DeliveryStatus::Queued.as_str().to_owned(),
+        attempts: 0,
+        max_attempts: max_attempts.max(1),
+        next_attempt_at: now,
+        created_at: now,
+        updated_at: now,
+    }
 }
 
 /// Records `new` and queues it for the one endpoint `endpoint_id`, in a transaction; returns

@@ -319,26 +319,18 @@ pub fn extend_lease(conn: &mut DbConn, id: &str, owner: &str, lease_until: Naive
 }
 
 /// When the runner next has something to do: the earliest due time of an unleased active
-/// watch, or the earliest expiry of a live lease (a check in flight may be abandoned).
+/// watch. (A lease abandoned by a crashed node is not looked for here: leases last minutes,
+/// and the runner's poll interval, a few seconds, picks the watch up once it expires.)
 pub fn next_wake(conn: &mut DbConn, now: NaiveDateTime) -> StoreResult<Option<NaiveDateTime>> {
-    let active = watches::state.eq(WatchState::Active.as_str());
-    // First rows in index order (`watches_due`, `watches_leased`) rather than `min()`, which
-    // would read every row to test the lease.
-    let unleased: Option<NaiveDateTime> = watches::table
-        .filter(active)
+    // The first row in `watches_due` order rather than `min()`, which would read every row to
+    // test the lease.
+    Ok(watches::table
+        .filter(watches::state.eq(WatchState::Active.as_str()))
         .filter(watches::lease_until.is_null().or(watches::lease_until.lt(now)))
         .select(watches::next_run_at)
         .order(watches::next_run_at.asc())
         .first(conn)
-        .optional()?;
-    let lease_expiry: Option<NaiveDateTime> = watches::table
-        .filter(active)
-        .filter(watches::lease_until.ge(now))
-        .select(watches::lease_until.assume_not_null())
-        .order(watches::lease_until.asc())
-        .first(conn)
-        .optional()?;
-    Ok(crate::earliest(unleased, lease_expiry))
+        .optional()?)
 }
 
 /// The newest run of a watch.

@@ -120,6 +120,39 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
             );
             let released = watches::get_watch(c, &result.account_id, &other.id)?.expect("watch");
             assert_eq!(released.lease_owner, None, "the batch released the written watch's lease");
+
+            // A check whose own write fails (its run names a snapshot that does not exist) gets
+            // its error and leaves its watch leased; the rest of the batch is written.
+            let leased = |url: &str, owner: &str| Watch {
+                lease_owner: Some(owner.into()),
+                lease_until: Some(now + TimeDelta::minutes(1)),
+                ..Watch::new(&result.account_id, url, now)
+            };
+            let (broken, fine) =
+                (leased("http://127.0.0.1:9/broken", "runner-3"), leased("http://127.0.0.1:9/fine", "runner-4"));
+            watches::insert_watch(c, &broken)?;
+            watches::insert_watch(c, &fine)?;
+            let check_of = |watch: &Watch, snapshot_id: Option<String>| CheckResult {
+                watch_id: watch.id.clone(),
+                lease_owner: watch.lease_owner.clone().expect("leased"),
+                run: Run {
+                    id: new_id(IdKind::Run),
+                    watch_id: watch.id.clone(),
+                    event_id: None,
+                    snapshot_id,
+                    ..result.run.clone()
+                },
+                events: Vec::new(),
+                ..result.clone()
+            };
+            let answers =
+                checks::record_all(c, &[check_of(&broken, Some("snp_missing".into())), check_of(&fine, None)])?;
+            assert!(matches!(answers[0], Err(driftwatch_store::StoreError::Query(_))), "{answers:?}");
+            assert!(matches!(answers[1], Ok(0)), "{answers:?}");
+            assert!(watches::newest_run(c, &broken.id)?.is_none(), "the failed check wrote nothing");
+            let still = watches::get_watch(c, &result.account_id, &broken.id)?.expect("watch");
+            assert_eq!(still.lease_owner.as_deref(), Some("runner-3"), "and kept its lease");
+            assert!(watches::newest_run(c, &fine.id)?.is_some(), "the other check was written");
             Ok(queued)
         })
         .await
