@@ -21,7 +21,7 @@ use diesel::Connection as _;
 use driftwatch_core::{Clock as _, EventType, IdKind, SystemClock, new_id};
 use driftwatch_delivery::{DeliveryConfig, DeliveryWorker, RetryPolicy, Sender, SenderOptions};
 use driftwatch_net::TargetPolicy;
-use driftwatch_store::outbox::{NewEvent, Target};
+use driftwatch_store::outbox::NewEvent;
 use driftwatch_store::{Endpoint, Event, PoolOptions, Store, accounts, deliveries, endpoints, outbox};
 use futures_util::StreamExt as _;
 use tokio::sync::watch;
@@ -200,7 +200,8 @@ fn sender() -> anyhow::Result<Sender> {
     Ok(Sender::new(SenderOptions { policy: TargetPolicy { allow_private: true }, ..SenderOptions::default() })?)
 }
 
-/// Enqueues one event per `n` in `events`, to every endpoint of the account, in one transaction.
+/// Enqueues one event per `n` in `events`, to every endpoint of the account, in one transaction
+/// (the way a batch of checks queues its changes).
 fn enqueue_batch(
     c: &mut driftwatch_store::DbConn,
     account_id: &str,
@@ -208,6 +209,7 @@ fn enqueue_batch(
 ) -> driftwatch_store::StoreResult<()> {
     c.transaction(|c| {
         let now = SystemClock.now().naive_utc();
+        let mut batch = Vec::with_capacity(events.len());
         for n in events {
             let event = Event {
                 id: new_id(IdKind::Event),
@@ -222,8 +224,10 @@ fn enqueue_batch(
                 payload: format!("{{\"n\":{n}}}"),
                 created_at: now,
             };
-            outbox::enqueue(c, &NewEvent { event, slack_body: String::new() }, Target::AllEnabled, 5, now)?;
+            batch.push(NewEvent { event, slack_body: String::new() });
         }
+        let events: Vec<_> = batch.iter().map(|new| (new, 5, now)).collect();
+        outbox::enqueue_many(c, &events)?;
         Ok(())
     })
 }
