@@ -36,4 +36,6 @@ bench count="20000":
     cargo run --release -- bench delivery --count {{count}}
     psql "{{pg_url}}" -qc "DROP DATABASE IF EXISTS driftwatch_bench" -c "CREATE DATABASE driftwatch_bench"
     cargo run --release -- bench delivery --count {{count}} --database-url "$(echo {{pg_url}} | sed 's|/[^/]*$|/driftwatch_bench|')"
+    psql "{{pg_url}}" -qc "DROP DATABASE IF EXISTS driftwatch_bench" -c "CREATE DATABASE driftwatch_bench"
+    cargo run --release -- bench checks --watches 10000 --database-url "$(echo {{pg_url}} | sed 's|/[^/]*$|/driftwatch_bench|')"
 
