@@ -265,7 +265,10 @@ macro_rules! insert_all {
         if !$rows.is_empty() {
             match $conn {
                 $crate::DbConn::Pg(pg) => {
-                    diesel::insert_into($table).values(&$rows).execute(pg)?;
+                    // A statement takes at most 65,535 parameters: 2,000 rows of up to 32 columns.
+                    for chunk in $rows.chunks(2_000) {
+                        diesel::insert_into($table).values(chunk).execute(pg)?;
+                    }
                 }
                 $crate::DbConn::Sqlite(sqlite) => {
                     for row in &$rows {

@@ -61,17 +61,8 @@ pub fn enqueue(
             delivery_row(new, endpoint_id, kind, max_attempts.unwrap_or(default_max_attempts), now)
         })
         .collect();
-    match conn {
-        // One multi-row statement for a fan-out: one round trip however many endpoints.
-        DbConn::Pg(pg) if !rows.is_empty() => {
-            diesel::insert_into(deliveries::table).values(&rows).execute(pg)?;
-        }
-        _ => {
-            for row in &rows {
-                diesel::insert_into(deliveries::table).values(row).execute(conn)?;
-            }
-        }
-    }
+    // One multi-row statement for a fan-out on PostgreSQL (per 2,000 endpoints).
+    crate::insert_all!(conn, deliveries::table, rows);
     Ok(rows.len())
 }
 

@@ -57,6 +57,7 @@ on_both_backends!(
     agents::a_key_in_flight_is_not_run_twice,
     openapi::every_documented_operation_is_routed,
     store::concurrent_claims_never_overlap,
+    store::a_wide_fan_out_is_queued_whole,
     store::sessions_expire_idle_and_absolute_and_unseen_is_per_user,
     store::outbox_statements_use_their_indexes,
     watches::watches_can_be_updated_paused_and_deleted,

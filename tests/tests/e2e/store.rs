@@ -198,6 +198,54 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
     assert_eq!(unique.len(), DELIVERIES, "no delivery claimed twice");
 }
 
+/// A batch of events fanned out wider than one statement's 65,535 parameters allows on
+/// PostgreSQL (60 events to 120 endpoints: 7,200 deliveries of 13 columns) is queued whole.
+pub async fn a_wide_fan_out_is_queued_whole(backend: Backend) {
+    let db = TestDb::new(backend);
+    let store = Store::open(&db.url, &PoolOptions::default()).expect("open");
+    store.migrate().await.expect("migrate");
+    let now = SystemClock.now().naive_utc();
+    let queued = store
+        .write(move |c| {
+            let account = accounts::create_account(c, "acme", now)?;
+            for i in 0..120 {
+                endpoints::insert_endpoint(
+                    c,
+                    &Endpoint::webhook(&account.id, &format!("http://127.0.0.1:9/{i}"), now),
+                )?;
+            }
+            let events: Vec<NewEvent> = (0..60)
+                .map(|n| NewEvent {
+                    slack_body: String::new(),
+                    event: Event {
+                        id: new_id(IdKind::Event),
+                        account_id: account.id.clone(),
+                        watch_id: None,
+                        endpoint_id: None,
+                        event_type: "change.detected".into(),
+                        previous_snapshot_id: None,
+                        snapshot_id: None,
+                        added: 1,
+                        removed: 0,
+                        payload: format!("{{\"n\":{n}}}"),
+                        created_at: now,
+                    },
+                })
+                .collect();
+            let batch: Vec<_> = events.iter().map(|e| (e, 3, now)).collect();
+            let queued = diesel::Connection::transaction(c, |c| driftwatch_store::outbox::enqueue_many(c, &batch))?;
+            assert!(queued.values().all(|&n| n == 120), "every event to every endpoint");
+            let total: i64 = {
+                use diesel::prelude::*;
+                driftwatch_store::schema::deliveries::table.count().get_result(c)?
+            };
+            Ok((queued.len(), total))
+        })
+        .await
+        .expect("enqueue");
+    assert_eq!(queued, (60, 7_200));
+}
+
 pub async fn sessions_expire_idle_and_absolute_and_unseen_is_per_user(backend: Backend) {
     use driftwatch_store::users::{self, SessionLimits};
     let db = TestDb::new(backend);
