@@ -365,10 +365,11 @@ fn print_out(text: &str) {
 async fn run_until_signal(settings: &Settings, roles: Roles) -> anyhow::Result<()> {
     let app = App::start(settings, roles).await?;
     if let Some(addr) = app.addr {
-        println!("driftwatch listening on http://{addr}");
+        // `print_out`, not `println!`: a supervisor that closed our stdout must not panic the server.
+        print_out(&format!("driftwatch listening on http://{addr}"));
     }
     if let Some(url) = &app.setup_url {
-        println!("No user yet. Open this one-time setup link to create the first account:\n  {url}");
+        print_out(&format!("No user yet. Open this one-time setup link to create the first account:\n  {url}"));
     }
     shutdown_signal().await;
     tracing::info!("shutting down; finishing work in flight");

@@ -262,3 +262,50 @@ async fn serve_prints_a_one_time_setup_link_until_a_user_exists() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// A supervisor that closes the server's stdout (or a reader that stops after the first line)
+/// must not take the server down: the start-up lines are written with errors ignored. This was a
+/// CI failure: the setup link, printed after the address, panicked on a closed pipe.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_survives_a_closed_stdout() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // No user exists, so the setup link is printed too.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let mut child = Command::new(binary())
+        .arg("serve")
+        .current_dir(dir.path())
+        .env_remove("DRIFTWATCH_DATABASE_URL")
+        .env("DRIFTWATCH_LISTEN", format!("127.0.0.1:{port}"))
+        .env("DRIFTWATCH_LOG", "warn")
+        .env("RUST_BACKTRACE", "0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("serve");
+    drop(child.stdout.take());
+
+    let http = reqwest::Client::new();
+    let url = format!("http://127.0.0.1:{port}/healthz");
+    let up = async {
+        loop {
+            if let Ok(response) = http.get(&url).send().await {
+                break response.status();
+            }
+            assert!(child.try_wait().expect("try_wait").is_none(), "the server exited while starting");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let status = tokio::time::timeout(Duration::from_secs(20), up).await.expect("serve starts");
+    assert_eq!(status, 200);
+    // The start-up lines are written right after the listener opens. There is no signal for "did
+    // not crash", so keep the server busy for a bounded window: one that panicked on the closed
+    // pipe was gone within about 100 ms.
+    let window = std::time::Instant::now();
+    while window.elapsed() < Duration::from_millis(750) {
+        let response = http.get(&url).send().await.expect("the server is still up");
+        assert_eq!(response.status(), 200);
+        assert!(child.try_wait().expect("try_wait").is_none(), "the server is still running");
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
