@@ -168,6 +168,7 @@ pub async fn pages(bench: &PagesBench) -> anyhow::Result<PagesReport> {
         ui: driftwatch_web::ui::UiSettings::default(),
         setup: Arc::new(driftwatch_web::ui::SetupCode::default()),
         throttle: Arc::new(driftwatch_web::ui::SignInThrottle::new(10, Duration::from_secs(900))),
+        ops: driftwatch_web::Ops::default(),
     };
     let router = driftwatch_web::router(state);
     let cookie = format!("dw_session={session_id}");

@@ -34,6 +34,8 @@ pub struct Roles {
 pub struct App {
     /// Where the HTTP server listens (when it runs).
     pub addr: Option<SocketAddr>,
+    /// Where `/metrics` listens, when it has an address of its own.
+    pub metrics_addr: Option<SocketAddr>,
     /// The store it uses.
     pub store: Store,
     /// The first-run setup URL, while no user exists (printed by `serve`).
@@ -48,6 +50,7 @@ impl App {
     pub async fn start(settings: &Settings, roles: Roles) -> anyhow::Result<App> {
         let store = open_store(settings).await?;
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let metrics = Arc::new(driftwatch_metrics::Metrics::default());
         let policy = TargetPolicy { allow_private: settings.allow_private_targets };
         let retry = RetryPolicy {
             schedule: driftwatch_delivery::parse_schedule(&settings.retry_schedule)
@@ -78,6 +81,7 @@ impl App {
                 disable_after: settings.disable_after.into(),
                 lease_grace: settings.lease_grace.into(),
                 node_id: settings.node_id(),
+                metrics: Arc::clone(&metrics),
                 ..DeliveryConfig::default()
             },
         );
@@ -101,6 +105,7 @@ impl App {
                 per_host_concurrency: settings.per_host_concurrency.max(1),
                 per_host_gap: settings.per_host_gap.into(),
                 node_id: settings.node_id(),
+                metrics: Arc::clone(&metrics),
                 ..RunnerConfig::default()
             },
             move || wake_worker.wake(),
@@ -115,6 +120,7 @@ impl App {
             scheduler = Some(jobs::start(settings, store.clone(), runner.clone(), worker.clone()).await?);
         }
         let mut addr = None;
+        let mut metrics_addr = None;
         let mut setup_url = None;
         let setup = Arc::new(driftwatch_web::ui::SetupCode::default());
         if roles.web {
@@ -137,7 +143,20 @@ impl App {
                 },
                 setup: Arc::clone(&setup),
                 throttle: Arc::new(driftwatch_web::ui::SignInThrottle::new(10, std::time::Duration::from_secs(900))),
+                ops: driftwatch_web::Ops {
+                    metrics: Arc::clone(&metrics),
+                    metrics_token: settings.metrics_token.clone().filter(|t| !t.is_empty()),
+                    metrics_on_main: settings.metrics_listen.is_none(),
+                    draining: shutdown.clone(),
+                },
             };
+            if let Some(listen) = &settings.metrics_listen {
+                let listener = tokio::net::TcpListener::bind(listen)
+                    .await
+                    .with_context(|| format!("DRIFTWATCH_METRICS_LISTEN: listening on {listen}"))?;
+                metrics_addr = Some(listener.local_addr()?);
+                tasks.spawn(driftwatch_web::serve_metrics(listener, state.clone(), shutdown.clone()));
+            }
             let listener = tokio::net::TcpListener::bind(&settings.listen)
                 .await
                 .with_context(|| format!("listening on {}", settings.listen))?;
@@ -155,18 +174,42 @@ impl App {
             }
         }
         tasks.close();
-        Ok(App { addr, store, setup_url, shutdown, tasks, scheduler })
+        Ok(App { addr, metrics_addr, store, setup_url, shutdown, tasks, scheduler })
     }
 
     /// Stops accepting work and waits for what is in flight to be recorded.
-    pub async fn shutdown(mut self) {
+    pub async fn shutdown(self) {
+        self.shutdown_within(None).await;
+    }
+
+    /// Drains: stops claiming (and `/readyz` answers 503), gives back claimed work that has
+    /// not started, lets checks, deliveries and HTTP requests in flight finish and be recorded,
+    /// for at most `grace` when given. Returns whether everything finished in time; what did
+    /// not is abandoned, and its leases expire so another node or the next start retries it.
+    pub async fn shutdown_within(mut self, grace: Option<std::time::Duration>) -> bool {
         self.shutdown.cancel();
         if let Some(scheduler) = self.scheduler.as_mut()
             && let Err(e) = scheduler.shutdown().await
         {
             tracing::warn!(error = %e, "stopping the job scheduler failed");
         }
-        self.tasks.wait().await;
+        match grace {
+            None => {
+                self.tasks.wait().await;
+                true
+            }
+            Some(grace) => match tokio::time::timeout(grace, self.tasks.wait()).await {
+                Ok(()) => true,
+                Err(_) => {
+                    tracing::warn!(
+                        grace = ?grace,
+                        tasks = self.tasks.len(),
+                        "the shutdown grace ran out with work in flight; its leases will expire and it will be retried"
+                    );
+                    false
+                }
+            },
+        }
     }
 
     /// Resolves when the application has been asked to stop.

@@ -147,6 +147,19 @@ pub struct Settings {
     /// Name of this node in leases and logs (default: host name and process id).
     #[arg(long, env = "DRIFTWATCH_NODE_ID")]
     pub node_id: Option<String>,
+
+    /// Bearer token that `/metrics` asks for (unset: `/metrics` is open to whoever reaches it).
+    #[arg(long, env = "DRIFTWATCH_METRICS_TOKEN", hide_env_values = true)]
+    pub metrics_token: Option<String>,
+
+    /// Serve `/metrics` on this address only (e.g. 127.0.0.1:9464) instead of the main one.
+    #[arg(long, env = "DRIFTWATCH_METRICS_LISTEN")]
+    pub metrics_listen: Option<String>,
+
+    /// On SIGTERM or SIGINT, how long checks and deliveries in flight may take to finish and
+    /// be recorded before the process gives up on them and exits.
+    #[arg(long, env = "DRIFTWATCH_SHUTDOWN_GRACE", default_value = "30s", value_parser = parse_duration)]
+    pub shutdown_grace: HumanDuration,
 }
 
 impl Settings {

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use chrono::{NaiveDateTime, TimeDelta};
 use driftwatch_core::{AttemptTrigger, Clock, DeliveryStatus, EventType, IdKind, new_id};
+use driftwatch_metrics::Metrics;
 use driftwatch_store::deliveries::{self, AttemptRecord, Completion, Health, Job, Redelivery};
 use driftwatch_store::outbox::NewEvent;
 use driftwatch_store::{Delivery, DeliveryAttempt, Endpoint, Event, Store, StoreError, batch};
@@ -42,6 +43,8 @@ pub struct DeliveryConfig {
     pub recovery_page: i64,
     /// A name for this node, in lease owners and logs.
     pub node_id: String,
+    /// Where attempts are counted.
+    pub metrics: Arc<Metrics>,
 }
 
 impl Default for DeliveryConfig {
@@ -58,6 +61,7 @@ impl Default for DeliveryConfig {
             lease_grace: Duration::from_secs(30),
             recovery_page: 200,
             node_id: "node".into(),
+            metrics: Arc::new(Metrics::default()),
         }
     }
 }
@@ -428,6 +432,7 @@ impl DeliveryWorker {
         let Some(attempt) = Prepared::new(job, trigger) else { return };
         let started_at = self.inner.clock.now();
         let result = attempt.send(&self.inner.sender, started_at.timestamp()).await;
+        self.inner.config.metrics.attempt_finished(outcome_class(&result), result.duration);
         let (record, decision) = self.decide(&attempt, &result, started_at);
         self.record(record, &decision, &result).await;
     }
@@ -555,6 +560,19 @@ impl DeliveryWorker {
                 () = shutdown.cancelled() => {}
             }
         }
+    }
+}
+
+/// An attempt's outcome as a bounded label: the status class, or the kind of error.
+fn outcome_class(result: &SendResult) -> &'static str {
+    match (result.outcome, result.error_kind) {
+        (Outcome::Status(100..=199), _) => "1xx",
+        (Outcome::Status(200..=299), _) => "2xx",
+        (Outcome::Status(300..=399), _) => "3xx",
+        (Outcome::Status(400..=499), _) => "4xx",
+        (Outcome::Status(_), _) => "5xx",
+        (_, Some(kind)) => kind.as_str(),
+        (_, None) => "error",
     }
 }
 

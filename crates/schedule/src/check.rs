@@ -9,6 +9,7 @@ use driftwatch_store::checks::CheckResult;
 use driftwatch_store::outbox::NewEvent;
 use driftwatch_store::{Event, Run, Snapshot, StoreError, Watch, watches};
 use sha2::{Digest, Sha256};
+use tokio_util::sync::CancellationToken;
 
 use crate::runner::Runner;
 use crate::timing::Timing;
@@ -101,7 +102,12 @@ impl Runner {
             let claimed = self.store().write(move |c| watches::claim_one(c, &account, &id, &lease, now, until)).await?;
             match claimed {
                 None => return Ok(None),
-                Some(Some(watch)) => return Ok(Some(self.check(watch, owner).await?)),
+                Some(Some(watch)) => {
+                    // Without a stop signal the check always runs, so this returns.
+                    if let Some(run) = self.check(watch, owner, None).await? {
+                        return Ok(Some(run));
+                    }
+                }
                 Some(None) if joined.is_none() => {
                     // Busy: the run to join is the first one newer than the newest run of now.
                     let id = watch_id.to_owned();
@@ -122,8 +128,15 @@ impl Runner {
 
     /// Checks a watch leased to `owner` and records the result; returns the run.
     ///
-    /// read -> compare -> decide -> record.
-    pub(crate) async fn check(&self, watch: Watch, owner: String) -> Result<Run, StoreError> {
+    /// read -> compare -> decide -> record. When `stop` is cancelled while the check still
+    /// waits for its turn at the page's host (claimed, not started), the watch is given back
+    /// unchecked and this returns `None`.
+    pub(crate) async fn check(
+        &self,
+        watch: Watch,
+        owner: String,
+        stop: Option<&CancellationToken>,
+    ) -> Result<Option<Run>, StoreError> {
         let started = self.now();
         let clock = std::time::Instant::now();
         let options: WatchOptions = serde_json::from_str(&watch.options).unwrap_or_default();
@@ -134,7 +147,12 @@ impl Runner {
             let (id, lease, until) = (watch.id.clone(), owner.clone(), started + needed);
             self.store().write(move |c| watches::extend_lease(c, &id, &lease, until)).await?;
         }
-        let page = self.read(&watch, &options, true).await;
+        let Some(page) = self.read(&watch, &options, true, stop).await else {
+            let (id, lease) = (watch.id.clone(), owner.clone());
+            self.store().write(move |c| watches::release(c, &id, &lease)).await?;
+            tracing::info!(watch.id = %watch.id, "stopping: gave the watch back unchecked");
+            return Ok(None);
+        };
         let (http_status, bytes, validators) = (page.http_status, page.bytes, page.validators);
         let compared = self.compare(&watch, &options, page.text).await?;
         let run = Run {
@@ -151,6 +169,7 @@ impl Runner {
             snapshot_id: compared.snapshot.as_ref().map(|s| s.id.clone()),
             event_id: compared.event.as_ref().map(|e| e.event.id.clone()),
         };
+        let outcome = compared.outcome.as_str();
         let decided = self.decide(&watch, run, compared.selector_missing);
         let result = CheckResult {
             watch_id: watch.id.clone(),
@@ -168,7 +187,8 @@ impl Runner {
             now: decided.run.finished_at,
         };
         self.record(result, decided.health_changed_from).await?;
-        Ok(decided.run)
+        self.config().metrics.check_finished(outcome, clock.elapsed());
+        Ok(Some(decided.run))
     }
 
     /// Compares the page's text with the watch's last snapshot: a baseline, unchanged, or a
@@ -262,7 +282,8 @@ impl Runner {
         if let Some(seconds) = options.noise.confirm_after_seconds.filter(|_| is_alert(change)) {
             // Ask again a little later: alert only if the page agrees.
             tokio::time::sleep(Duration::from_secs(u64::from(seconds.clamp(1, 60)))).await;
-            if !matches!(self.read(watch, options, false).await.text, PageText::Text(again) if again == after) {
+            let again = self.read(watch, options, false, None).await.map(|page| page.text);
+            if !matches!(again, Some(PageText::Text(again)) if again == after) {
                 return Ok(Some("a second fetch did not confirm the change".into()));
             }
         }
@@ -309,8 +330,15 @@ impl Runner {
     }
 
     /// Fetches the watch's page (conditionally when `conditional`) and reads its text through
-    /// the watch's extraction options and line rules.
-    async fn read(&self, watch: &Watch, options: &WatchOptions, conditional: bool) -> PageRead {
+    /// the watch's extraction options and line rules. `None` when `stop` was cancelled before
+    /// the host's turn came (nothing was fetched).
+    async fn read(
+        &self,
+        watch: &Watch,
+        options: &WatchOptions,
+        conditional: bool,
+        stop: Option<&CancellationToken>,
+    ) -> Option<PageRead> {
         let request = PageRequest {
             spec: Some(&options.fetch),
             etag: watch.etag.as_deref().filter(|_| conditional),
@@ -321,10 +349,18 @@ impl Runner {
             .and_then(|u| u.host_str().map(|h| format!("{h}:{}", u.port_or_known_default().unwrap_or(0))))
             .unwrap_or_default();
         let fetched = {
-            let _turn = self.hosts().enter(&host).await;
+            let turn = self.hosts().enter(&host);
+            let _turn = match stop {
+                Some(stop) => tokio::select! {
+                    biased;
+                    () = stop.cancelled() => return None,
+                    turn = turn => turn,
+                },
+                None => turn.await,
+            };
             self.fetcher().fetch_with(&watch.url, &request).await
         };
-        match fetched {
+        Some(match fetched {
             Ok(Fetched::NotModified) => {
                 PageRead { http_status: Some(304), bytes: 0, validators: None, text: PageText::NotModified }
             }
@@ -356,7 +392,7 @@ impl Runner {
                 validators: None,
                 text: PageText::Failed { error: e.to_string(), selector_missing: false },
             },
-        }
+        })
     }
 
     /// The event announcing that a watch's health changed to `health`.

@@ -10,6 +10,7 @@ use driftwatch_store::checks::{self, CheckResult};
 use driftwatch_store::{Store, StoreError, StoreResult, batch, watches};
 
 use crate::hosts::Hosts;
+use driftwatch_metrics::Metrics;
 use tokio::sync::{Notify, Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -33,6 +34,8 @@ pub struct RunnerConfig {
     pub per_host_gap: Duration,
     /// A name for this node, in lease owners and logs.
     pub node_id: String,
+    /// Where finished checks are counted.
+    pub metrics: Arc<Metrics>,
 }
 
 impl Default for RunnerConfig {
@@ -46,6 +49,7 @@ impl Default for RunnerConfig {
             per_host_concurrency: 4,
             per_host_gap: Duration::from_millis(100),
             node_id: "node".into(),
+            metrics: Arc::new(Metrics::default()),
         }
     }
 }
@@ -199,9 +203,10 @@ impl Runner {
                             };
                             let runner = self.clone();
                             let owner = owner.clone();
+                            let stop = shutdown.clone();
                             tracker.spawn(async move {
                                 let id = watch.id.clone();
-                                if let Err(e) = runner.check(watch, owner).await {
+                                if let Err(e) = runner.check(watch, owner, Some(&stop)).await {
                                     tracing::error!(watch.id = %id, error = %e, "recording a check failed");
                                 }
                                 drop(permit);

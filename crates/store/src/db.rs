@@ -164,6 +164,16 @@ pub(crate) fn migrate(conn: &mut DbConn) -> Result<usize, StoreError> {
     applied.map_err(|e| StoreError::Migration(e.to_string()))
 }
 
+/// How many of this build's migrations the database has not applied (0: its schema is current).
+/// Also shows the database answers: it reads the migrations table.
+pub(crate) fn pending_migrations(conn: &mut DbConn) -> Result<usize, StoreError> {
+    let pending = match conn {
+        DbConn::Sqlite(c) => c.pending_migrations(SQLITE_MIGRATIONS).map(|v| v.len()),
+        DbConn::Pg(c) => c.pending_migrations(POSTGRES_MIGRATIONS).map(|v| v.len()),
+    };
+    pending.map_err(|e| StoreError::Migration(e.to_string()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

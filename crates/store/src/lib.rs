@@ -108,6 +108,17 @@ impl Store {
         self.url.backend()
     }
 
+    /// How many of this build's migrations the database lacks; an error when it does not answer.
+    pub async fn pending_migrations(&self) -> StoreResult<usize> {
+        self.run(db::pending_migrations).await
+    }
+
+    /// Connections of the pool: (checked out, idle, maximum).
+    pub fn pool_state(&self) -> (u32, u32, u32) {
+        let state = self.pool.state();
+        (state.connections - state.idle_connections, state.idle_connections, self.pool.max_size())
+    }
+
     /// Applies pending migrations; returns how many ran.
     pub async fn migrate(&self) -> StoreResult<usize> {
         self.run(db::migrate).await

@@ -318,6 +318,16 @@ pub fn extend_lease(conn: &mut DbConn, id: &str, owner: &str, lease_until: Naive
     Ok(extended == 1)
 }
 
+/// Gives a claimed watch back unchecked (its node is stopping): the lease is cleared and its
+/// due time kept, so the next node or the restarted one checks it at once. Only the lease
+/// holder can; returns whether it held it.
+pub fn release(conn: &mut DbConn, id: &str, owner: &str) -> StoreResult<bool> {
+    let released = diesel::update(watches::table.filter(watches::id.eq(id)).filter(watches::lease_owner.eq(owner)))
+        .set((watches::lease_owner.eq(None::<String>), watches::lease_until.eq(None::<NaiveDateTime>)))
+        .execute(conn)?;
+    Ok(released == 1)
+}
+
 /// When the runner next has something to do: the earliest due time of an unleased active
 /// watch. (A lease abandoned by a crashed node is not looked for here: leases last minutes,
 /// and the runner's poll interval, a few seconds, picks the watch up once it expires.)

@@ -10,6 +10,7 @@ mod auth;
 mod error;
 mod extract;
 mod middleware;
+mod ops;
 pub mod ui;
 mod views;
 
@@ -29,6 +30,7 @@ use tower_http::trace::TraceLayer;
 pub use api::document as openapi;
 pub use error::ApiError;
 pub use middleware::RateLimiter;
+pub use ops::Ops;
 
 /// Limits and defaults of what the API accepts.
 #[derive(Debug, Clone)]
@@ -87,6 +89,8 @@ pub struct AppState {
     pub setup: Arc<ui::SetupCode>,
     /// Failed sign-ins per email and address.
     pub throttle: Arc<ui::SignInThrottle>,
+    /// Metrics and readiness.
+    pub ops: Ops,
 }
 
 /// Makes an `x-request-id` for requests that come without one.
@@ -110,6 +114,18 @@ pub async fn serve(listener: tokio::net::TcpListener, state: AppState, shutdown:
     }
 }
 
+/// Serves [`metrics_router`] on `listener` until `shutdown` is cancelled.
+pub async fn serve_metrics(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: tokio_util::sync::CancellationToken,
+) {
+    let served = axum::serve(listener, metrics_router(state)).with_graceful_shutdown(shutdown.cancelled_owned()).await;
+    if let Err(e) = served {
+        tracing::error!(error = %e, "the metrics server failed");
+    }
+}
+
 /// Unknown paths: a problem document under `/api`, the 404 page elsewhere.
 async fn fallback(uri: axum::http::Uri) -> axum::response::Response {
     use axum::response::IntoResponse as _;
@@ -120,10 +136,18 @@ async fn fallback(uri: axum::http::Uri) -> axum::response::Response {
     }
 }
 
+/// `/metrics` alone, for a listener of its own (`DRIFTWATCH_METRICS_LISTEN`).
+pub fn metrics_router(state: AppState) -> Router {
+    Router::new().route("/metrics", get(ops::metrics)).with_state(state)
+}
+
 /// The whole application router.
 pub fn router(state: AppState) -> Router {
-    Router::new()
-        .route("/healthz", get(|| async { "ok" }))
+    let mut router = Router::new().route("/healthz", get(|| async { "ok" })).route("/readyz", get(ops::ready));
+    if state.ops.metrics_on_main {
+        router = router.route("/metrics", get(ops::metrics));
+    }
+    router
         .nest(
             "/api/v1",
             api::routes()
@@ -139,6 +163,7 @@ pub fn router(state: AppState) -> Router {
         )
         .merge(ui::routes())
         .fallback(fallback)
+        .layer(axum::middleware::from_fn_with_state(Arc::clone(&state.ops.metrics), ops::track))
         .layer(axum::middleware::from_fn(ui::security_headers))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(TraceLayer::new_for_http().make_span_with(|request: &axum::http::Request<axum::body::Body>| {

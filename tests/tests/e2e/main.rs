@@ -11,6 +11,7 @@ mod api;
 mod browser;
 mod delivery;
 mod openapi;
+mod ops;
 mod pipeline;
 mod scale;
 mod store;
@@ -56,6 +57,8 @@ on_both_backends!(
     agents::etags_idempotency_and_rate_limits,
     agents::a_key_in_flight_is_not_run_twice,
     openapi::every_documented_operation_is_routed,
+    ops::metrics_move_with_real_work,
+    ops::readiness_follows_the_database,
     store::concurrent_claims_never_overlap,
     store::a_wide_fan_out_is_queued_whole,
     store::sessions_expire_idle_and_absolute_and_unseen_is_per_user,

@@ -1,0 +1,157 @@
+//! Graceful drain of `driftwatch serve`: on SIGTERM it stops claiming, lets the deliveries in
+//! flight finish and be recorded, and exits 0 within `DRIFTWATCH_SHUTDOWN_GRACE`; after a
+//! restart every delivery arrives and none twice. The grace bounds a drain stuck on a hanging
+//! receiver, and a second signal exits at once.
+
+mod common;
+
+use std::collections::HashSet;
+use std::io::{BufRead as _, BufReader};
+use std::process::{Child, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Queued, SlowReceiver, account_and_token, driftwatch, endpoint, queue_tests, serve, wait_all_sent};
+
+const DELIVERIES: usize = 400;
+
+fn signal(child: &Child, name: &str) {
+    let status = std::process::Command::new("kill").args([&format!("-{name}"), &child.id().to_string()]).status();
+    assert!(status.expect("kill runs").success(), "kill -{name}");
+}
+
+/// Waits at most `limit` for the child to exit.
+async fn exit_within(mut child: Child, limit: Duration) -> (ExitStatus, Duration) {
+    let started = Instant::now();
+    let waited = tokio::task::spawn_blocking(move || child.wait());
+    let status = tokio::time::timeout(limit, waited)
+        .await
+        .unwrap_or_else(|_| panic!("the process did not exit within {limit:?}"))
+        .expect("join")
+        .expect("wait");
+    (status, started.elapsed())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_finishes_work_in_flight_and_loses_nothing() {
+    let grace = [("DRIFTWATCH_SHUTDOWN_GRACE", "20s")];
+    let Queued { dir, token, receiver, child, http, queued, .. } =
+        Queued::start(Duration::from_millis(400), &grace, DELIVERIES).await;
+
+    // Let deliveries flow, then ask it to stop with a full set in flight (32 at a time, each
+    // held 400 ms by the receiver) and most still queued.
+    receiver.gate.send_replace(true);
+    receiver.wait_for(64, Duration::from_secs(30), "deliveries flow").await;
+    let mut arrived = receiver.arrived.clone();
+    let seen = std::sync::Arc::clone(&receiver.seen);
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        arrived.wait_for(|a| a.saturating_sub(seen.lock().expect("lock").len()) >= 8),
+    )
+    .await
+    .expect("a batch in flight")
+    .expect("alive");
+    signal(&child, "TERM");
+    let at_signal = receiver.seen.lock().expect("lock").len();
+    let in_flight = *receiver.arrived.borrow() - at_signal;
+    let (status, took) = exit_within(child, Duration::from_secs(25)).await;
+    assert!(status.success(), "a drain that finishes exits 0: {status:?}");
+    let at_exit = receiver.seen.lock().expect("lock").len();
+    assert!(
+        at_exit >= at_signal + in_flight,
+        "every delivery in flight at the signal was answered before the exit ({at_signal} + {in_flight} -> {at_exit})"
+    );
+    assert!(at_exit < DELIVERIES, "it stopped claiming: {at_exit} of {DELIVERIES} were sent before exit");
+    eprintln!(
+        "drain: exited 0 in {took:?}; {at_signal} answered and {in_flight} in flight at SIGTERM, {at_exit} answered at exit"
+    );
+
+    // Everything sent before the exit was recorded: after a restart the rest arrive, and no
+    // delivery arrives twice.
+    let (mut child, base) = serve(dir.path(), &grace).await;
+    receiver.wait_for(DELIVERIES, Duration::from_secs(60), "every delivery arrives after the restart").await;
+    let sent = wait_all_sent(&http, &base, &token, DELIVERIES).await;
+    assert_eq!(sent, queued);
+    let received = receiver.seen.lock().expect("lock").clone();
+    let unique: HashSet<&String> = received.iter().collect();
+    assert_eq!(unique.len(), DELIVERIES);
+    assert_eq!(received.len(), DELIVERIES, "no delivery was sent twice");
+    signal(&child, "TERM");
+    let _ = child.wait();
+}
+
+/// Starts `serve` with its log on stderr at info, and returns the child, its base URL and a
+/// channel of its log lines.
+async fn serve_logged(dir: &std::path::Path, grace: &str) -> (Child, String, std::sync::mpsc::Receiver<String>) {
+    let mut child = driftwatch(dir)
+        .env("DRIFTWATCH_LOG", "info")
+        .env("NO_COLOR", "1")
+        .env("DRIFTWATCH_SHUTDOWN_GRACE", grace)
+        .arg("serve")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("serve starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let line = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).map(|_| line)
+    });
+    let line =
+        tokio::time::timeout(Duration::from_secs(30), line).await.expect("listening").expect("join").expect("read");
+    (child, line.trim().rsplit(' ').next().expect("address").to_owned(), lines)
+}
+
+/// Waits (at most 20 s) for a log line containing `text`.
+async fn log_line(lines: std::sync::mpsc::Receiver<String>, text: &'static str) -> std::sync::mpsc::Receiver<String> {
+    tokio::task::spawn_blocking(move || {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match lines.recv_timeout(left) {
+                Ok(line) if line.contains(text) => return lines,
+                Ok(_) => {}
+                Err(e) => panic!("no log line with {text:?}: {e}"),
+            }
+        }
+    })
+    .await
+    .expect("join")
+}
+
+/// A receiver that never answers in time: the drain cannot finish. The grace bounds it (exit
+/// non-zero, saying so), and a second signal ends it at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_grace_bounds_a_stuck_drain_and_a_second_signal_exits_at_once() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let token = account_and_token(dir.path());
+    let receiver = SlowReceiver::start(Duration::from_secs(3600)).await;
+    receiver.gate.send_replace(true);
+    let http = reqwest::Client::new();
+
+    // The grace runs out.
+    let (child, base, lines) = serve_logged(dir.path(), "1s").await;
+    let endpoint_id = endpoint(&http, &base, &token, &receiver.url()).await;
+    queue_tests(&http, &base, &token, &endpoint_id, 4).await;
+    // The four attempts are in flight once the receiver holds them.
+    receiver.wait_arrived(4).await;
+    signal(&child, "TERM");
+    let (status, took) = exit_within(child, Duration::from_secs(10)).await;
+    assert!(!status.success(), "a drain cut short by the grace is not a clean exit: {status:?}");
+    assert!(took >= Duration::from_millis(900), "it waited for the grace: {took:?}");
+    drop(lines);
+
+    // A second signal: no waiting for the grace (60 s).
+    let (child, _, lines) = serve_logged(dir.path(), "60s").await;
+    signal(&child, "TERM");
+    let _lines = log_line(lines, "shutting down").await;
+    signal(&child, "TERM");
+    let (status, took) = exit_within(child, Duration::from_secs(10)).await;
+    assert_eq!(status.code(), Some(130), "the second signal exits at once: {status:?} after {took:?}");
+}

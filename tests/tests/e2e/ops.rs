@@ -1,0 +1,181 @@
+//! What an operator scrapes and probes: `/metrics` moves with real work (checks, a failing
+//! receiver, a dead letter) and parses as Prometheus text; `/readyz` answers for the database.
+
+use axum::http::StatusCode;
+use openmetrics_parser::{MetricsExposition, OpenMetricsType, OpenMetricsValue};
+use serde_json::json;
+
+use crate::support::{Backend, PageServer, Receiver, TestApp, eventually};
+
+diesel::table! {
+    /// diesel_migrations' own table.
+    #[sql_name = "__diesel_schema_migrations"]
+    migrations (version) {
+        version -> Text,
+    }
+}
+
+const TOKEN: &str = "metrics-secret-token";
+
+fn page(price: &str) -> String {
+    format!("<html><body><div id=\"price\">Price: {price}</div></body></html>")
+}
+
+type Scrape = MetricsExposition<OpenMetricsType, OpenMetricsValue>;
+
+/// Scrapes `/metrics` with the token and parses it with a strict OpenMetrics parser.
+async fn scrape(app: &TestApp) -> Scrape {
+    let response = app.http.get(format!("{}/metrics", app.root())).bearer_auth(TOKEN).send().await.expect("scrape");
+    assert_eq!(response.status(), 200);
+    let content_type = response.headers()["content-type"].to_str().expect("ascii").to_owned();
+    assert!(content_type.starts_with("application/openmetrics-text"), "{content_type}");
+    let text = response.text().await.expect("body");
+    assert!(text.ends_with("# EOF\n"), "a complete exposition");
+    openmetrics_parser::openmetrics::parse_openmetrics(&text)
+        .unwrap_or_else(|e| panic!("the exposition parses: {e:?}\n{text}"))
+}
+
+/// The sum over the samples of `family` that carry these labels (among others): a counter's
+/// or gauge's value, a histogram's count, 1 for an info; 0 when there is none.
+fn get(scrape: &Scrape, family: &str, labels: &[(&str, &str)]) -> f64 {
+    let Some(family) = scrape.families.get(family) else { return 0.0 };
+    family
+        .iter_samples()
+        .filter(|sample| {
+            let set = sample.get_labelset().expect("bound to its family");
+            labels.iter().all(|(k, v)| set.get_label_value(k) == Some(*v))
+        })
+        .map(|sample| match &sample.value {
+            OpenMetricsValue::Counter(c) => c.value.as_f64(),
+            OpenMetricsValue::Gauge(n) | OpenMetricsValue::Unknown(n) => n.as_f64(),
+            OpenMetricsValue::Histogram(h) => h.count.unwrap_or(0) as f64,
+            OpenMetricsValue::Info => 1.0,
+            other => panic!("unexpected {other:?}"),
+        })
+        .sum()
+}
+
+/// Whether any sample of any family has a label value containing `text`.
+fn any_label_contains(scrape: &Scrape, text: &str) -> bool {
+    scrape.families.values().any(|family| {
+        family
+            .iter_samples()
+            .any(|sample| sample.get_labelset().is_ok_and(|set| set.iter_values().any(|value| value.contains(text))))
+    })
+}
+
+pub async fn metrics_move_with_real_work(backend: Backend) {
+    let app = TestApp::start_with(backend, |s| {
+        s.max_attempts = 2;
+        s.retry_schedule = "50ms".into();
+        s.metrics_token = Some(TOKEN.into());
+    })
+    .await;
+
+    // The token is required, and a wrong one is refused.
+    let url = format!("{}/metrics", app.root());
+    assert_eq!(app.http.get(&url).send().await.expect("scrape").status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(app.http.get(&url).bearer_auth("nope").send().await.expect("scrape").status(), 401);
+
+    let before = scrape(&app).await;
+    assert_eq!(get(&before, "driftwatch_checks", &[]), 0.0);
+    assert_eq!(get(&before, "driftwatch_build", &[("version", env!("CARGO_PKG_VERSION"))]), 1.0);
+    assert_eq!(get(&before, "driftwatch_db_pool_max_connections", &[]), 8.0, "the test pool size");
+
+    let token = app.account("acme").await;
+    let site = PageServer::start(&page("1")).await;
+    let receiver = Receiver::start(503).await;
+    let (status, endpoint) = app.post("/endpoints", &token, json!({"url": receiver.url})).await;
+    assert_eq!(status, StatusCode::CREATED, "{endpoint}");
+    let watch = app.watch_with_baseline(&token, json!({"url": site.url, "selector": "#price"})).await;
+    let watch_id = watch["id"].as_str().expect("id");
+
+    // A change, then a failing page.
+    site.set(&page("2"));
+    let (status, run) = app.post(&format!("/watches/{watch_id}/check"), &token, json!({})).await;
+    assert_eq!((status, run["outcome"].as_str()), (StatusCode::OK, Some("changed")), "{run}");
+    site.set_status(500);
+    let (_, run) = app.post(&format!("/watches/{watch_id}/check"), &token, json!({})).await;
+    assert_eq!(run["outcome"], "failed", "{run}");
+
+    // The change's delivery fails twice (503) and goes dead.
+    eventually("the delivery to go dead", || async {
+        let dead = app.ok("/deliveries?status=dead", &token).await;
+        (dead["items"].as_array().map_or(0, Vec::len) == 1).then_some(())
+    })
+    .await;
+    let unknown = app.http.get(format!("{}/no/such/page/42", app.root())).send().await.expect("get");
+    assert_eq!(unknown.status(), 404);
+
+    let after = scrape(&app).await;
+    for (outcome, n) in [("baseline", 1.0), ("changed", 1.0), ("failed", 1.0), ("unchanged", 0.0)] {
+        assert_eq!(get(&after, "driftwatch_checks", &[("outcome", outcome)]), n, "checks {outcome}");
+    }
+    assert_eq!(get(&after, "driftwatch_check_duration_seconds", &[]), 3.0, "one observation per check");
+    assert_eq!(get(&after, "driftwatch_delivery_attempts", &[("outcome", "5xx")]), 2.0);
+    assert_eq!(get(&after, "driftwatch_delivery_attempts", &[("outcome", "2xx")]), 0.0);
+    assert_eq!(get(&after, "driftwatch_delivery_attempt_duration_seconds", &[]), 2.0);
+    assert_eq!(get(&after, "driftwatch_dead_letters", &[]), 1.0);
+    for status in ["pending", "retrying", "in_flight"] {
+        assert_eq!(get(&after, "driftwatch_outbox_deliveries", &[("status", status)]), 0.0, "outbox {status}");
+    }
+    assert_eq!(get(&after, "driftwatch_outbox_oldest_due_age_seconds", &[]), 0.0);
+    assert_eq!(get(&after, "driftwatch_endpoints", &[("state", "closed")]), 1.0);
+    assert_eq!(get(&after, "driftwatch_endpoints", &[("state", "open")]), 0.0);
+    assert_eq!(get(&after, "driftwatch_recoveries_running", &[]), 0.0);
+    // Requests are counted by route template, never by raw path.
+    let check_route = [("route", "/api/v1/watches/{id}/check"), ("method", "POST"), ("status", "200")];
+    assert_eq!(get(&after, "driftwatch_http_requests", &check_route), 2.0);
+    assert_eq!(get(&after, "driftwatch_http_requests", &[("route", "unmatched"), ("status", "404")]), 1.0);
+    assert!(!any_label_contains(&after, watch_id), "no label carries an id");
+    assert!(get(&after, "driftwatch_http_request_duration_seconds", &[("route", "/api/v1/watches")]) >= 1.0);
+
+    // A due delivery shows in the outbox and its age: pause nothing, just queue a test event to
+    // a receiver that holds it, and look while it is in flight.
+    receiver.set_status(200);
+    receiver.set_delay(std::time::Duration::from_secs(2));
+    let endpoint_id = endpoint["id"].as_str().expect("id");
+    let (status, _) = app.post(&format!("/endpoints/{endpoint_id}/test"), &token, json!({})).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    receiver.wait_for(3).await;
+    let busy = scrape(&app).await;
+    assert_eq!(get(&busy, "driftwatch_outbox_deliveries", &[("status", "in_flight")]), 1.0);
+}
+
+pub async fn readiness_follows_the_database(backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let ready = app.http.get(format!("{}/readyz", app.root())).send().await.expect("readyz");
+    assert_eq!(ready.status(), 200);
+    assert_eq!(ready.text().await.expect("body"), "ready\n");
+    let live = app.http.get(format!("{}/healthz", app.root())).send().await.expect("healthz");
+    assert_eq!(live.status(), 200);
+    // A schema older than the build (a migration not applied) is not ready.
+    let store = app.app.as_ref().expect("running").store.clone();
+    let newest: String = store
+        .run(|c| {
+            use diesel::prelude::*;
+            let newest: Option<String> =
+                migrations::table.select(diesel::dsl::max(migrations::version)).get_result(c)?;
+            let newest = newest.expect("migrations were applied");
+            diesel::delete(migrations::table.filter(migrations::version.eq(&newest))).execute(c)?;
+            Ok(newest)
+        })
+        .await
+        .expect("forget the newest migration");
+    let unready = app.http.get(format!("{}/readyz", app.root())).send().await.expect("readyz");
+    assert_eq!(unready.status(), 503);
+    assert_eq!(unready.text().await.expect("body"), "1 migrations are not applied yet\n");
+    store
+        .run(move |c| {
+            use diesel::prelude::*;
+            diesel::insert_into(migrations::table).values(migrations::version.eq(newest)).execute(c)?;
+            Ok(())
+        })
+        .await
+        .expect("restore it");
+    assert_eq!(app.http.get(format!("{}/readyz", app.root())).send().await.expect("readyz").status(), 200);
+
+    // /metrics without a token configured is open.
+    let open = app.http.get(format!("{}/metrics", app.root())).send().await.expect("metrics");
+    assert_eq!(open.status(), 200);
+}
