@@ -59,6 +59,7 @@ on_both_backends!(
     openapi::every_documented_operation_is_routed,
     ops::metrics_move_with_real_work,
     ops::readiness_follows_the_database,
+    ops::stopping_gives_back_watches_not_yet_fetched,
     store::concurrent_claims_never_overlap,
     store::a_wide_fan_out_is_queued_whole,
     store::sessions_expire_idle_and_absolute_and_unseen_is_per_user,

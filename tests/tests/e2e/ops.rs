@@ -179,3 +179,65 @@ pub async fn readiness_follows_the_database(backend: Backend) {
     let open = app.http.get(format!("{}/metrics", app.root())).send().await.expect("metrics");
     assert_eq!(open.status(), 200);
 }
+
+/// A stopping node gives back the watches it claimed but has not started to fetch (waiting
+/// for their turn at a busy host), and finishes and records the fetch under way.
+pub async fn stopping_gives_back_watches_not_yet_fetched(backend: Backend) {
+    let mut app = TestApp::start_with(backend, |s| {
+        s.per_host_concurrency = 1;
+        s.per_host_gap = driftwatch::HumanDuration(std::time::Duration::ZERO);
+    })
+    .await;
+    let token = app.account("acme").await;
+    let site = PageServer::start(&page("1")).await;
+    site.set_delay(std::time::Duration::from_millis(1500));
+    let mut ids = Vec::new();
+    for name in ["first", "second"] {
+        let (status, watch) = app.post("/watches", &token, json!({"url": site.url, "name": name})).await;
+        assert_eq!(status, StatusCode::CREATED, "{watch}");
+        ids.push(watch["id"].as_str().expect("id").to_owned());
+    }
+    let running = app.app.take().expect("running");
+    let store = running.store.clone();
+    // One fetch is under way (the host takes one at a time); the other watch is claimed too.
+    eventually("one fetch under way and both watches claimed", || async {
+        let ids = ids.clone();
+        let leased = store
+            .run(move |c| {
+                use diesel::prelude::*;
+                use driftwatch_store::schema::watches;
+                watches::table
+                    .filter(watches::id.eq_any(ids))
+                    .filter(watches::lease_owner.is_not_null())
+                    .count()
+                    .get_result::<i64>(c)
+                    .map_err(Into::into)
+            })
+            .await
+            .expect("count");
+        (site.requests().len() == 1 && leased == 2).then_some(())
+    })
+    .await;
+
+    assert!(running.shutdown_within(Some(std::time::Duration::from_secs(20))).await, "the drain finished");
+    assert_eq!(site.requests().len(), 1, "nothing new was fetched once stopping");
+    let ids_for_query = ids.clone();
+    let (runs, leases) = store
+        .run(move |c| {
+            let mut runs = Vec::new();
+            let mut leases = Vec::new();
+            for id in &ids_for_query {
+                let page = driftwatch_store::Page { after: None, limit: 10 };
+                runs.push(driftwatch_store::watches::list_runs(c, id, &page)?.len());
+                use diesel::prelude::*;
+                use driftwatch_store::schema::watches;
+                let owner: Option<String> = watches::table.find(id).select(watches::lease_owner).get_result(c)?;
+                leases.push(owner);
+            }
+            Ok((runs, leases))
+        })
+        .await
+        .expect("read back");
+    assert_eq!(runs.iter().sum::<usize>(), 1, "the fetch under way was recorded, the other not run: {runs:?}");
+    assert_eq!(leases, vec![None, None], "both leases are free: one recorded, one given back");
+}
