@@ -102,6 +102,7 @@ impl App {
                 poll_interval: settings.poll_interval.into(),
                 max_attempts: settings.max_attempts.max(1) as i32,
                 failure_threshold: settings.failure_threshold.max(1),
+                failing_backoff_max: settings.failing_backoff_max.into(),
                 per_host_concurrency: settings.per_host_concurrency.max(1),
                 per_host_gap: settings.per_host_gap.into(),
                 node_id: settings.node_id(),

@@ -132,6 +132,11 @@ pub struct Settings {
     #[arg(long, env = "DRIFTWATCH_FAILURE_THRESHOLD", default_value_t = 3)]
     pub failure_threshold: i32,
 
+    /// Longest wait between two checks of a failing watch: past the failure threshold each
+    /// failed check doubles the wait, up to this, until a check succeeds.
+    #[arg(long, env = "DRIFTWATCH_FAILING_BACKOFF_MAX", default_value = "24h", value_parser = parse_duration)]
+    pub failing_backoff_max: HumanDuration,
+
     /// Shortest check interval a watch may have, in seconds.
     #[arg(long, env = "DRIFTWATCH_MIN_INTERVAL_SECONDS", default_value_t = 30)]
     pub min_interval_seconds: i64,

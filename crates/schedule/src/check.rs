@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use crate::runner::Runner;
-use crate::timing::Timing;
+use crate::timing::{Backoff, Timing};
 
 /// A page as fetched and read.
 struct PageRead {
@@ -182,7 +182,15 @@ impl Runner {
             validators,
             max_attempts: self.config().max_attempts,
             consecutive_failures: decided.consecutive_failures,
-            next_run_at: Timing::of(&watch).next_after(decided.run.finished_at.and_utc(), &watch.id).naive_utc(),
+            next_run_at: self
+                .backoff()
+                .next_check(
+                    &Timing::of(&watch),
+                    decided.run.finished_at.and_utc(),
+                    decided.consecutive_failures,
+                    &watch.id,
+                )
+                .naive_utc(),
             watch_updated_at: watch.updated_at,
             now: decided.run.finished_at,
         };
@@ -288,6 +296,11 @@ impl Runner {
             }
         }
         Ok(None)
+    }
+
+    /// How failing watches back off.
+    fn backoff(&self) -> Backoff {
+        Backoff { threshold: self.config().failure_threshold, cap: self.config().failing_backoff_max }
     }
 
     /// The watch's health after `run`, and the event announcing a change of it.

@@ -26,8 +26,11 @@ pub struct RunnerConfig {
     pub poll_interval: Duration,
     /// Attempt budget of the deliveries a change queues.
     pub max_attempts: i32,
-    /// Failed checks in a row that make a watch `failing` (and raise `check.failed`).
+    /// Failed checks in a row that make a watch `failing` (and raise `check.failed`); from
+    /// then on its checks back off.
     pub failure_threshold: i32,
+    /// Longest wait between two checks of a failing watch (the back-off doubles up to this).
+    pub failing_backoff_max: Duration,
     /// Requests in flight to one host at once.
     pub per_host_concurrency: usize,
     /// Least time between the starts of two requests to one host.
@@ -46,6 +49,7 @@ impl Default for RunnerConfig {
             poll_interval: Duration::from_secs(5),
             max_attempts: 5,
             failure_threshold: 3,
+            failing_backoff_max: Duration::from_secs(86_400),
             per_host_concurrency: 4,
             per_host_gap: Duration::from_millis(100),
             node_id: "node".into(),

@@ -96,6 +96,40 @@ impl Timing {
     }
 }
 
+/// How a failing watch backs off: after `threshold` failed checks in a row, each further failure
+/// doubles the wait before the next check, from the watch's own gap up to `cap` (a schedule
+/// already slower than the cap is kept). A success resets the count, and with it the schedule.
+#[derive(Debug, Clone, Copy)]
+pub struct Backoff {
+    /// Failed checks in a row before backing off.
+    pub threshold: i32,
+    /// Longest wait between two checks of a failing watch.
+    pub cap: std::time::Duration,
+}
+
+impl Backoff {
+    /// When to check next, after a check that finished at `finished` with `failures` failed
+    /// checks in a row (this one included).
+    pub fn next_check(&self, timing: &Timing, finished: DateTime<Utc>, failures: i32, watch_id: &str) -> DateTime<Utc> {
+        let scheduled = timing.next_after(finished, watch_id);
+        if failures < self.threshold {
+            return scheduled;
+        }
+        // The schedule's period: the gap between its next two due times.
+        let gap = (timing.next_after(scheduled, watch_id) - scheduled).max(TimeDelta::seconds(1));
+        let cap = TimeDelta::from_std(self.cap).unwrap_or(TimeDelta::days(1));
+        if gap >= cap {
+            return scheduled;
+        }
+        // 2^(failures past the threshold + 1): the first check after the threshold already waits twice the gap.
+        let doublings = (failures - self.threshold + 1).clamp(0, 30) as u32;
+        let wait = gap.checked_mul(1 << doublings).map_or(cap, |w| w.min(cap));
+        // The next due time of the schedule at or after the wait, so a cron watch stays on its
+        // occurrences and an interval watch on its phase.
+        timing.next_after(finished + wait - gap, watch_id).min(finished + cap).max(scheduled)
+    }
+}
+
 /// FNV-1a: stable across releases and platforms (std's hasher is not), so a watch keeps its
 /// phase across restarts and upgrades.
 fn stable_hash(text: &str) -> u64 {
@@ -134,6 +168,33 @@ mod tests {
         assert!(offset(before) < CRON_SPREAD_SECONDS, "the per-watch offset stays small");
         // Five fields (no seconds) are accepted too.
         assert!(Timing::parse(None, Some("*/15 * * * *"), None).is_ok());
+    }
+
+    #[test]
+    fn failing_watches_back_off_doubling_up_to_the_cap() {
+        let every = Timing::parse(Some(600), None, None).expect("valid");
+        let backoff = Backoff { threshold: 3, cap: std::time::Duration::from_secs(3 * 3600) };
+        let now = at("2026-12-02T12:00:00Z");
+        let wait = |failures| (backoff.next_check(&every, now, failures, "wat_a") - now).num_seconds();
+        let normal = wait(0);
+        assert!(normal > 0 && normal <= 600);
+        assert_eq!(wait(2), normal, "below the threshold the schedule holds");
+        // Each wait lands on the watch's phase, so it is within one interval of the doubling.
+        for (failures, doubled) in [(3, 1_200), (4, 2_400), (5, 4_800), (6, 9_600)] {
+            let w = wait(failures);
+            assert!(w > doubled - 600 && w <= doubled, "{failures} failures: waits {w}s, about {doubled}s");
+        }
+        for failures in [7, 8, 40] {
+            let w = wait(failures);
+            assert!(w > 3 * 3600 - 600 && w <= 3 * 3600, "{failures} failures: capped at 3 h on its phase, waits {w}s");
+        }
+        // A schedule slower than the cap is kept as it is.
+        let daily = Timing::parse(Some(86_400), None, None).expect("valid");
+        assert_eq!(backoff.next_check(&daily, now, 9, "wat_a"), daily.next_after(now, "wat_a"));
+        // A cron watch backs off onto its own occurrences (every 15 minutes here).
+        let cron = Timing::parse(None, Some("0 */15 * * * *"), None).expect("valid");
+        let next = backoff.next_check(&cron, now, 4, "wat_a");
+        assert!(next - now >= TimeDelta::minutes(45) && next - now <= TimeDelta::minutes(61), "{next}");
     }
 
     #[test]

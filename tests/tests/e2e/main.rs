@@ -67,6 +67,7 @@ on_both_backends!(
     watches::watches_can_be_updated_paused_and_deleted,
     watches::snapshots_and_diffs_are_readable,
     watches::failing_checks_raise_failed_then_recovered,
+    watches::failing_watches_back_off_until_a_success,
     watches::noise_is_filtered_and_real_changes_alert_once,
     watches::requests_follow_the_watch_and_304_costs_nothing,
     watches::one_host_is_not_hammered_and_changes_can_be_confirmed,

@@ -460,3 +460,49 @@ pub async fn tags_search_and_bulk_actions(backend: Backend) {
     assert_eq!(names(app.ok("/watches", &token).await), Vec::<String>::new());
     assert_eq!(app.ok(&format!("/watches/{bobs}"), &bob).await["name"], "Bob");
 }
+
+/// Past the failure threshold a failing watch's checks back off (doubling, capped), shown in
+/// its `next_run_at`; a check on demand still runs at once; a success restores its schedule.
+pub async fn failing_watches_back_off_until_a_success(backend: Backend) {
+    let app = TestApp::start_with(backend, |s| {
+        s.failure_threshold = 2;
+        s.failing_backoff_max = driftwatch::HumanDuration(std::time::Duration::from_secs(3_600));
+    })
+    .await;
+    let token = app.account("acme").await;
+    let site = PageServer::start("<div id=price>10</div>").await;
+    let watch =
+        app.watch_with_baseline(&token, json!({"url": site.url, "selector": "#price", "interval_seconds": 60})).await;
+    let id = watch["id"].as_str().expect("id");
+    // Seconds from the last run's end to the next due time.
+    let wait = || async {
+        let watch = app.ok(&format!("/watches/{id}"), &token).await;
+        let runs = app.ok(&format!("/watches/{id}/runs"), &token).await;
+        let time = |v: &Value| {
+            chrono::DateTime::parse_from_rfc3339(v.as_str().expect("a time")).expect("rfc 3339").timestamp()
+        };
+        time(&watch["next_run_at"]) - time(&runs["items"][0]["finished_at"])
+    };
+    assert!(wait().await <= 60, "on schedule");
+
+    site.set_status(503);
+    let mut waits = Vec::new();
+    for _ in 0..5 {
+        let started = std::time::Instant::now();
+        assert_eq!(check(&app, &token, id).await["outcome"], "failed", "a check now runs at once, backed off or not");
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
+        waits.push(wait().await);
+    }
+    // Failures 1 and 2 stay on schedule; from the threshold the wait doubles (on the watch's
+    // phase, so within one interval below the doubling), then holds at the cap.
+    assert!(waits[0] <= 60 && waits[1] > 60, "backs off from the threshold: {waits:?}");
+    for (wait, doubled) in waits[1..].iter().zip([120, 240, 480, 960]) {
+        assert!(*wait > doubled - 60 && *wait <= doubled, "doubling: {waits:?}");
+    }
+    let health = app.ok(&format!("/watches/{id}"), &token).await["health"].clone();
+    assert_eq!(health, "failing");
+
+    site.set_status(200);
+    assert_eq!(check(&app, &token, id).await["outcome"], "unchanged");
+    assert!(wait().await <= 60, "a success restores the schedule");
+}
