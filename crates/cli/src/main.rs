@@ -233,9 +233,15 @@ enum TokenCommand {
 
 fn init_tracing() {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_env("DRIFTWATCH_LOG")
-        .or_else(|_| EnvFilter::try_from_default_env())
-        .unwrap_or_else(|_| EnvFilter::new("info"));
+    let wanted =
+        std::env::var("DRIFTWATCH_LOG").or_else(|_| std::env::var("RUST_LOG")).unwrap_or_else(|_| "info".into());
+    // The job scheduler narrates its own start at info; keep it to warnings unless asked for.
+    let directives =
+        if wanted.contains("tokio_cron_scheduler") { wanted } else { format!("{wanted},tokio_cron_scheduler=warn") };
+    let filter = EnvFilter::try_new(&directives).unwrap_or_else(|e| {
+        eprintln!("DRIFTWATCH_LOG `{directives}` is not a valid filter ({e}); logging at info");
+        EnvFilter::new("info,tokio_cron_scheduler=warn")
+    });
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     if std::env::var("DRIFTWATCH_LOG_FORMAT").is_ok_and(|f| f == "json") {
         builder.json().init();

@@ -6,11 +6,12 @@
 mod common;
 
 use std::collections::HashSet;
-use std::io::{BufRead as _, BufReader};
-use std::process::{Child, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
-use common::{Queued, SlowReceiver, account_and_token, driftwatch, endpoint, queue_tests, serve, wait_all_sent};
+use common::{
+    Queued, SlowReceiver, account_and_token, endpoint, log_line, queue_tests, serve, serve_logged, wait_all_sent,
+};
 
 const DELIVERIES: usize = 400;
 
@@ -79,52 +80,6 @@ async fn sigterm_finishes_work_in_flight_and_loses_nothing() {
     let _ = child.wait();
 }
 
-/// Starts `serve` with its log on stderr at info, and returns the child, its base URL and a
-/// channel of its log lines.
-async fn serve_logged(dir: &std::path::Path, grace: &str) -> (Child, String, std::sync::mpsc::Receiver<String>) {
-    let mut child = driftwatch(dir)
-        .env("DRIFTWATCH_LOG", "info")
-        .env("NO_COLOR", "1")
-        .env("DRIFTWATCH_SHUTDOWN_GRACE", grace)
-        .arg("serve")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("serve starts");
-    let stdout = child.stdout.take().expect("stdout");
-    let stderr = child.stderr.take().expect("stderr");
-    let (tx, lines) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let line = tokio::task::spawn_blocking(move || {
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).map(|_| line)
-    });
-    let line =
-        tokio::time::timeout(Duration::from_secs(30), line).await.expect("listening").expect("join").expect("read");
-    (child, line.trim().rsplit(' ').next().expect("address").to_owned(), lines)
-}
-
-/// Waits (at most 20 s) for a log line containing `text`.
-async fn log_line(lines: std::sync::mpsc::Receiver<String>, text: &'static str) -> std::sync::mpsc::Receiver<String> {
-    tokio::task::spawn_blocking(move || {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match lines.recv_timeout(left) {
-                Ok(line) if line.contains(text) => return lines,
-                Ok(_) => {}
-                Err(e) => panic!("no log line with {text:?}: {e}"),
-            }
-        }
-    })
-    .await
-    .expect("join")
-}
-
 /// A receiver that never answers in time: the drain cannot finish. The grace bounds it (exit
 /// non-zero, saying so), and a second signal ends it at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -136,7 +91,7 @@ async fn the_grace_bounds_a_stuck_drain_and_a_second_signal_exits_at_once() {
     let http = reqwest::Client::new();
 
     // The grace runs out.
-    let (child, base, lines) = serve_logged(dir.path(), "1s").await;
+    let (child, base, lines) = serve_logged(dir.path(), &[("DRIFTWATCH_SHUTDOWN_GRACE", "1s")]).await;
     let endpoint_id = endpoint(&http, &base, &token, &receiver.url()).await;
     queue_tests(&http, &base, &token, &endpoint_id, 4).await;
     // The four attempts are in flight once the receiver holds them.
@@ -148,9 +103,9 @@ async fn the_grace_bounds_a_stuck_drain_and_a_second_signal_exits_at_once() {
     drop(lines);
 
     // A second signal: no waiting for the grace (60 s).
-    let (child, _, lines) = serve_logged(dir.path(), "60s").await;
+    let (child, _, lines) = serve_logged(dir.path(), &[("DRIFTWATCH_SHUTDOWN_GRACE", "60s")]).await;
     signal(&child, "TERM");
-    let _lines = log_line(lines, "shutting down").await;
+    let _lines = log_line(lines, "shutting down").await.0;
     signal(&child, "TERM");
     let (status, took) = exit_within(child, Duration::from_secs(10)).await;
     assert_eq!(status.code(), Some(130), "the second signal exits at once: {status:?} after {took:?}");

@@ -70,6 +70,8 @@ impl DeliveryWorker {
             .write(move |c| outbox::enqueue_for_endpoint(c, &new, &endpoint_id, max_attempts, at.naive_utc()))
             .await?
             .ok_or_else(|| StoreError::Conflict("the test delivery was not queued".into()))?;
+        // In the request's span: its request id leads to the delivery's attempts.
+        tracing::info!(delivery.id = %delivery.id, endpoint.id = %delivery.endpoint_id, event.id = %delivery.event_id, "test event queued");
         self.wake();
         Ok(delivery)
     }

@@ -404,11 +404,15 @@ impl DeliveryWorker {
         let worker = self.clone();
         let endpoint_id = job.endpoint.id.clone();
         worker.load().start(&endpoint_id);
-        let attempt = tokio::spawn(async move {
-            worker.attempt(job, AttemptTrigger::Manual).await;
-            worker.load().finish(&endpoint_id, false);
-            worker.wake();
-        });
+        // In the caller's span, so the request's id reaches the attempt's audit line.
+        let attempt = tokio::spawn(
+            async move {
+                worker.attempt(job, AttemptTrigger::Manual).await;
+                worker.load().finish(&endpoint_id, false);
+                worker.wake();
+            }
+            .in_current_span(),
+        );
         if let Err(e) = attempt.await {
             tracing::error!(error = %e, "a redelivery attempt task failed");
         }
@@ -434,7 +438,7 @@ impl DeliveryWorker {
         let result = attempt.send(&self.inner.sender, started_at.timestamp()).await;
         self.inner.config.metrics.attempt_finished(outcome_class(&result), result.duration);
         let (record, decision) = self.decide(&attempt, &result, started_at);
-        self.record(record, &decision, &result).await;
+        self.record(record, &decision, &result, &attempt.delivery).await;
     }
 
     /// What the attempt's result means: the delivery's next state (retry, sent or dead), what it
@@ -499,28 +503,50 @@ impl DeliveryWorker {
     }
 
     /// Hands the attempt to the batching writer and waits until it is committed (or the lease
-    /// turned out lost), then logs the outcome.
-    async fn record(&self, record: AttemptRecord, decision: &Decision, result: &SendResult) {
+    /// turned out lost), then writes the attempt's audit line: one per attempt, with the
+    /// delivery, endpoint and event, the attempt number, status, duration and outcome.
+    async fn record(&self, record: AttemptRecord, decision: &Decision, result: &SendResult, delivery: &Delivery) {
+        let (delivery_id, endpoint_id, number) =
+            (record.delivery_id.clone(), record.endpoint_id.clone(), record.attempt.attempt_number);
         let (recorded, answer) = oneshot::channel();
         let recorded = match self.inner.completions.send(PendingRecord { record, recorded }) {
             Ok(()) => answer.await.unwrap_or_else(|_| Err("the attempt writer stopped".into())),
             Err(_) => Err("the attempt writer stopped".into()),
         };
-        let status = result.status_code();
-        match recorded {
-            Ok(true) => match decision.status {
-                DeliveryStatus::Sent => {
-                    tracing::debug!(status = ?status, ms = result.duration.as_millis() as u64, "delivered");
-                }
-                DeliveryStatus::Dead => tracing::warn!(status = ?status, error = ?result.error, "delivery dead"),
-                _ => tracing::info!(
-                    status = ?status, error = ?result.error, retry_in = ?decision.retry_in, "delivery failed, will retry"
-                ),
-            },
-            Ok(false) => tracing::warn!("lease lost before the attempt was recorded; another worker owns it"),
-            Err(e) => {
-                tracing::error!(error = %e, "recording the attempt failed; the lease will expire and it will be retried")
+        let outcome = match &recorded {
+            Ok(true) => decision.status.as_str(),
+            Ok(false) => "lease_lost",
+            Err(_) => "not_recorded",
+        };
+        macro_rules! audit {
+            ($level:ident, $($extra:tt)*) => {
+                tracing::$level!(
+                    delivery.id = %delivery_id,
+                    endpoint.id = %endpoint_id,
+                    event.id = %delivery.event_id,
+                    event_type = %delivery.event_type,
+                    attempt = number,
+                    status = result.status_code(),
+                    duration_ms = result.duration.as_millis() as u64,
+                    outcome,
+                    $($extra)*
+                )
+            };
+        }
+        match (&recorded, decision.status) {
+            (Ok(true), DeliveryStatus::Sent) => audit!(info, "delivery attempt"),
+            (Ok(true), DeliveryStatus::Dead) => audit!(warn, error = result.error.as_deref(), "delivery attempt: dead"),
+            (Ok(true), _) => {
+                audit!(info, error = result.error.as_deref(), retry_in = ?decision.retry_in, "delivery attempt")
             }
+            (Ok(false), _) => {
+                audit!(warn, "delivery attempt: lease lost before it was recorded; another worker owns it")
+            }
+            (Err(e), _) => audit!(
+                error,
+                error = %e,
+                "delivery attempt not recorded; the lease will expire and it will be retried"
+            ),
         }
     }
 

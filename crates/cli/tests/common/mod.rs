@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::http::HeaderMap;
 use futures_util::StreamExt as _;
@@ -250,4 +250,60 @@ impl Queued {
         assert_eq!(queued.len(), n);
         Queued { dir, token, receiver, child, base, http, queued }
     }
+}
+
+/// Starts `serve` (with `env` on top) with its log on stderr at info, and returns the child, its base URL and a
+/// channel of its log lines.
+pub async fn serve_logged(dir: &Path, env: &[(&str, &str)]) -> (Child, String, std::sync::mpsc::Receiver<String>) {
+    let mut child = driftwatch(dir)
+        .env("DRIFTWATCH_LOG", "info")
+        .env("NO_COLOR", "1")
+        .envs(env.iter().copied())
+        .arg("serve")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("serve starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let line = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).map(|_| line)
+    });
+    let line =
+        tokio::time::timeout(Duration::from_secs(30), line).await.expect("listening").expect("join").expect("read");
+    (child, line.trim().rsplit(' ').next().expect("address").to_owned(), lines)
+}
+
+/// Waits (at most 20 s) for a log line containing `text`; returns the lines and every line
+/// read on the way, the match last.
+pub async fn log_line(
+    lines: std::sync::mpsc::Receiver<String>,
+    text: &'static str,
+) -> (std::sync::mpsc::Receiver<String>, Vec<String>) {
+    tokio::task::spawn_blocking(move || {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut read = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match lines.recv_timeout(left) {
+                Ok(line) => {
+                    let found = line.contains(text);
+                    read.push(line);
+                    if found {
+                        return (lines, read);
+                    }
+                }
+                Err(e) => panic!("no log line with {text:?}: {e}; read {read:#?}"),
+            }
+        }
+    })
+    .await
+    .expect("join")
 }
