@@ -88,9 +88,12 @@ pub fn get_delivery(conn: &mut DbConn, account_id: &str, id: &str) -> StoreResul
         .optional()?)
 }
 
-/// The attempts of a delivery, first to last.
-pub fn list_attempts(conn: &mut DbConn, delivery_id: &str) -> StoreResult<Vec<DeliveryAttempt>> {
+/// The attempts of the account's delivery `delivery_id`, first to last (none for another
+/// account's).
+pub fn list_attempts(conn: &mut DbConn, account_id: &str, delivery_id: &str) -> StoreResult<Vec<DeliveryAttempt>> {
     Ok(delivery_attempts::table
+        .inner_join(deliveries::table)
+        .filter(deliveries::account_id.eq(account_id))
         .filter(delivery_attempts::delivery_id.eq(delivery_id))
         .order(delivery_attempts::attempt_number.asc())
         .select(DeliveryAttempt::as_select())

@@ -363,9 +363,14 @@ pub fn latest_snapshot(conn: &mut DbConn, watch_id: &str) -> StoreResult<Option<
         .optional()?)
 }
 
-/// The runs of a watch, newest first.
-pub fn list_runs(conn: &mut DbConn, watch_id: &str, page: &Page) -> StoreResult<Vec<Run>> {
-    let mut query = runs::table.filter(runs::watch_id.eq(watch_id)).select(Run::as_select()).into_boxed();
+/// The runs of the account's watch `watch_id`, newest first (none for another account's).
+pub fn list_runs(conn: &mut DbConn, account_id: &str, watch_id: &str, page: &Page) -> StoreResult<Vec<Run>> {
+    let mut query = runs::table
+        .inner_join(watches::table)
+        .filter(watches::account_id.eq(account_id))
+        .filter(runs::watch_id.eq(watch_id))
+        .select(Run::as_select())
+        .into_boxed();
     if let Some(after) = &page.after {
         query = query.filter(runs::id.lt(after));
     }
@@ -444,10 +449,20 @@ pub struct SnapshotInfo {
     pub created_at: NaiveDateTime,
 }
 
-/// The snapshots of a watch, newest first, without their content.
-pub fn list_snapshots(conn: &mut DbConn, watch_id: &str, page: &Page) -> StoreResult<Vec<SnapshotInfo>> {
-    let mut query =
-        snapshots::table.filter(snapshots::watch_id.eq(watch_id)).select(SnapshotInfo::as_select()).into_boxed();
+/// The snapshots of the account's watch `watch_id`, newest first, without their content (none
+/// for another account's).
+pub fn list_snapshots(
+    conn: &mut DbConn,
+    account_id: &str,
+    watch_id: &str,
+    page: &Page,
+) -> StoreResult<Vec<SnapshotInfo>> {
+    let mut query = snapshots::table
+        .inner_join(watches::table)
+        .filter(watches::account_id.eq(account_id))
+        .filter(snapshots::watch_id.eq(watch_id))
+        .select(SnapshotInfo::as_select())
+        .into_boxed();
     if let Some(after) = &page.after {
         query = query.filter(snapshots::id.lt(after));
     }

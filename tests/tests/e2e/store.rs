@@ -411,7 +411,15 @@ pub async fn outbox_statements_use_their_indexes(backend: Backend) {
     assert!(!recorded.0[999], "a record under a lost lease writes nothing");
     assert_eq!(recorded.1, [false, true, false], "the lease holder's record alone is written");
     let one = records[0].delivery_id.clone();
-    let attempts = store.run(move |c| deliveries::list_attempts(c, &one)).await.expect("attempts");
+    let attempts = store
+        .run(move |c| {
+            use diesel::prelude::*;
+            use driftwatch_store::schema::deliveries as rows;
+            let account: String = rows::table.find(&one).select(rows::account_id).get_result(c)?;
+            deliveries::list_attempts(c, &account, &one)
+        })
+        .await
+        .expect("attempts");
     assert_eq!(attempts.len(), 1, "one attempt row per attempt, not one per record");
     assert_eq!(attempts[0].response_snippet.as_deref(), Some("ok"));
 
@@ -436,4 +444,59 @@ pub async fn outbox_statements_use_their_indexes(backend: Backend) {
     );
     assert!(!completion.contains("Seq Scan on deliveries"), "{completion}");
     eprintln!("claim plan ({backend:?}):\n{claim}\ncompletion plan:\n{completion}");
+}
+
+/// Every list under a watch or a delivery takes the account id: another account's ids find
+/// nothing at the store level, not only behind the API's ownership check.
+pub async fn another_accounts_ids_find_nothing_in_the_store(backend: Backend) {
+    use crate::support::{PageServer, Receiver, TestApp};
+    use serde_json::json;
+
+    let app = TestApp::start(backend).await;
+    let token = app.account("acme").await;
+    app.account("other").await;
+    let site = PageServer::start("<p id=v>1</p>").await;
+    let receiver = Receiver::start(200).await;
+    let watch = app.watch_with_baseline(&token, json!({"url": site.url, "selector": "#v"})).await;
+    let (_, endpoint) = app.post("/endpoints", &token, json!({"url": receiver.url})).await;
+    let endpoint_id = endpoint["id"].as_str().expect("id");
+    let (_, delivery) = app.post(&format!("/endpoints/{endpoint_id}/test"), &token, json!({})).await;
+    let delivery_id = delivery["id"].as_str().expect("id").to_owned();
+    receiver.wait_for(1).await;
+    crate::support::eventually("the attempt recorded", || async {
+        let d = app.ok(&format!("/deliveries/{delivery_id}"), &token).await;
+        (d["status"] == "sent").then_some(())
+    })
+    .await;
+
+    let store = app.app.as_ref().expect("running").store.clone();
+    let watch_id = watch["id"].as_str().expect("id").to_owned();
+    let counts = store
+        .run(move |c| {
+            let page = driftwatch_store::Page { after: None, limit: 50 };
+            let mut counts = Vec::new();
+            for name in ["acme", "other"] {
+                let account = accounts::find_account_by_name(c, name)?.expect("the account").id;
+                let snapshots = driftwatch_store::watches::list_snapshots(c, &account, &watch_id, &page)?;
+                let snapshot = snapshots.first().map(|s| s.id.clone()).unwrap_or_default();
+                counts.push([
+                    driftwatch_store::watches::list_runs(c, &account, &watch_id, &page)?.len(),
+                    snapshots.len(),
+                    deliveries::list_attempts(c, &account, &delivery_id)?.len(),
+                    usize::from(deliveries::get_delivery(c, &account, &delivery_id)?.is_some()),
+                    usize::from(deliveries::delivery_body(c, &account, &delivery_id)?.is_some()),
+                    usize::from(driftwatch_store::watches::get_watch(c, &account, &watch_id)?.is_some()),
+                ]);
+                // The owner's snapshot, asked for by the other account, is not found either.
+                if name == "acme" {
+                    let other = accounts::find_account_by_name(c, "other")?.expect("the account").id;
+                    assert!(driftwatch_store::watches::get_snapshot(c, &other, &snapshot)?.is_none());
+                }
+            }
+            Ok(counts)
+        })
+        .await
+        .expect("read");
+    assert_eq!(counts[0], [1, 1, 1, 1, 1, 1], "the owner sees its rows");
+    assert_eq!(counts[1], [0, 0, 0, 0, 0, 0], "another account finds nothing");
 }

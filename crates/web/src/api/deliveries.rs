@@ -158,7 +158,7 @@ pub async fn get(
         .store
         .run(move |c| {
             let Some(delivery) = deliveries::get_delivery(c, &caller.account_id, &id)? else { return Ok(None) };
-            let attempts = deliveries::list_attempts(c, &delivery.id)?;
+            let attempts = deliveries::list_attempts(c, &caller.account_id, &delivery.id)?;
             Ok(Some((delivery, attempts)))
         })
         .await?;
@@ -183,7 +183,8 @@ pub async fn redeliver(
 ) -> Result<axum::Json<views::Delivery>, ApiError> {
     match state.worker.redeliver(&caller.account_id, &id).await {
         Ok(Some(delivery)) => {
-            let attempts = state.store.run(move |c| deliveries::list_attempts(c, &id)).await?;
+            let account = caller.account_id.clone();
+            let attempts = state.store.run(move |c| deliveries::list_attempts(c, &account, &id)).await?;
             Ok(axum::Json(views::Delivery::with_attempts(delivery, attempts)))
         }
         Ok(None) => Err(ApiError::not_found("no such delivery")),

@@ -362,7 +362,7 @@ pub async fn runs(
 ) -> Result<axum::Json<List<views::Run>>, ApiError> {
     let watch = find(&state, &caller, &id).await?;
     let (page, limit): (Page, usize) = params.to_page()?;
-    let rows = state.store.run(move |c| watches::list_runs(c, &watch.id, &page)).await?;
+    let rows = state.store.run(move |c| watches::list_runs(c, &caller.account_id, &watch.id, &page)).await?;
     Ok(axum::Json(page_of(rows, limit, |r| &r.id)))
 }
 
@@ -383,7 +383,7 @@ pub async fn snapshots(
 ) -> Result<axum::Json<List<views::Snapshot>>, ApiError> {
     let watch = find(&state, &caller, &id).await?;
     let (page, limit) = params.to_page()?;
-    let rows = state.store.run(move |c| watches::list_snapshots(c, &watch.id, &page)).await?;
+    let rows = state.store.run(move |c| watches::list_snapshots(c, &caller.account_id, &watch.id, &page)).await?;
     Ok(axum::Json(page_of(rows, limit, |s| &s.id)))
 }
 

@@ -216,7 +216,7 @@ pub async fn show(State(state): State<AppState>, viewer: Viewer, Path(id): Path<
         .run(move |c| {
             let Some(delivery) = deliveries::get_delivery(c, &account, &id)? else { return Ok(None) };
             let body = deliveries::delivery_body(c, &account, &id)?.unwrap_or_default();
-            let attempts = deliveries::list_attempts(c, &id)?;
+            let attempts = deliveries::list_attempts(c, &account, &id)?;
             let endpoint = endpoints::get_endpoint(c, &account, &delivery.endpoint_id)?;
             Ok(Some((delivery, body, attempts, endpoint)))
         })

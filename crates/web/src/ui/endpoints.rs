@@ -297,8 +297,8 @@ pub async fn test(
     let deadline = tokio::time::Instant::now() + TEST_WAIT;
     let mut result = TestResult { delivery_id: delivery.id.clone(), pending: true, ..TestResult::default() };
     while tokio::time::Instant::now() < deadline {
-        let id = delivery.id.clone();
-        let attempts = state.store.run(move |c| deliveries::list_attempts(c, &id)).await?;
+        let (account, id) = (post.viewer.account_id().to_owned(), delivery.id.clone());
+        let attempts = state.store.run(move |c| deliveries::list_attempts(c, &account, &id)).await?;
         if let Some(first) = attempts.into_iter().next() {
             result = TestResult {
                 delivery_id: delivery.id.clone(),

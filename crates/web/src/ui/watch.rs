@@ -174,7 +174,7 @@ pub async fn show(
     let loaded = state
         .store
         .run(move |c| {
-            let snapshots = watches::list_snapshots(c, &watch_id, &Page { after: None, limit: TIMELINE })?;
+            let snapshots = watches::list_snapshots(c, &account, &watch_id, &Page { after: None, limit: TIMELINE })?;
             let changes = checks::list_events(
                 c,
                 &account,
@@ -182,7 +182,7 @@ pub async fn show(
                 Some(EventType::ChangeDetected),
                 &Page { after: None, limit: TIMELINE },
             )?;
-            let runs = watches::list_runs(c, &watch_id, &Page { after: None, limit: RUNS })?;
+            let runs = watches::list_runs(c, &account, &watch_id, &Page { after: None, limit: RUNS })?;
             let filter = DeliveryFilter { watch_id: Some(watch_id.clone()), ..DeliveryFilter::default() };
             let deliveries =
                 deliveries::list_deliveries(c, &account, &filter, &Page { after: None, limit: DELIVERIES })?;
@@ -397,10 +397,10 @@ pub async fn confirm_delete(
     Path(id): Path<String>,
 ) -> Result<Response, UiError> {
     let watch = find(&state, &viewer, &id).await?;
-    let watch_id = watch.id.clone();
+    let (account, watch_id) = (viewer.account_id().to_owned(), watch.id.clone());
     let snapshots = state
         .store
-        .run(move |c| watches::list_snapshots(c, &watch_id, &Page { after: None, limit: 1000 }))
+        .run(move |c| watches::list_snapshots(c, &account, &watch_id, &Page { after: None, limit: 1000 }))
         .await?
         .len();
     Ok(html(&DeletePage {
