@@ -2,7 +2,9 @@
 
 use anyhow::Context as _;
 use chrono::TimeDelta;
-use driftwatch_core::{Clock as _, SystemClock};
+use std::sync::Arc;
+
+use driftwatch_core::Clock;
 use driftwatch_delivery::DeliveryWorker;
 use driftwatch_schedule::Runner;
 use driftwatch_store::{Store, deliveries, watches};
@@ -17,6 +19,7 @@ pub(crate) async fn start(
     store: Store,
     runner: Runner,
     worker: DeliveryWorker,
+    clock: Arc<dyn Clock>,
 ) -> anyhow::Result<JobScheduler> {
     let scheduler = JobScheduler::new().await.context("starting the job scheduler")?;
     let sweep = Job::new_async(settings.sweep_cron.as_str(), move |_, _| {
@@ -34,9 +37,9 @@ pub(crate) async fn start(
         [settings.retain_sent.0, settings.retain_dead.0, settings.retain_attempts.0, settings.retain_snapshots.0];
     let keep_snapshots = settings.keep_snapshots;
     let retention = Job::new_async(settings.retention_cron.as_str(), move |_, _| {
-        let store = store.clone();
+        let (store, clock) = (store.clone(), Arc::clone(&clock));
         Box::pin(async move {
-            let now = SystemClock.now().naive_utc();
+            let now = clock.now().naive_utc();
             let [sent, dead, attempts, snapshots] =
                 ages.map(|age| now - TimeDelta::from_std(age).unwrap_or(TimeDelta::days(30)));
             let purged = store

@@ -118,7 +118,8 @@ impl App {
         if roles.background {
             tasks.spawn(runner.clone().run(shutdown.clone()));
             tasks.spawn(worker.clone().run(shutdown.clone()));
-            scheduler = Some(jobs::start(settings, store.clone(), runner.clone(), worker.clone()).await?);
+            scheduler =
+                Some(jobs::start(settings, store.clone(), runner.clone(), worker.clone(), Arc::clone(&clock)).await?);
         }
         let mut addr = None;
         let mut metrics_addr = None;

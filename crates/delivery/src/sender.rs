@@ -154,7 +154,11 @@ impl Sender {
             .headers()
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| parse_retry_after(v, std::time::SystemTime::now()));
+            // The attempt's own time (the injected clock's), not a fresh read of the system's.
+            .and_then(|v| {
+                let now = std::time::UNIX_EPOCH + Duration::from_secs(u64::try_from(timestamp).unwrap_or(0));
+                parse_retry_after(v, now)
+            });
         let mut read = Vec::new();
         // The receiver's body is only for diagnosis: read a bounded prefix and stop.
         while read.len() < self.options.max_response_bytes {

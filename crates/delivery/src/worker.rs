@@ -162,11 +162,14 @@ const COMPLETION_BATCH: usize = 256;
 
 /// Writes finished attempts in batches: one transaction for whatever accumulated while the
 /// previous one was being written. Ends when every worker handle is gone.
-async fn write_completions(store: Store, queue: batch::Queue<PendingRecord>) {
+async fn write_completions(store: Store, clock: Arc<dyn Clock>, queue: batch::Queue<PendingRecord>) {
     while let Some(batch) = batch::next_batch(&queue, COMPLETION_BATCH).await {
         let (records, waiting): (Vec<AttemptRecord>, Vec<_>) =
             batch.into_iter().map(|p| (p.record, p.recorded)).unzip();
-        let written = store.write(move |c| deliveries::complete_all(c, &records, &disabled_event)).await;
+        let at = clock.now();
+        let written = store
+            .write(move |c| deliveries::complete_all(c, &records, &|e, reason| disabled_event(e, reason, at)))
+            .await;
         match written {
             Ok(flags) => {
                 for (recorded, flag) in waiting.into_iter().zip(flags) {
@@ -205,7 +208,7 @@ impl DeliveryWorker {
         let writers = if store.backend() == "postgres" { 2 } else { 1 };
         let queue = Arc::new(tokio::sync::Mutex::new(queue));
         for _ in 0..writers {
-            tokio::spawn(write_completions(store.clone(), Arc::clone(&queue)));
+            tokio::spawn(write_completions(store.clone(), Arc::clone(&clock), Arc::clone(&queue)));
         }
         DeliveryWorker {
             inner: Arc::new(Inner {
@@ -633,9 +636,8 @@ impl Prepared {
 }
 
 /// The `endpoint.disabled` event raised when an attempt disables its endpoint.
-fn disabled_event(endpoint: &Endpoint, reason: &str) -> NewEvent {
+fn disabled_event(endpoint: &Endpoint, reason: &str, at: chrono::DateTime<chrono::Utc>) -> NewEvent {
     let event_id = new_id(IdKind::Event);
-    let at = chrono::Utc::now();
     let payload = driftwatch_alert::endpoint_payload(
         EventType::EndpointDisabled,
         &event_id,
