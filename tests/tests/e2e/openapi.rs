@@ -66,7 +66,7 @@ fn a_route_cannot_bypass_the_documented_router() {
     // handler without `#[utoipa::path]`. What could still add an undocumented route is a plain
     // `.route(...)` (or `nest`, `merge`, `route_service`) somewhere in the web crate: outside
     // the browser UI (`src/ui/`, its own sibling router, whose paths never start with `/api`)
-    // there is exactly one, the health check.
+    // there are only the operator's probes and metrics, outside `/api` too.
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/web/src");
     let mut found = Vec::new();
     let mut ui_routes = 0;
@@ -104,7 +104,9 @@ fn a_route_cannot_bypass_the_documented_router() {
         vec![
             r#"lib.rs: .merge(ui::routes())"#.to_owned(),
             r#"lib.rs: .nest("#.to_owned(),
-            r#"lib.rs: .route("/healthz", get(|| async { "ok" }))"#.to_owned()
+            r#"lib.rs: Router::new().route("/metrics", get(ops::metrics)).with_state(state)"#.to_owned(),
+            r#"lib.rs: let mut router = Router::new().route("/healthz", get(|| async { "ok" })).route("/readyz", get(ops::ready));"#.to_owned(),
+            r#"lib.rs: router = router.route("/metrics", get(ops::metrics));"#.to_owned(),
         ],
         "routes outside `api::routes()`: add new API routes there with `routes!` and `#[utoipa::path]`"
     );
