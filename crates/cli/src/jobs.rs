@@ -7,7 +7,7 @@ use std::sync::Arc;
 use driftwatch_core::Clock;
 use driftwatch_delivery::DeliveryWorker;
 use driftwatch_schedule::Runner;
-use driftwatch_store::{Store, deliveries, watches};
+use driftwatch_store::Store;
 use tokio_cron_scheduler::{Job, JobScheduler};
 
 use crate::Settings;
@@ -33,30 +33,30 @@ pub(crate) async fn start(
     .with_context(|| format!("DRIFTWATCH_SWEEP_CRON `{}`", settings.sweep_cron))?;
     scheduler.add(sweep).await.context("adding the sweep job")?;
 
-    let ages =
-        [settings.retain_sent.0, settings.retain_dead.0, settings.retain_attempts.0, settings.retain_snapshots.0];
-    let keep_snapshots = settings.keep_snapshots;
+    let settings_for_job = settings.clone();
     let retention = Job::new_async(settings.retention_cron.as_str(), move |_, _| {
-        let (store, clock) = (store.clone(), Arc::clone(&clock));
+        let (store, clock, settings) = (store.clone(), Arc::clone(&clock), settings_for_job.clone());
         Box::pin(async move {
             let now = clock.now().naive_utc();
-            let [sent, dead, attempts, snapshots] =
-                ages.map(|age| now - TimeDelta::from_std(age).unwrap_or(TimeDelta::days(30)));
-            let purged = store
-                .write(move |c| {
-                    let (bodies, attempts) = deliveries::purge(c, sent, dead, attempts, now)?;
-                    let snapshots = watches::purge_snapshots(c, keep_snapshots, snapshots)?;
-                    driftwatch_store::idempotency::purge(c, now - TimeDelta::hours(24))?;
-                    let limits = driftwatch_store::users::SessionLimits::default();
-                    let sessions = driftwatch_store::users::purge_sessions(c, now, limits)?;
-                    Ok((bodies, attempts, snapshots, sessions))
-                })
-                .await;
-            match purged {
-                Ok((bodies, attempts, snapshots, sessions)) => {
-                    tracing::info!(bodies, attempts, snapshots, sessions, "retention purged old data");
-                }
+            let policy = retention_policy(&settings, now);
+            let started = std::time::Instant::now();
+            match driftwatch_store::retention::purge(&store, &policy).await {
+                Ok(p) => tracing::info!(
+                    runs = p.runs,
+                    events = p.events,
+                    bodies = p.bodies,
+                    attempts = p.attempts,
+                    snapshots = p.snapshots,
+                    idempotency_keys = p.idempotency_keys,
+                    batches = p.batches,
+                    ms = started.elapsed().as_millis() as u64,
+                    "retention purged old data"
+                ),
                 Err(e) => tracing::error!(error = %e, "retention failed"),
+            }
+            let limits = driftwatch_store::users::SessionLimits::default();
+            if let Err(e) = store.write(move |c| driftwatch_store::users::purge_sessions(c, now, limits)).await {
+                tracing::error!(error = %e, "sweeping expired sessions failed");
             }
         })
     })
@@ -64,4 +64,31 @@ pub(crate) async fn start(
     scheduler.add(retention).await.context("adding the retention job")?;
     scheduler.start().await.context("starting the job scheduler")?;
     Ok(scheduler)
+}
+
+/// The retention policy of `settings` at `now`.
+pub(crate) fn retention_policy(
+    settings: &Settings,
+    now: chrono::NaiveDateTime,
+) -> driftwatch_store::retention::Retention {
+    // An age too long to subtract keeps everything.
+    let before = |age: crate::HumanDuration| {
+        TimeDelta::from_std(age.0)
+            .ok()
+            .and_then(|age| now.checked_sub_signed(age))
+            .unwrap_or(chrono::NaiveDateTime::MIN)
+    };
+    driftwatch_store::retention::Retention {
+        keep_runs: settings.keep_runs,
+        runs_before: before(settings.retain_runs),
+        events_before: before(settings.retain_events),
+        sent_bodies_before: before(settings.retain_sent),
+        dead_bodies_before: before(settings.retain_dead),
+        attempts_before: before(settings.retain_attempts),
+        keep_snapshots: settings.keep_snapshots,
+        snapshots_before: before(settings.retain_snapshots),
+        idempotency_before: now - TimeDelta::hours(24),
+        batch: 1_000,
+        now,
+    }
 }

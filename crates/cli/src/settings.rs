@@ -80,6 +80,19 @@ pub struct Settings {
     #[arg(long, env = "DRIFTWATCH_RETAIN_ATTEMPTS", default_value = "30d", value_parser = parse_duration)]
     pub retain_attempts: HumanDuration,
 
+    /// Runs kept per watch whatever their age (the newest is always kept).
+    #[arg(long, env = "DRIFTWATCH_KEEP_RUNS", default_value_t = 100)]
+    pub keep_runs: i64,
+
+    /// Runs older than this are deleted, beyond each watch's newest DRIFTWATCH_KEEP_RUNS.
+    #[arg(long, env = "DRIFTWATCH_RETAIN_RUNS", default_value = "30d", value_parser = parse_duration)]
+    pub retain_runs: HumanDuration,
+
+    /// Events older than this are deleted with their deliveries and attempts, unless a delivery
+    /// is still owed to its receiver.
+    #[arg(long, env = "DRIFTWATCH_RETAIN_EVENTS", default_value = "180d", value_parser = parse_duration)]
+    pub retain_events: HumanDuration,
+
     /// Snapshots kept per watch (the newest is always kept).
     #[arg(long, env = "DRIFTWATCH_KEEP_SNAPSHOTS", default_value_t = 100)]
     pub keep_snapshots: i64,

@@ -55,9 +55,30 @@ pub fn new_id(kind: IdKind) -> String {
     format!("{}_{}", kind.prefix(), ulid::Ulid::new().to_string().to_ascii_lowercase())
 }
 
+/// The smallest id of `kind` that can have been made at `at` or later: every id made before
+/// `at` sorts below it, so "made before" is an index range on the primary key.
+pub fn id_floor(kind: IdKind, at: chrono::DateTime<chrono::Utc>) -> String {
+    let millis = u64::try_from(at.timestamp_millis()).unwrap_or(0);
+    format!("{}_{}", kind.prefix(), ulid::Ulid::from_parts(millis, 0).to_string().to_ascii_lowercase())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_floor_of_a_time_sorts_between_ids_made_before_and_after() {
+        let at = chrono::DateTime::parse_from_rfc3339("2026-12-04T10:00:00.250Z").expect("time").to_utc();
+        let millis = at.timestamp_millis() as u64;
+        let id = |ms: u64, random: u128| {
+            format!("run_{}", ulid::Ulid::from_parts(ms, random).to_string().to_ascii_lowercase())
+        };
+        let floor = id_floor(IdKind::Run, at);
+        let (latest_before, first_at) = (id(millis - 1, (1 << 80) - 1), id(millis, 0));
+        assert!(latest_before < floor, "{latest_before} < {floor}");
+        assert!(floor <= first_at && first_at < id(millis, 1), "{floor} <= {first_at}");
+        assert!(id_floor(IdKind::Run, chrono::DateTime::UNIX_EPOCH).starts_with("run_0000000000"));
+    }
 
     #[test]
     fn ids_carry_their_prefix_and_sort_by_creation() {

@@ -12,7 +12,7 @@ mod secret;
 mod status;
 
 pub use clock::{Clock, SystemClock};
-pub use id::{IdKind, new_id};
+pub use id::{IdKind, id_floor, new_id};
 pub use options::{ExtractOptions, FetchSpec, NoiseRules, TextRules, WatchOptions};
 pub use password::{PasswordError, hash_password, verify_password};
 pub use regexes::{REGEX_SIZE_LIMIT, compiled_regex};

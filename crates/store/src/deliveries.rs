@@ -823,32 +823,6 @@ pub fn requeue_page(
     Ok(rows.into_iter().map(|(id, _, _)| id).collect())
 }
 
-/// Retention: empties the bodies of deliveries `sent` before `sent_before` and `dead` before
-/// `dead_before`, and deletes attempts started before `attempts_before`. Rows keep their
-/// metadata. Returns (bodies purged, attempts deleted).
-pub fn purge(
-    conn: &mut DbConn,
-    sent_before: NaiveDateTime,
-    dead_before: NaiveDateTime,
-    attempts_before: NaiveDateTime,
-    now: NaiveDateTime,
-) -> StoreResult<(usize, usize)> {
-    let mut purged = 0;
-    for (status, before) in [(DeliveryStatus::Sent, sent_before), (DeliveryStatus::Dead, dead_before)] {
-        purged += diesel::update(
-            deliveries::table
-                .filter(deliveries::status.eq(status.as_str()))
-                .filter(deliveries::finished_at.lt(before))
-                .filter(deliveries::body_purged_at.is_null()),
-        )
-        .set((deliveries::body.eq(Vec::<u8>::new()), deliveries::body_purged_at.eq(now)))
-        .execute(conn)?;
-    }
-    let attempts = diesel::delete(delivery_attempts::table.filter(delivery_attempts::started_at.lt(attempts_before)))
-        .execute(conn)?;
-    Ok((purged, attempts))
-}
-
 /// The account's deliveries counted by status.
 pub fn count_by_status(conn: &mut DbConn, account_id: &str) -> StoreResult<Vec<(String, i64)>> {
     Ok(deliveries::table

@@ -21,6 +21,7 @@ pub mod idempotency;
 pub mod outbox;
 pub mod overview;
 pub mod recoveries;
+pub mod retention;
 pub mod stats;
 pub mod users;
 pub mod watches;

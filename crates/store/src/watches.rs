@@ -502,18 +502,3 @@ pub fn is_recent_state(conn: &mut DbConn, watch_id: &str, hash: &str, n: i64) ->
         .load(conn)?;
     Ok(recent.iter().any(|h| h == hash))
 }
-
-/// Retention: keeps each watch's `keep` newest snapshots and deletes older ones, as well as any
-/// created before `older_than`, but never a watch's newest (the next check compares with it).
-/// Returns how many were deleted.
-pub fn purge_snapshots(conn: &mut DbConn, keep: i64, older_than: NaiveDateTime) -> StoreResult<usize> {
-    use diesel::sql_types::{BigInt, Timestamp};
-    let sql = "DELETE FROM snapshots WHERE id IN (SELECT id FROM (\
-                 SELECT id, created_at, ROW_NUMBER() OVER (PARTITION BY watch_id ORDER BY id DESC) AS rn \
-                 FROM snapshots) ranked WHERE rn > 1 AND (rn > $1 OR created_at < $2))";
-    let query = |sql: String| diesel::sql_query(sql).bind::<BigInt, _>(keep.max(1)).bind::<Timestamp, _>(older_than);
-    Ok(match conn {
-        DbConn::Pg(pg) => query(sql.to_owned()).execute(pg)?,
-        DbConn::Sqlite(sqlite) => query(sql.replace('$', "?")).execute(sqlite)?,
-    })
-}

@@ -381,11 +381,14 @@ pub async fn retention_purges_bodies_but_keeps_rows(backend: Backend) {
 
     let store = app.app.as_ref().expect("running").store.clone();
     let future = chrono::Utc::now().naive_utc() + chrono::TimeDelta::days(1);
-    let (bodies, attempts) = store
-        .run(move |c| driftwatch_store::deliveries::purge(c, future, future, future, future))
-        .await
-        .expect("purge");
-    assert_eq!((bodies, attempts), (1, 1));
+    let policy = driftwatch_store::retention::Retention {
+        sent_bodies_before: future,
+        dead_bodies_before: future,
+        attempts_before: future,
+        ..driftwatch_store::retention::Retention::keep_everything(future)
+    };
+    let purged = driftwatch_store::retention::purge(&store, &policy).await.expect("purge");
+    assert_eq!((purged.bodies, purged.attempts, purged.events), (1, 1, 0));
     let purged = app.ok(&format!("/deliveries/{id}"), &token).await;
     assert_eq!(purged["status"], "sent", "the row keeps its metadata");
     assert_eq!(purged["body_purged"], true);

@@ -60,6 +60,7 @@ on_both_backends!(
     ops::metrics_move_with_real_work,
     ops::readiness_follows_the_database,
     ops::stopping_gives_back_watches_not_yet_fetched,
+    ops::retention_keeps_the_newest_runs_and_what_is_owed,
     store::concurrent_claims_never_overlap,
     store::a_wide_fan_out_is_queued_whole,
     store::another_accounts_ids_find_nothing_in_the_store,

@@ -241,3 +241,83 @@ pub async fn stopping_gives_back_watches_not_yet_fetched(backend: Backend) {
     assert_eq!(runs.iter().sum::<usize>(), 1, "the fetch under way was recorded, the other not run: {runs:?}");
     assert_eq!(leases, vec![None, None], "both leases are free: one recorded, one given back");
 }
+
+/// Retention of runs and events: each watch keeps its newest runs, and an event past its age
+/// goes with its deliveries and attempts unless one of them is still owed to a receiver. The
+/// walk runs in batches of two here, so every boundary between batches is crossed.
+pub async fn retention_keeps_the_newest_runs_and_what_is_owed(backend: Backend) {
+    use diesel::prelude::*;
+    use driftwatch_store::retention::{Retention, purge};
+    use driftwatch_store::schema::{deliveries, delivery_attempts, events, runs};
+
+    let app = TestApp::start_with(backend, |s| s.retry_schedule = "1h".into()).await;
+    let token = app.account("acme").await;
+    let site = PageServer::start(&page("0")).await;
+    let happy = Receiver::start(200).await;
+    app.post("/endpoints", &token, json!({"url": happy.url})).await;
+    let watch = app.watch_with_baseline(&token, json!({"url": site.url, "selector": "#price"})).await;
+    let watch_id = watch["id"].as_str().expect("id").to_owned();
+    let check = |n: u32| {
+        let (app, token, site, watch_id) = (&app, &token, &site, &watch_id);
+        async move {
+            site.set(&page(&n.to_string()));
+            let (_, run) = app.post(&format!("/watches/{watch_id}/check"), token, json!({})).await;
+            assert_eq!(run["outcome"], "changed", "{run}");
+            run
+        }
+    };
+    check(1).await;
+    check(2).await;
+    happy.wait_for(2).await;
+    // A receiver that fails: the third change's delivery to it waits an hour for its retry.
+    let failing = Receiver::start(503).await;
+    app.post("/endpoints", &token, json!({"url": failing.url})).await;
+    let owed_event = check(3).await["event_id"].as_str().expect("an event").to_owned();
+    failing.wait_for(1).await;
+    happy.wait_for(3).await;
+    let store = app.app.as_ref().expect("running").store.clone();
+    let count = |store: &driftwatch_store::Store| {
+        let store = store.clone();
+        async move {
+            store
+                .run(|c| {
+                    let n = |t: i64| t as usize;
+                    Ok([
+                        n(runs::table.count().get_result(c)?),
+                        n(events::table.count().get_result(c)?),
+                        n(deliveries::table.count().get_result(c)?),
+                        n(delivery_attempts::table.count().get_result(c)?),
+                    ])
+                })
+                .await
+                .expect("count")
+        }
+    };
+    eventually("every attempt recorded", || async { (count(&store).await[3] == 4).then_some(()) }).await;
+    assert_eq!(count(&store).await, [4, 3, 4, 4], "runs, events, deliveries, attempts before");
+
+    let future = chrono::Utc::now().naive_utc() + chrono::TimeDelta::days(1);
+    let policy = Retention {
+        keep_runs: 2,
+        runs_before: future,
+        events_before: future,
+        batch: 2,
+        ..Retention::keep_everything(future)
+    };
+    let purged = purge(&store, &policy).await.expect("purge");
+    assert_eq!((purged.runs, purged.events), (2, 2), "{purged:?}");
+    assert_eq!(count(&store).await, [2, 1, 2, 2], "the owed event keeps both its deliveries and their attempts");
+    let runs = app.ok(&format!("/watches/{watch_id}/runs"), &token).await;
+    let outcomes: Vec<&str> =
+        runs["items"].as_array().expect("items").iter().filter_map(|r| r["outcome"].as_str()).collect();
+    assert_eq!(outcomes, ["changed", "changed"], "the two newest runs are kept");
+    assert_eq!(runs["items"][0]["event_id"], owed_event.as_str());
+    let left: Vec<String> = store.run(|c| Ok(events::table.select(events::id).load(c)?)).await.expect("events");
+    assert_eq!(left, std::slice::from_ref(&owed_event));
+
+    // However old, the newest run stays.
+    let purged = purge(&store, &Retention { keep_runs: 0, ..policy }).await.expect("purge");
+    assert_eq!(purged.runs, 1, "keep 0 keeps one");
+    assert_eq!(count(&store).await[0], 1);
+    assert_eq!(app.ok(&format!("/watches/{watch_id}/runs"), &token).await["items"][0]["event_id"], owed_event.as_str());
+}

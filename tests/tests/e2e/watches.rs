@@ -131,13 +131,19 @@ pub async fn snapshots_and_diffs_are_readable(backend: Backend) {
     // Retention keeps the newest snapshots of each watch.
     let store = app.app.as_ref().expect("running").store.clone();
     let long_ago = chrono::Utc::now().naive_utc() - chrono::TimeDelta::days(3650);
-    let deleted = store.run(move |c| driftwatch_store::watches::purge_snapshots(c, 2, long_ago)).await.expect("purge");
+    let now = chrono::Utc::now().naive_utc();
+    let keep = driftwatch_store::retention::Retention::keep_everything(now);
+    let policy =
+        driftwatch_store::retention::Retention { keep_snapshots: 2, snapshots_before: long_ago, ..keep.clone() };
+    let deleted = driftwatch_store::retention::purge(&store, &policy).await.expect("purge").snapshots;
     assert_eq!(deleted, 1);
     let kept = app.ok(&format!("/watches/{id}/snapshots"), &token).await;
     assert_eq!(kept["items"].as_array().map(Vec::len), Some(2));
     assert_eq!(kept["items"][0]["id"], newest, "the newest is kept");
     let everything_old = chrono::Utc::now().naive_utc() + chrono::TimeDelta::days(1);
-    store.run(move |c| driftwatch_store::watches::purge_snapshots(c, 100, everything_old)).await.expect("purge");
+    let policy =
+        driftwatch_store::retention::Retention { keep_snapshots: 100, snapshots_before: everything_old, ..keep };
+    driftwatch_store::retention::purge(&store, &policy).await.expect("purge");
     let kept = app.ok(&format!("/watches/{id}/snapshots"), &token).await;
     assert_eq!(kept["items"].as_array().map(Vec::len), Some(1), "by age too, but never the newest");
 
