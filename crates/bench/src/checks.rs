@@ -109,14 +109,14 @@ async fn wait_for_runs(store: &Store, n: i64) -> anyhow::Result<()> {
 
 /// The page server, on a thread of its own so its CPU can be told apart from driftwatch's.
 /// Pages are rendered once per version; serving one is a copy.
-struct PageServer {
-    addr: std::net::SocketAddr,
+pub(crate) struct PageServer {
+    pub(crate) addr: std::net::SocketAddr,
     /// `/proc/self/task/<tid>/stat` of the server's thread.
     stat: String,
 }
 
 impl PageServer {
-    fn start(count: usize, version: Arc<AtomicU64>) -> anyhow::Result<PageServer> {
+    pub(crate) fn start(count: usize, version: Arc<AtomicU64>) -> anyhow::Result<PageServer> {
         let pages: Arc<[Vec<axum::body::Bytes>; 2]> =
             Arc::new([0, 1].map(|v| (0..count).map(|n| axum::body::Bytes::from(page(n, v))).collect::<Vec<_>>()));
         let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;

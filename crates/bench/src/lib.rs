@@ -1,12 +1,15 @@
-//! Benchmarks behind `driftwatch bench`: delivery (raw next to durable), checks, pages.
+//! Benchmarks behind `driftwatch bench`: delivery (raw next to durable), checks, pages,
+//! retention.
 
 mod checks;
 mod delivery;
 mod pages;
+mod retention;
 
 pub use checks::{ChecksBench, ChecksReport, checks};
 pub use delivery::{DeliveryBench, Report, Shape, delivery};
 pub use pages::{PagesBench, PagesReport, pages};
+pub use retention::{RetentionBench, RetentionReport, retention};
 
 /// Seconds of CPU (user + system) in a `/proc/<pid>/stat` line.
 pub(crate) fn stat_cpu_seconds(stat: &str) -> f64 {

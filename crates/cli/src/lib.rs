@@ -19,7 +19,7 @@ use driftwatch_store::{PoolOptions, Store};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-pub use settings::{HumanDuration, Settings};
+pub use settings::{HumanDuration, SettingError, Settings};
 
 /// Which parts of the application a process runs.
 #[derive(Debug, Clone, Copy)]
@@ -48,6 +48,7 @@ pub struct App {
 impl App {
     /// Opens and migrates the store, then starts the parts named by `roles`.
     pub async fn start(settings: &Settings, roles: Roles) -> anyhow::Result<App> {
+        settings.validate()?;
         let store = open_store(settings).await?;
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let metrics = Arc::new(driftwatch_metrics::Metrics::default());
@@ -56,8 +57,8 @@ impl App {
             schedule: driftwatch_delivery::parse_schedule(&settings.retry_schedule)
                 .map_err(anyhow::Error::msg)
                 .context("DRIFTWATCH_RETRY_SCHEDULE")?,
-            max_attempts: settings.max_attempts.max(1),
-            jitter: settings.retry_jitter.clamp(0.0, 1.0),
+            max_attempts: settings.max_attempts,
+            jitter: settings.retry_jitter,
             max_retry_after: settings.max_retry_after.into(),
         };
         let sender = Sender::new(SenderOptions {
@@ -73,10 +74,10 @@ impl App {
             Arc::clone(&clock),
             DeliveryConfig {
                 concurrency: settings.delivery_concurrency,
-                per_endpoint_concurrency: settings.per_endpoint_concurrency.max(1),
+                per_endpoint_concurrency: settings.per_endpoint_concurrency,
                 poll_interval: settings.poll_interval.into(),
                 retry,
-                circuit_threshold: settings.circuit_threshold.max(1),
+                circuit_threshold: settings.circuit_threshold,
                 circuit_open_for: settings.circuit_open_for.into(),
                 disable_after: settings.disable_after.into(),
                 lease_grace: settings.lease_grace.into(),
@@ -100,10 +101,10 @@ impl App {
             RunnerConfig {
                 concurrency: settings.check_concurrency,
                 poll_interval: settings.poll_interval.into(),
-                max_attempts: settings.max_attempts.max(1) as i32,
-                failure_threshold: settings.failure_threshold.max(1),
+                max_attempts: settings.max_attempts as i32,
+                failure_threshold: settings.failure_threshold,
                 failing_backoff_max: settings.failing_backoff_max.into(),
-                per_host_concurrency: settings.per_host_concurrency.max(1),
+                per_host_concurrency: settings.per_host_concurrency,
                 per_host_gap: settings.per_host_gap.into(),
                 node_id: settings.node_id(),
                 metrics: Arc::clone(&metrics),

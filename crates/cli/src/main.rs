@@ -108,6 +108,19 @@ enum BenchCommand {
         #[arg(long)]
         database_url: Option<String>,
     },
+    /// Purging old runs (a million by default) in batches while the runner checks every
+    /// watch each second: purge rate, and the write latency checks see before and during it.
+    Retention {
+        /// Old runs to seed, past the retention age.
+        #[arg(long, default_value_t = 1_000_000)]
+        runs: usize,
+        /// Watches (the runs are spread over them; each keeps its newest 100).
+        #[arg(long, default_value_t = 1_000)]
+        watches: usize,
+        /// An empty database to use (default: a temporary SQLite file).
+        #[arg(long)]
+        database_url: Option<String>,
+    },
     /// Render time of the browser UI's watches page (50 of many watches, with their change
     /// strips), in-process through the router.
     Pages {
@@ -324,6 +337,11 @@ async fn main() -> anyhow::Result<()> {
             let bench = driftwatch_bench::ChecksBench { watches, concurrency, idle_seconds, database_url };
             let report = driftwatch_bench::checks(&bench).await?;
             println!("{report}");
+            Ok(())
+        }
+        Command::Bench(BenchCommand::Retention { runs, watches, database_url }) => {
+            let bench = driftwatch_bench::RetentionBench { runs, watches, database_url };
+            println!("{}", driftwatch_bench::retention(&bench).await?);
             Ok(())
         }
         Command::Bench(BenchCommand::Pages { watches, requests, database_url }) => {

@@ -180,7 +180,104 @@ pub struct Settings {
     pub shutdown_grace: HumanDuration,
 }
 
+/// A setting refused at start-up: which one, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{env} (--{flag}): {message}")]
+pub struct SettingError {
+    /// Its environment variable.
+    pub env: &'static str,
+    /// Its flag, without the dashes.
+    pub flag: &'static str,
+    /// What is wrong, and the value given.
+    pub message: String,
+}
+
 impl Settings {
+    /// Checks every setting that has a range or a syntax, so that a bad one is refused at
+    /// start-up, naming it, instead of being clamped or failing later.
+    pub fn validate(&self) -> Result<(), SettingError> {
+        fn at_least<T: PartialOrd + std::fmt::Display>(
+            env: &'static str,
+            flag: &'static str,
+            value: T,
+            min: T,
+        ) -> Result<(), SettingError> {
+            if value < min {
+                return Err(SettingError { env, flag, message: format!("must be at least {min}; got {value}") });
+            }
+            Ok(())
+        }
+        fn positive(env: &'static str, flag: &'static str, value: HumanDuration) -> Result<(), SettingError> {
+            if value.0.is_zero() {
+                return Err(SettingError { env, flag, message: "must be longer than zero".into() });
+            }
+            Ok(())
+        }
+        at_least("DRIFTWATCH_MAX_ATTEMPTS", "max-attempts", self.max_attempts, 1)?;
+        if !(0.0..=1.0).contains(&self.retry_jitter) {
+            return Err(SettingError {
+                env: "DRIFTWATCH_RETRY_JITTER",
+                flag: "retry-jitter",
+                message: format!("must be between 0 and 1 (a fraction of the delay); got {}", self.retry_jitter),
+            });
+        }
+        driftwatch_delivery::parse_schedule(&self.retry_schedule).map_err(|e| SettingError {
+            env: "DRIFTWATCH_RETRY_SCHEDULE",
+            flag: "retry-schedule",
+            message: format!("{e}; got `{}`", self.retry_schedule),
+        })?;
+        at_least("DRIFTWATCH_PER_ENDPOINT_CONCURRENCY", "per-endpoint-concurrency", self.per_endpoint_concurrency, 1)?;
+        at_least("DRIFTWATCH_DELIVERY_CONCURRENCY", "delivery-concurrency", self.delivery_concurrency, 1)?;
+        at_least("DRIFTWATCH_CHECK_CONCURRENCY", "check-concurrency", self.check_concurrency, 1)?;
+        at_least("DRIFTWATCH_PER_HOST_CONCURRENCY", "per-host-concurrency", self.per_host_concurrency, 1)?;
+        at_least("DRIFTWATCH_CIRCUIT_THRESHOLD", "circuit-threshold", self.circuit_threshold, 1)?;
+        at_least("DRIFTWATCH_FAILURE_THRESHOLD", "failure-threshold", self.failure_threshold, 1)?;
+        at_least("DRIFTWATCH_MIN_INTERVAL_SECONDS", "min-interval-seconds", self.min_interval_seconds, 1)?;
+        at_least("DRIFTWATCH_POOL_SIZE", "pool-size", self.pool_size, 2)?;
+        at_least("DRIFTWATCH_KEEP_RUNS", "keep-runs", self.keep_runs, 1)?;
+        at_least("DRIFTWATCH_KEEP_SNAPSHOTS", "keep-snapshots", self.keep_snapshots, 1)?;
+        at_least("DRIFTWATCH_MAX_PAGE_BYTES", "max-page-bytes", self.max_page_bytes, 1024)?;
+        positive("DRIFTWATCH_WEBHOOK_TIMEOUT", "webhook-timeout", self.webhook_timeout)?;
+        positive("DRIFTWATCH_WEBHOOK_CONNECT_TIMEOUT", "webhook-connect-timeout", self.webhook_connect_timeout)?;
+        positive("DRIFTWATCH_FETCH_TIMEOUT", "fetch-timeout", self.fetch_timeout)?;
+        positive("DRIFTWATCH_POLL_INTERVAL", "poll-interval", self.poll_interval)?;
+        positive("DRIFTWATCH_CIRCUIT_OPEN_FOR", "circuit-open-for", self.circuit_open_for)?;
+        positive("DRIFTWATCH_FAILING_BACKOFF_MAX", "failing-backoff-max", self.failing_backoff_max)?;
+        if let Some(url) = &self.public_url {
+            let parsed = url::Url::parse(url).ok().filter(|u| matches!(u.scheme(), "http" | "https") && u.has_host());
+            if parsed.is_none() {
+                return Err(SettingError {
+                    env: "DRIFTWATCH_PUBLIC_URL",
+                    flag: "public-url",
+                    message: format!("must be an http(s) URL such as https://watch.example.com; got `{url}`"),
+                });
+            }
+        }
+        if self.metrics_listen.as_deref().is_some_and(|m| m == self.listen) {
+            return Err(SettingError {
+                env: "DRIFTWATCH_METRICS_LISTEN",
+                flag: "metrics-listen",
+                message: format!("is the main address {}; leave it unset to serve /metrics there", self.listen),
+            });
+        }
+        for (env, flag, cron) in [
+            ("DRIFTWATCH_RETENTION_CRON", "retention-cron", &self.retention_cron),
+            ("DRIFTWATCH_SWEEP_CRON", "sweep-cron", &self.sweep_cron),
+        ] {
+            // As the job scheduler reads it: six fields, seconds first.
+            let parser = croner::parser::CronParser::builder()
+                .seconds(croner::parser::Seconds::Required)
+                .dom_and_dow(true)
+                .build();
+            parser.parse(cron).map_err(|e| SettingError {
+                env,
+                flag,
+                message: format!("not a cron expression with seconds ({e}); got `{cron}`"),
+            })?;
+        }
+        Ok(())
+    }
+
     /// The node id, or one made from the host name and process id.
     pub fn node_id(&self) -> String {
         self.node_id.clone().unwrap_or_else(|| {
@@ -216,4 +313,29 @@ impl From<HumanDuration> for Duration {
 
 fn parse_duration(text: &str) -> Result<HumanDuration, String> {
     driftwatch_delivery::parse_duration(text).map(HumanDuration)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_bad_values_are_refused_by_name() {
+        let defaults = Settings::defaults();
+        assert_eq!(defaults.validate(), Ok(()));
+        let refused = |change: fn(&mut Settings)| {
+            let mut settings = Settings::defaults();
+            change(&mut settings);
+            settings.validate().expect_err("refused").to_string()
+        };
+        let message = refused(|s| s.max_attempts = 0);
+        assert_eq!(message, "DRIFTWATCH_MAX_ATTEMPTS (--max-attempts): must be at least 1; got 0");
+        assert!(refused(|s| s.retry_jitter = 1.5).starts_with("DRIFTWATCH_RETRY_JITTER"));
+        assert!(refused(|s| s.retry_schedule = "1m,soon".into()).starts_with("DRIFTWATCH_RETRY_SCHEDULE"));
+        assert!(refused(|s| s.delivery_concurrency = 0).starts_with("DRIFTWATCH_DELIVERY_CONCURRENCY"));
+        assert!(refused(|s| s.poll_interval = HumanDuration(Duration::ZERO)).starts_with("DRIFTWATCH_POLL_INTERVAL"));
+        assert!(refused(|s| s.public_url = Some("watch.example.com".into())).starts_with("DRIFTWATCH_PUBLIC_URL"));
+        assert!(refused(|s| s.sweep_cron = "every minute".into()).starts_with("DRIFTWATCH_SWEEP_CRON"));
+        assert!(refused(|s| s.metrics_listen = Some(s.listen.clone())).starts_with("DRIFTWATCH_METRICS_LISTEN"));
+    }
 }

@@ -309,3 +309,22 @@ async fn serve_survives_a_closed_stdout() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// A setting out of range is refused at start-up, naming it, rather than clamped.
+#[test]
+fn a_bad_setting_is_refused_by_name() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (name, value) in [("DRIFTWATCH_MAX_ATTEMPTS", "0"), ("DRIFTWATCH_RETRY_JITTER", "2")] {
+        let output = Command::new(binary())
+            .arg("serve")
+            .current_dir(dir.path())
+            .env_remove("DRIFTWATCH_DATABASE_URL")
+            .env("DRIFTWATCH_LISTEN", "127.0.0.1:0")
+            .env(name, value)
+            .output()
+            .expect("run driftwatch");
+        assert!(!output.status.success(), "{name}={value} is refused");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(name) && stderr.contains(value), "{stderr}");
+    }
+}
