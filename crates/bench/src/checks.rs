@@ -154,6 +154,26 @@ impl PageServer {
     }
 }
 
+/// The real runner, allowed onto loopback, with `concurrency` checks in flight and no per-host
+/// politeness (every page is on one local server).
+pub(crate) fn local_runner(store: &Store, concurrency: usize) -> anyhow::Result<Runner> {
+    let fetcher =
+        Fetcher::new(FetchOptions { policy: TargetPolicy { allow_private: true }, ..FetchOptions::default() })?;
+    Ok(Runner::new(
+        store.clone(),
+        fetcher,
+        Arc::new(SystemClock),
+        RunnerConfig {
+            concurrency: concurrency.max(1),
+            per_host_concurrency: concurrency.max(1),
+            per_host_gap: Duration::ZERO,
+            node_id: "bench".into(),
+            ..RunnerConfig::default()
+        },
+        || {},
+    ))
+}
+
 /// Runs the benchmark on a temporary SQLite file, or on the empty database given.
 pub async fn checks(bench: &ChecksBench) -> anyhow::Result<ChecksReport> {
     let count = bench.watches.max(1);
@@ -184,21 +204,7 @@ pub async fn checks(bench: &ChecksBench) -> anyhow::Result<ChecksReport> {
         })
         .await?;
 
-    let fetcher =
-        Fetcher::new(FetchOptions { policy: TargetPolicy { allow_private: true }, ..FetchOptions::default() })?;
-    let runner = Runner::new(
-        store.clone(),
-        fetcher,
-        Arc::new(SystemClock),
-        RunnerConfig {
-            concurrency: bench.concurrency.max(1),
-            per_host_concurrency: bench.concurrency.max(1),
-            per_host_gap: Duration::ZERO,
-            node_id: "bench".into(),
-            ..RunnerConfig::default()
-        },
-        || {},
-    );
+    let runner = local_runner(&store, bench.concurrency)?;
     let shutdown = CancellationToken::new();
     let running = tokio::spawn(runner.clone().run(shutdown.clone()));
 

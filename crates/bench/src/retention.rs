@@ -7,15 +7,12 @@ use std::time::{Duration, Instant};
 
 use diesel::prelude::*;
 use driftwatch_core::{Clock as _, SystemClock};
-use driftwatch_net::TargetPolicy;
-use driftwatch_schedule::{Runner, RunnerConfig};
-use driftwatch_scrape::{FetchOptions, Fetcher};
 use driftwatch_store::retention::{Retention, purge};
 use driftwatch_store::schema::runs;
 use driftwatch_store::{DbConn, PoolOptions, Run, Store, Watch, accounts};
 use tokio_util::sync::CancellationToken;
 
-use crate::checks::PageServer;
+use crate::checks::{PageServer, local_runner};
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -201,21 +198,7 @@ pub async fn retention(bench: &RetentionBench) -> anyhow::Result<RetentionReport
         store.run(|c| Ok(diesel::sql_query("ANALYZE runs").execute(c)?)).await?;
     }
 
-    let fetcher =
-        Fetcher::new(FetchOptions { policy: TargetPolicy { allow_private: true }, ..FetchOptions::default() })?;
-    let runner = Runner::new(
-        store.clone(),
-        fetcher,
-        Arc::new(SystemClock),
-        RunnerConfig {
-            concurrency: 64,
-            per_host_concurrency: 64,
-            per_host_gap: Duration::ZERO,
-            node_id: "bench".into(),
-            ..RunnerConfig::default()
-        },
-        || {},
-    );
+    let runner = local_runner(&store, 64)?;
     let shutdown = CancellationToken::new();
     let running = tokio::spawn(runner.run(shutdown.clone()));
 
