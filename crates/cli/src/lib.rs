@@ -2,6 +2,7 @@
 //! the delivery worker over one store. `main.rs` is the command line on top of this; the
 //! end-to-end tests start the same [`App`] in-process.
 
+pub mod config;
 pub mod import;
 mod jobs;
 mod settings;

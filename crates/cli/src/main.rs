@@ -3,7 +3,7 @@
 use std::io::Read as _;
 
 use anyhow::{Context as _, bail};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 use driftwatch::{App, Roles, Settings};
 use driftwatch_core::{Clock as _, SystemClock};
 use driftwatch_store::accounts;
@@ -13,6 +13,9 @@ use driftwatch_store::accounts;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// A TOML file of settings, under the environment and the flags (see `driftwatch config`).
+    #[arg(long, global = true, env = "DRIFTWATCH_CONFIG", value_name = "FILE")]
+    config: Option<std::path::PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -23,6 +26,9 @@ enum Command {
     Worker(#[command(flatten)] Settings),
     /// Apply pending database migrations and exit.
     Migrate(#[command(flatten)] Settings),
+    /// Print the effective settings, where each comes from (file, environment, flag or
+    /// default), secrets masked; exits non-zero when one is invalid.
+    Config(#[command(flatten)] Settings),
     /// Manage accounts.
     #[command(subcommand)]
     Account(AccountCommand),
@@ -265,9 +271,21 @@ fn init_tracing() {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let file = match driftwatch::config::path_from(&args, std::env::var_os("DRIFTWATCH_CONFIG")) {
+        Some(path) => driftwatch::config::load(&path, &driftwatch::config::setting_names())?,
+        None => driftwatch::config::FileSettings::default(),
+    };
+    let matches = driftwatch::config::with_defaults(Cli::command(), &file).get_matches_from(args);
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     init_tracing();
     match cli.command {
+        Command::Config(settings) => {
+            let settings_matches = matches.subcommand_matches("config").unwrap_or(&matches);
+            print_out(driftwatch::config::describe(settings_matches, &file).trim_end());
+            settings.validate()?;
+            Ok(())
+        }
         Command::Serve(settings) => run_until_signal(&settings, Roles { web: true, background: true }).await,
         Command::Worker(settings) => run_until_signal(&settings, Roles { web: false, background: true }).await,
         Command::Migrate(settings) => {

@@ -328,3 +328,58 @@ fn a_bad_setting_is_refused_by_name() {
         assert!(stderr.contains(name) && stderr.contains(value), "{stderr}");
     }
 }
+
+/// The config file sits under the environment and the flags; `driftwatch config` shows each
+/// setting's value and where it came from, with secrets masked; a key that is not a setting
+/// is refused.
+#[test]
+fn config_layers_file_environment_and_flags() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("driftwatch.toml");
+    std::fs::write(
+        &file,
+        "max_attempts = 7\nretry_schedule = \"2m\"\npool_size = 4\nmetrics_token = \"s3cret-token\"\n\
+         database_url = \"postgres://watcher:pa55word@db.example/driftwatch\"\n",
+    )
+    .expect("write");
+    let config = |extra: &[&str], env: &[(&str, &str)]| {
+        let mut command = Command::new(binary());
+        command.arg("config").args(extra).current_dir(dir.path());
+        for name in
+            ["DRIFTWATCH_DATABASE_URL", "DRIFTWATCH_RETRY_SCHEDULE", "DRIFTWATCH_POOL_SIZE", "DRIFTWATCH_CONFIG"]
+        {
+            command.env_remove(name);
+        }
+        command.envs(env.iter().copied()).output().expect("run driftwatch")
+    };
+    let out = config(
+        &["--config", file.to_str().expect("utf-8"), "--pool-size", "6"],
+        &[("DRIFTWATCH_RETRY_SCHEDULE", "3m")],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    let line = |name: &str| {
+        text.lines().find(|l| l.starts_with(&format!("{name} = "))).unwrap_or_else(|| panic!("{name} in {text}"))
+    };
+    assert_eq!(line("max_attempts"), "max_attempts = \"7\"  # file (DRIFTWATCH_MAX_ATTEMPTS)");
+    assert_eq!(line("retry_schedule"), "retry_schedule = \"3m\"  # environment (DRIFTWATCH_RETRY_SCHEDULE)");
+    assert_eq!(line("pool_size"), "pool_size = \"6\"  # flag (DRIFTWATCH_POOL_SIZE)");
+    assert_eq!(line("listen"), "listen = \"127.0.0.1:8080\"  # default (DRIFTWATCH_LISTEN)");
+    assert_eq!(line("metrics_token"), "metrics_token = \"********\"  # file (DRIFTWATCH_METRICS_TOKEN)");
+    assert!(line("database_url").contains("db.example"), "{text}");
+    assert!(!text.contains("s3cret") && !text.contains("pa55word"), "secrets are masked: {text}");
+
+    // The same through DRIFTWATCH_CONFIG.
+    let out = config(&[], &[("DRIFTWATCH_CONFIG", file.to_str().expect("utf-8"))]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("max_attempts = \"7\"  # file"));
+
+    // A typo, and a value out of range, are refused by name.
+    std::fs::write(&file, "max_atempts = 7\n").expect("write");
+    let out = config(&["--config", file.to_str().expect("utf-8")], &[]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`max_atempts` is not a setting"));
+    std::fs::write(&file, "max_attempts = 0\n").expect("write");
+    let out = config(&["--config", file.to_str().expect("utf-8")], &[]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("DRIFTWATCH_MAX_ATTEMPTS"));
+}
