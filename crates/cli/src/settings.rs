@@ -85,7 +85,7 @@ pub struct Settings {
     pub keep_runs: i64,
 
     /// Runs older than this are deleted, beyond each watch's newest DRIFTWATCH_KEEP_RUNS.
-    #[arg(long, env = "DRIFTWATCH_RETAIN_RUNS", default_value = "30d", value_parser = parse_duration)]
+    #[arg(long, env = "DRIFTWATCH_RETAIN_RUNS", default_value = "1d", value_parser = parse_duration)]
     pub retain_runs: HumanDuration,
 
     /// Events older than this are deleted with their deliveries and attempts, unless a delivery
