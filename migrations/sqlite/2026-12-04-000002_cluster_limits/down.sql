@@ -1,0 +1,2 @@
+DROP INDEX deliveries_endpoint_due;
+ALTER TABLE endpoints DROP COLUMN paced_until;
