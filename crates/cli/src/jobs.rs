@@ -88,7 +88,7 @@ pub(crate) fn retention_policy(
         keep_snapshots: settings.keep_snapshots,
         snapshots_before: before(settings.retain_snapshots),
         idempotency_before: now - TimeDelta::hours(24),
-        batch: 1_000,
+        batch: driftwatch_store::retention::BATCH,
         now,
     }
 }
