@@ -266,14 +266,21 @@ pub fn claim_limited(
             if budget <= 0 {
                 break;
             }
-            let in_flight: i64 = deliveries::table
-                .filter(deliveries::endpoint_id.eq(&endpoint_id))
-                .filter(deliveries::status.eq_any(pending()))
-                .filter(deliveries::lease_until.ge(now))
-                .count()
-                .get_result(conn)?;
             // Past its open period and not yet closed by a success: one probe at a time.
             let cap = if circuit.is_some() { 1 } else { max_in_flight.map_or(default_cap, |n| i64::from(n.max(1))) };
+            // The deliveries in flight are the front of the endpoint's pending rows in due
+            // order: this claim leases oldest due first, and whatever joins later (a new event,
+            // a retry, a recovery) is due at or after the time it joins, so after every leased
+            // row. Counting among the first rows is exact and costs O(cap), not O(backlog); the
+            // window leaves room for expired leases and ties at the front.
+            let front: Vec<Option<NaiveDateTime>> = deliveries::table
+                .filter(deliveries::endpoint_id.eq(&endpoint_id))
+                .filter(deliveries::status.eq_any(pending()))
+                .order(deliveries::next_attempt_at.asc())
+                .limit(2 * cap + 64)
+                .select(deliveries::lease_until)
+                .load(conn)?;
+            let in_flight = front.iter().filter(|until| until.is_some_and(|u| u >= now)).count() as i64;
             let mut allowed = (cap - in_flight).min(budget);
             let mut send_times = Vec::new();
             let start = paced_until.map_or(now, |p| p.max(now));
