@@ -149,7 +149,6 @@ diesel::table! {
         circuit_open_until -> Nullable<Timestamp>,
         disabled_reason -> Nullable<Text>,
         event_types -> Nullable<Text>,
-        paced_until -> Nullable<Timestamp>,
     }
 }
 
