@@ -1,13 +1,13 @@
 //! The loop that drains the outbox, and redeliveries on request.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{NaiveDateTime, TimeDelta};
 use driftwatch_core::{AttemptTrigger, Clock, DeliveryStatus, EventType, IdKind, new_id};
 use driftwatch_metrics::Metrics;
-use driftwatch_store::deliveries::{self, AttemptRecord, Completion, Health, Job, Redelivery};
+use driftwatch_store::deliveries::{self, AttemptRecord, Completion, Health, Job, PacedJob, Redelivery};
 use driftwatch_store::outbox::NewEvent;
 use driftwatch_store::{Delivery, DeliveryAttempt, Endpoint, Event, Store, StoreError, batch};
 use tokio::sync::{Notify, Semaphore, mpsc, oneshot};
@@ -101,30 +101,20 @@ pub(crate) struct Inner {
     endpoints: Mutex<EndpointLoad>,
 }
 
-/// What this node has in flight per endpoint, for fairness and half-open probes.
+/// What this node has in flight per endpoint without a limit of its own, for fairness: at most
+/// `per_endpoint_concurrency` each. (Endpoints with `max_in_flight`, a rate limit or a
+/// half-open circuit are limited across the cluster by `claim_limited` instead.)
 #[derive(Default)]
 struct EndpointLoad {
     in_flight: HashMap<String, usize>,
-    caps: HashMap<String, usize>,
-    /// Half-open endpoints (circuit past its open period, failures at the threshold).
-    half_open: HashSet<String>,
-    /// Half-open endpoints with their one probe in flight.
-    probing: HashSet<String>,
-    /// Earliest time the next request may go to a rate-limited endpoint.
-    paced_until: HashMap<String, NaiveDateTime>,
 }
 
 impl EndpointLoad {
-    /// Endpoints this node must not claim for: at their cap, or half-open with anything in
-    /// flight (its probe, or a redelivery).
-    fn saturated(&self) -> Vec<String> {
-        let busy = self
-            .in_flight
-            .iter()
-            .filter(|(id, n)| **n >= self.caps.get(*id).copied().unwrap_or(usize::MAX) || self.half_open.contains(*id));
-        let mut ids: Vec<String> = busy.map(|(id, _)| id.clone()).chain(self.probing.iter().cloned()).collect();
+    /// Endpoints this node must not claim for: at the per-node cap.
+    fn saturated(&self, cap: usize) -> Vec<String> {
+        let mut ids: Vec<String> =
+            self.in_flight.iter().filter(|(_, n)| **n >= cap).map(|(id, _)| id.clone()).collect();
         ids.sort();
-        ids.dedup();
         ids
     }
 
@@ -132,18 +122,12 @@ impl EndpointLoad {
         *self.in_flight.entry(endpoint_id.to_owned()).or_default() += 1;
     }
 
-    /// An attempt to the endpoint finished; a probe's outcome ends the half-open state here
-    /// (the next claim sees the endpoint's new health).
-    fn finish(&mut self, endpoint_id: &str, probe: bool) {
+    fn finish(&mut self, endpoint_id: &str) {
         if let Some(n) = self.in_flight.get_mut(endpoint_id) {
             *n = n.saturating_sub(1);
             if *n == 0 {
                 self.in_flight.remove(endpoint_id);
             }
-        }
-        if probe {
-            self.probing.remove(endpoint_id);
-            self.half_open.remove(endpoint_id);
         }
     }
 }
@@ -153,6 +137,9 @@ struct PendingRecord {
     record: AttemptRecord,
     recorded: oneshot::Sender<Result<bool, String>>,
 }
+
+/// Most limited endpoints looked at per claim.
+const LIMITED_PER_CLAIM: i64 = 32;
 
 /// Longest sleep of the loop while attempts are in flight.
 const BUSY_POLL: Duration = Duration::from_millis(200);
@@ -184,14 +171,6 @@ async fn write_completions(store: Store, clock: Arc<dyn Clock>, queue: batch::Qu
             }
         }
     }
-}
-
-/// What to do with a claimed job.
-enum Dispatch {
-    /// Send it now; `probe` when it is the one probe of a half-open endpoint.
-    Send { probe: bool },
-    /// Give it back, not before this time when set.
-    Release(Option<NaiveDateTime>),
 }
 
 impl DeliveryWorker {
@@ -295,79 +274,82 @@ impl DeliveryWorker {
     }
 
     /// Claims up to `wanted` deliveries and starts the ones their endpoints can take now;
-    /// returns how many were claimed and how many started.
+    /// returns how many were claimed and how many started. Endpoints without a limit of their
+    /// own come through the outbox claim (capped per node); limited ones through
+    /// `claim_limited`, which counts across the cluster and plans each send's time.
     async fn claim_and_dispatch(&self, wanted: i64, tracker: &TaskTracker) -> Result<(i64, usize), StoreError> {
-        let owner = format!("{}:{}", self.inner.config.node_id, new_id(IdKind::Delivery));
+        let config = &self.inner.config;
+        let owner = format!("{}:{}", config.node_id, new_id(IdKind::Delivery));
         let now = self.now();
         let until = self.lease_until(now);
-        let skip = self.load().saturated();
-        let lease = owner.clone();
-        let jobs = self.inner.store.write(move |c| deliveries::claim_due(c, &lease, now, until, wanted, &skip)).await?;
-        let claimed = jobs.len() as i64;
+        let lease = until - now;
+        let skip = self.load().saturated(config.per_endpoint_concurrency);
+        let default_cap = config.per_endpoint_concurrency as i64;
+        let claimer = owner.clone();
+        let (jobs, paced) = self
+            .inner
+            .store
+            .write(move |c| {
+                let jobs = deliveries::claim_due(c, &claimer, now, until, wanted, &skip)?;
+                let left = wanted - jobs.len() as i64;
+                let paced = if left > 0 {
+                    deliveries::claim_limited(c, &claimer, now, lease, default_cap, left, LIMITED_PER_CLAIM)?
+                } else {
+                    Vec::new()
+                };
+                Ok((jobs, paced))
+            })
+            .await?;
+        let claimed = (jobs.len() + paced.len()) as i64;
         let mut dispatched = 0;
-        let mut released: HashMap<Option<NaiveDateTime>, Vec<String>> = HashMap::new();
+        let mut released = Vec::new();
         for job in jobs {
-            match self.admit(&job, now) {
-                Dispatch::Release(not_before) => released.entry(not_before).or_default().push(job.delivery.id.clone()),
-                Dispatch::Send { probe } => {
-                    let Ok(permit) = Arc::clone(&self.inner.slots).acquire_owned().await else { break };
-                    dispatched += 1;
-                    let worker = self.clone();
-                    tracker.spawn(async move {
-                        let endpoint_id = job.endpoint.id.clone();
-                        worker.attempt(job, AttemptTrigger::Scheduled).await;
-                        worker.load().finish(&endpoint_id, probe);
-                        drop(permit);
-                        worker.wake();
-                    });
-                }
+            if !self.admit(&job, now) {
+                released.push(job.delivery.id.clone());
+                continue;
             }
+            let Ok(permit) = Arc::clone(&self.inner.slots).acquire_owned().await else { break };
+            dispatched += 1;
+            let worker = self.clone();
+            tracker.spawn(async move {
+                let endpoint_id = job.endpoint.id.clone();
+                worker.attempt(job, AttemptTrigger::Scheduled).await;
+                worker.load().finish(&endpoint_id);
+                drop(permit);
+                worker.wake();
+            });
         }
-        for (not_before, ids) in released {
-            let owner = owner.clone();
-            self.inner.store.write(move |c| deliveries::release(c, &ids, &owner, not_before)).await?;
+        for PacedJob { job, send_at } in paced {
+            let Ok(permit) = Arc::clone(&self.inner.slots).acquire_owned().await else { break };
+            dispatched += 1;
+            let worker = self.clone();
+            let wait = (send_at - now).to_std().unwrap_or(Duration::ZERO);
+            tracker.spawn(async move {
+                tokio::time::sleep(wait).await;
+                worker.attempt(job, AttemptTrigger::Scheduled).await;
+                drop(permit);
+                worker.wake();
+            });
+        }
+        if !released.is_empty() {
+            self.inner.store.write(move |c| deliveries::release(c, &released, &owner, None)).await?;
         }
         Ok((claimed, dispatched))
     }
 
-    /// Whether a claimed job may be sent now: fairness (per-endpoint cap), pacing (rate limit)
-    /// and the half-open circuit (one probe at a time).
-    fn admit(&self, job: &Job, now: NaiveDateTime) -> Dispatch {
-        let config = &self.inner.config;
+    /// Whether a job of the outbox claim may be sent now: its endpoint still takes deliveries
+    /// and is under this node's per-endpoint cap.
+    fn admit(&self, job: &Job, now: NaiveDateTime) -> bool {
         let endpoint = &job.endpoint;
         if !endpoint.enabled || endpoint.circuit_open_until.is_some_and(|until| until > now) {
-            return Dispatch::Release(None); // changed since the claim's snapshot
+            return false; // changed since the claim's snapshot
         }
         let mut load = self.load();
-        let id = endpoint.id.clone();
-        let cap = endpoint.max_in_flight.map_or(config.per_endpoint_concurrency, |n| n.max(1) as usize);
-        load.caps.insert(id.clone(), cap);
-        let in_flight = load.in_flight.get(&id).copied().unwrap_or(0);
-        let half_open = endpoint.consecutive_failures >= config.circuit_threshold;
-        if half_open {
-            load.half_open.insert(id.clone());
-            if in_flight > 0 || load.probing.contains(&id) {
-                return Dispatch::Release(None);
-            }
-        } else {
-            load.half_open.remove(&id);
+        if load.in_flight.get(&endpoint.id).copied().unwrap_or(0) >= self.inner.config.per_endpoint_concurrency {
+            return false;
         }
-        if in_flight >= cap {
-            return Dispatch::Release(None);
-        }
-        if let Some(rps) = endpoint.rate_limit_per_second.filter(|r| *r > 0) {
-            let interval = TimeDelta::microseconds(1_000_000 / i64::from(rps));
-            let next = load.paced_until.get(&id).copied().unwrap_or(now);
-            if next > now {
-                return Dispatch::Release(Some(next));
-            }
-            load.paced_until.insert(id.clone(), now.max(next) + interval);
-        }
-        if half_open {
-            load.probing.insert(id.clone());
-        }
-        load.start(&id);
-        Dispatch::Send { probe: half_open }
+        load.start(&endpoint.id);
+        true
     }
 
     /// How long the loop may sleep: until the next delivery is due, a lease expires or a
@@ -375,7 +357,7 @@ impl DeliveryWorker {
     async fn idle_wait(&self) -> Duration {
         let poll = self.inner.config.poll_interval;
         let now = self.now();
-        let skip = self.load().saturated();
+        let skip = self.load().saturated(self.inner.config.per_endpoint_concurrency);
         let next = self.inner.store.run(move |c| deliveries::next_wake(c, now, &skip)).await.ok().flatten();
         let until_next = next.map_or(poll, |at| (at - now).to_std().unwrap_or(Duration::ZERO));
         until_next.min(poll).max(Duration::from_millis(5))
@@ -411,7 +393,7 @@ impl DeliveryWorker {
         let attempt = tokio::spawn(
             async move {
                 worker.attempt(job, AttemptTrigger::Manual).await;
-                worker.load().finish(&endpoint_id, false);
+                worker.load().finish(&endpoint_id);
                 worker.wake();
             }
             .in_current_span(),

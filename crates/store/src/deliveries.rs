@@ -122,8 +122,10 @@ fn pending() -> [&'static str; 2] {
 ///
 /// Deliveries wait, unclaimed and without spending attempts, while their endpoint is disabled
 /// or its circuit is open, and while their endpoint is in `skip_endpoints` (this worker's
-/// endpoints at their concurrency cap or with a probe in flight). The skipped ids are bound as
-/// one parameter: an array on PostgreSQL, a JSON array on SQLite.
+/// endpoints at their per-node concurrency cap). The skipped ids are bound as one parameter: an
+/// array on PostgreSQL, a JSON array on SQLite. Endpoints with a limit that holds across nodes
+/// (`max_in_flight`, `rate_limit_per_second`, or a circuit past its open period waiting for its
+/// probe) are left to [`claim_limited`].
 pub fn claim_due(
     conn: &mut DbConn,
     owner: &str,
@@ -178,7 +180,7 @@ const CLAIM_PG: &str = "UPDATE deliveries SET lease_owner = $1, lease_until = $2
     SELECT id FROM deliveries \
     WHERE status IN ('queued', 'failed') AND next_attempt_at <= $3 \
     AND (lease_until IS NULL OR lease_until < $3) AND body_purged_at IS NULL \
-    AND endpoint_id NOT IN (SELECT id FROM endpoints WHERE enabled = false OR circuit_open_until > $3) \
+    AND limited = FALSE AND endpoint_id NOT IN (SELECT id FROM endpoints WHERE enabled = false) \
     AND endpoint_id <> ALL($5) \
     ORDER BY next_attempt_at LIMIT $4 FOR UPDATE SKIP LOCKED)) RETURNING *";
 
@@ -189,9 +191,171 @@ const CLAIM_SQLITE: &str = "UPDATE deliveries SET lease_owner = ?1, lease_until 
     SELECT id FROM deliveries INDEXED BY deliveries_due \
     WHERE status IN ('queued', 'failed') AND next_attempt_at <= ?3 \
     AND (lease_until IS NULL OR lease_until < ?3) AND body_purged_at IS NULL \
-    AND endpoint_id NOT IN (SELECT id FROM endpoints WHERE enabled = false OR circuit_open_until > ?3) \
+    AND limited = FALSE AND endpoint_id NOT IN (SELECT id FROM endpoints WHERE enabled = false) \
     AND endpoint_id NOT IN (SELECT value FROM json_each(?5)) \
     ORDER BY next_attempt_at LIMIT ?4) RETURNING *";
+
+/// A delivery of a limited endpoint, claimed with the time it may be sent.
+#[derive(Debug, Clone)]
+pub struct PacedJob {
+    /// The delivery, its body and endpoint.
+    pub job: Job,
+    /// Not before this (a rate-limited endpoint's deliveries are spaced `1/rate` apart).
+    pub send_at: NaiveDateTime,
+}
+
+/// How far ahead a rate-limited endpoint's sends are planned in one claim.
+const PACING_HORIZON_MS: i64 = 1_000;
+
+/// Claims, for at most `max_endpoints` endpoints, the due deliveries their limits allow now,
+/// counting across every node: an endpoint's `max_in_flight` (else `default_cap`) against its
+/// deliveries leased anywhere, its `rate_limit_per_second` through `endpoints.paced_until`
+/// (sends planned up to a second ahead, `1/rate` apart), and a half-open circuit (past its open
+/// period, not yet closed by a success) to one probe at a time. Each endpoint is locked while
+/// its claim is decided (`FOR UPDATE SKIP LOCKED` on PostgreSQL: another node takes the next
+/// endpoint instead of waiting; SQLite has one writer), so two nodes never both see a free
+/// slot. Leases last `lease` past each delivery's send time.
+#[allow(clippy::too_many_arguments)]
+pub fn claim_limited(
+    conn: &mut DbConn,
+    owner: &str,
+    now: NaiveDateTime,
+    lease: chrono::TimeDelta,
+    default_cap: i64,
+    max_deliveries: i64,
+    max_endpoints: i64,
+) -> StoreResult<Vec<PacedJob>> {
+    let horizon = now + chrono::TimeDelta::milliseconds(PACING_HORIZON_MS);
+    conn.transaction(|conn| {
+        let due = deliveries::table
+            .filter(deliveries::endpoint_id.eq(endpoints::id))
+            .filter(deliveries::status.eq_any(pending()))
+            .filter(deliveries::next_attempt_at.le(now))
+            .filter(deliveries::lease_until.is_null().or(deliveries::lease_until.lt(now)))
+            .filter(deliveries::body_purged_at.is_null());
+        let candidates = endpoints::table
+            .filter(endpoints::enabled.eq(true))
+            .filter(endpoints::circuit_open_until.is_null().or(endpoints::circuit_open_until.le(now)))
+            .filter(
+                endpoints::max_in_flight
+                    .is_not_null()
+                    .or(endpoints::rate_limit_per_second.is_not_null())
+                    .or(endpoints::circuit_open_until.is_not_null()),
+            )
+            .filter(endpoints::paced_until.is_null().or(endpoints::paced_until.lt(horizon)))
+            .filter(diesel::dsl::exists(due))
+            .order(endpoints::id)
+            .limit(max_endpoints.max(1))
+            .select((
+                endpoints::id,
+                endpoints::max_in_flight,
+                endpoints::rate_limit_per_second,
+                endpoints::circuit_open_until,
+                endpoints::paced_until,
+            ));
+        type Limits = (String, Option<i32>, Option<i32>, Option<NaiveDateTime>, Option<NaiveDateTime>);
+        let limited: Vec<Limits> = match conn {
+            DbConn::Pg(pg) => candidates.for_update().skip_locked().load(pg)?,
+            DbConn::Sqlite(sqlite) => candidates.load(sqlite)?,
+        };
+        let mut claimed = Vec::new();
+        let mut budget = max_deliveries;
+        for (endpoint_id, max_in_flight, rate, circuit, paced_until) in limited {
+            if budget <= 0 {
+                break;
+            }
+            // Past its open period and not yet closed by a success: one probe at a time.
+            let cap = if circuit.is_some() { 1 } else { max_in_flight.map_or(default_cap, |n| i64::from(n.max(1))) };
+            // The deliveries in flight are the front of the endpoint's pending rows in due
+            // order: this claim leases oldest due first, and whatever joins later (a new event,
+            // a retry, a recovery) is due at or after the time it joins, so after every leased
+            // row. Counting among the first rows is exact and costs O(cap), not O(backlog); the
+            // window leaves room for expired leases and ties at the front.
+            let front: Vec<Option<NaiveDateTime>> = deliveries::table
+                .filter(deliveries::endpoint_id.eq(&endpoint_id))
+                .filter(deliveries::status.eq_any(pending()))
+                .order(deliveries::next_attempt_at.asc())
+                .limit(2 * cap + 64)
+                .select(deliveries::lease_until)
+                .load(conn)?;
+            let in_flight = front.iter().filter(|until| until.is_some_and(|u| u >= now)).count() as i64;
+            let mut allowed = (cap - in_flight).min(budget);
+            let mut send_times = Vec::new();
+            let start = paced_until.map_or(now, |p| p.max(now));
+            let gap = rate.filter(|r| *r > 0).map(|r| chrono::TimeDelta::microseconds(1_000_000 / i64::from(r)));
+            if let Some(gap) = gap {
+                let mut at = start;
+                while allowed > 0 && at < horizon {
+                    send_times.push(at);
+                    at += gap;
+                    allowed -= 1;
+                }
+                allowed = send_times.len() as i64;
+            }
+            if allowed <= 0 {
+                continue;
+            }
+            let until = send_times.last().copied().unwrap_or(now) + lease;
+            let rows = claim_endpoint(conn, owner, &endpoint_id, now, until, allowed)?;
+            if let Some(gap) = gap
+                && !rows.is_empty()
+            {
+                let next = send_times[rows.len() - 1] + gap;
+                diesel::update(endpoints::table.find(&endpoint_id))
+                    .set(endpoints::paced_until.eq(next))
+                    .execute(conn)?;
+            }
+            budget -= rows.len() as i64;
+            let jobs = with_endpoints(conn, rows.into_iter().map(|r| (r.delivery, r.body)).collect())?;
+            claimed.extend(
+                jobs.into_iter()
+                    .enumerate()
+                    .map(|(i, job)| PacedJob { job, send_at: send_times.get(i).copied().unwrap_or(now) }),
+            );
+        }
+        Ok(claimed)
+    })
+}
+
+/// Leases up to `limit` due deliveries of one endpoint, oldest due first.
+fn claim_endpoint(
+    conn: &mut DbConn,
+    owner: &str,
+    endpoint_id: &str,
+    now: NaiveDateTime,
+    lease_until: NaiveDateTime,
+    limit: i64,
+) -> StoreResult<Vec<ClaimedRow>> {
+    use diesel::sql_types::{BigInt, Text, Timestamp};
+    let mut rows: Vec<ClaimedRow> = match conn {
+        DbConn::Pg(pg) => diesel::sql_query(CLAIM_ENDPOINT.replace("{lock}", "FOR UPDATE SKIP LOCKED"))
+            .bind::<Text, _>(owner)
+            .bind::<Timestamp, _>(lease_until)
+            .bind::<Timestamp, _>(now)
+            .bind::<BigInt, _>(limit)
+            .bind::<Text, _>(endpoint_id)
+            .load(pg)?,
+        DbConn::Sqlite(sqlite) => diesel::sql_query(CLAIM_ENDPOINT.replace("{lock}", "").replace('$', "?"))
+            .bind::<Text, _>(owner)
+            .bind::<Timestamp, _>(lease_until)
+            .bind::<Timestamp, _>(now)
+            .bind::<BigInt, _>(limit)
+            .bind::<Text, _>(endpoint_id)
+            .load(sqlite)?,
+    };
+    rows.sort_by(|a, b| {
+        (a.delivery.next_attempt_at, &a.delivery.id).cmp(&(b.delivery.next_attempt_at, &b.delivery.id))
+    });
+    Ok(rows)
+}
+
+/// One endpoint's claim (`$5`), through `deliveries_endpoint_due`; `{lock}` is `FOR UPDATE SKIP
+/// LOCKED` on PostgreSQL and nothing on SQLite, which reads `$N` as `?N`.
+const CLAIM_ENDPOINT: &str = "UPDATE deliveries SET lease_owner = $1, lease_until = $2 WHERE id IN (\
+    SELECT id FROM deliveries \
+    WHERE endpoint_id = $5 AND status IN ('queued', 'failed') AND next_attempt_at <= $3 \
+    AND (lease_until IS NULL OR lease_until < $3) AND body_purged_at IS NULL \
+    ORDER BY next_attempt_at LIMIT $4 {lock}) RETURNING *";
 
 /// The query plan of the claim, as the database would run it now (for tests and benchmarks:
 /// it must walk `deliveries_due`, never scan or sort the outbox).
@@ -757,12 +921,21 @@ pub fn next_wake(
     let blocked = endpoints::table
         .select(endpoints::id)
         .filter(endpoints::enabled.eq(false).or(endpoints::circuit_open_until.gt(now)));
+    // A limited endpoint's deliveries already due were offered to the last `claim_limited`:
+    // what holds them (its cap, its pacing, its probe) ends with a completion, a lease expiry,
+    // `paced_until` or the poll, not now. Only their future due times count here.
     let unleased: Option<NaiveDateTime> = deliveries::table
         .filter(deliveries::status.eq_any(pending()))
         .filter(deliveries::lease_until.is_null().or(deliveries::lease_until.lt(now)))
         .filter(deliveries::endpoint_id.ne_all(blocked))
         .filter(deliveries::endpoint_id.ne_all(skip_endpoints))
+        .filter(deliveries::limited.eq(false).or(deliveries::next_attempt_at.gt(now)))
         .select(diesel::dsl::min(deliveries::next_attempt_at))
+        .first(conn)?;
+    let paced: Option<NaiveDateTime> = endpoints::table
+        .filter(endpoints::enabled.eq(true))
+        .filter(endpoints::paced_until.gt(now))
+        .select(diesel::dsl::min(endpoints::paced_until))
         .first(conn)?;
     let lease_expiry: Option<NaiveDateTime> = deliveries::table
         .filter(deliveries::status.eq_any(pending()))
@@ -774,7 +947,7 @@ pub fn next_wake(
         .filter(endpoints::circuit_open_until.gt(now))
         .select(diesel::dsl::min(endpoints::circuit_open_until))
         .first(conn)?;
-    Ok(crate::earliest(crate::earliest(unleased, lease_expiry), circuit_close))
+    Ok(crate::earliest(crate::earliest(crate::earliest(unleased, lease_expiry), circuit_close), paced))
 }
 
 /// Re-queues up to `limit` of the endpoint's deliveries matching a recovery, after `cursor`

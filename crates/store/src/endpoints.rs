@@ -80,6 +80,9 @@ pub(crate) fn record_health(
             let endpoint: Endpoint = target.select(Endpoint::as_select()).first(conn)?;
             if endpoint.consecutive_failures >= *threshold {
                 diesel::update(target).set(endpoints::circuit_open_until.eq(now + *open_for)).execute(conn)?;
+                if endpoint.circuit_open_until.is_none() {
+                    sync_limited(conn, endpoint_id)?; // the circuit opened: its deliveries wait for the probe
+                }
             }
             if endpoint.enabled && endpoint.failing_since.is_some_and(|since| now - since >= *disable_after) {
                 let reason = format!(
@@ -112,6 +115,7 @@ fn end_failure_streak(conn: &mut DbConn, endpoint_id: &str) -> StoreResult<()> {
         endpoints::circuit_open_until.eq(None::<NaiveDateTime>),
     ))
     .execute(conn)?;
+    sync_limited(conn, endpoint_id)?;
     Ok(())
 }
 
@@ -169,6 +173,7 @@ pub fn set_enabled(
     if changed == 0 {
         return Ok(None);
     }
+    sync_limited(conn, id)?;
     get_endpoint(conn, account_id, id)
 }
 
@@ -232,6 +237,7 @@ pub fn update_endpoint(
     if updated == 0 {
         return Ok(None);
     }
+    sync_limited(conn, id)?;
     get_endpoint(conn, account_id, id)
 }
 
@@ -241,4 +247,31 @@ pub fn delete_endpoint(conn: &mut DbConn, account_id: &str, id: &str) -> StoreRe
         diesel::delete(endpoints::table.filter(endpoints::account_id.eq(account_id)).filter(endpoints::id.eq(id)))
             .execute(conn)?;
     Ok(deleted == 1)
+}
+
+/// Whether an endpoint has a limit that holds across nodes: `max_in_flight`, a rate limit, or a
+/// circuit that is open or past its open period and not yet closed (half-open). Its deliveries
+/// carry `limited` and are claimed by `deliveries::claim_limited`.
+#[diesel::dsl::auto_type]
+pub(crate) fn is_limited() -> _ {
+    endpoints::max_in_flight
+        .is_not_null()
+        .or(endpoints::rate_limit_per_second.is_not_null())
+        .or(endpoints::circuit_open_until.is_not_null())
+}
+
+/// Brings the `limited` flag of the endpoint's pending deliveries in line with the endpoint
+/// (after its limits or its circuit changed), in the caller's transaction.
+pub fn sync_limited(conn: &mut DbConn, endpoint_id: &str) -> StoreResult<usize> {
+    use crate::schema::deliveries;
+    let limited: bool =
+        endpoints::table.find(endpoint_id).select(is_limited()).first(conn).optional()?.unwrap_or(false);
+    Ok(diesel::update(
+        deliveries::table
+            .filter(deliveries::endpoint_id.eq(endpoint_id))
+            .filter(deliveries::status.eq_any(["queued", "failed"]))
+            .filter(deliveries::limited.ne(limited)),
+    )
+    .set(deliveries::limited.eq(limited))
+    .execute(conn)?)
 }

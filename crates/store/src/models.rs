@@ -340,6 +340,8 @@ pub struct NewDelivery {
     pub created_at: NaiveDateTime,
     /// Creation time.
     pub updated_at: NaiveDateTime,
+    /// Its endpoint has a limit that holds across nodes (`claim_limited` takes it).
+    pub limited: bool,
 }
 
 /// One HTTP attempt of a delivery.

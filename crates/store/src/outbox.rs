@@ -28,6 +28,10 @@ pub enum Target<'a> {
     One(&'a str),
 }
 
+/// An endpoint an event goes to: id, kind, its own attempt budget, the event types it takes,
+/// and whether it has a limit that holds across nodes.
+type EndpointTarget = (String, String, Option<i32>, Option<String>, bool);
+
 /// Inserts the event and one queued delivery per target endpoint; returns how many were queued.
 ///
 /// Call inside a transaction that has already written (see [`crate::checks::record`]).
@@ -42,7 +46,13 @@ pub fn enqueue(
     diesel::insert_into(events::table).values(event).execute(conn)?;
     let mut query = endpoints::table
         .filter(endpoints::account_id.eq(&event.account_id))
-        .select((endpoints::id, endpoints::kind, endpoints::max_attempts, endpoints::event_types))
+        .select((
+            endpoints::id,
+            endpoints::kind,
+            endpoints::max_attempts,
+            endpoints::event_types,
+            crate::endpoints::is_limited(),
+        ))
         .order(endpoints::id.asc())
         .into_boxed();
     query = match target {
@@ -50,15 +60,15 @@ pub fn enqueue(
         Target::AllEnabledExcept(id) => query.filter(endpoints::enabled.eq(true)).filter(endpoints::id.ne(id)),
         Target::One(id) => query.filter(endpoints::id.eq(id)),
     };
-    let mut targets: Vec<(String, String, Option<i32>, Option<String>)> = query.load(conn)?;
+    let mut targets: Vec<EndpointTarget> = query.load(conn)?;
     if !matches!(target, Target::One(_)) {
         // Endpoints subscribed to some event types only; one named on purpose gets the event.
-        targets.retain(|(_, _, _, types)| crate::models::receives(types.as_deref(), &event.event_type));
+        targets.retain(|(_, _, _, types, _)| crate::models::receives(types.as_deref(), &event.event_type));
     }
     let rows: Vec<NewDelivery> = targets
         .iter()
-        .map(|(endpoint_id, kind, max_attempts, _)| {
-            delivery_row(new, endpoint_id, kind, max_attempts.unwrap_or(default_max_attempts), now)
+        .map(|(endpoint_id, kind, max_attempts, _, limited)| {
+            delivery_row(new, endpoint_id, kind, max_attempts.unwrap_or(default_max_attempts), *limited, now)
         })
         .collect();
     // One multi-row statement for a fan-out on PostgreSQL (per 2,000 endpoints).
@@ -75,7 +85,7 @@ pub fn enqueue_many<'a>(
     conn: &mut DbConn,
     events: &[(&'a NewEvent, i32, NaiveDateTime)],
 ) -> StoreResult<std::collections::HashMap<&'a str, usize>> {
-    type Targets = Vec<(String, String, Option<i32>, Option<String>)>;
+    type Targets = Vec<EndpointTarget>;
     let mut queued = std::collections::HashMap::new();
     if events.is_empty() {
         return Ok(queued);
@@ -90,7 +100,13 @@ pub fn enqueue_many<'a>(
             let targets: Targets = endpoints::table
                 .filter(endpoints::account_id.eq(&event.account_id))
                 .filter(endpoints::enabled.eq(true))
-                .select((endpoints::id, endpoints::kind, endpoints::max_attempts, endpoints::event_types))
+                .select((
+                    endpoints::id,
+                    endpoints::kind,
+                    endpoints::max_attempts,
+                    endpoints::event_types,
+                    crate::endpoints::is_limited(),
+                ))
                 .order(endpoints::id.asc())
                 .load(conn)?;
             by_account.insert(&event.account_id, targets);
@@ -98,11 +114,12 @@ pub fn enqueue_many<'a>(
         let targets = &by_account[event.account_id.as_str()];
         let before = deliveries_rows.len();
         deliveries_rows.extend(
-            targets.iter().filter(|(_, _, _, types)| crate::models::receives(types.as_deref(), &event.event_type)).map(
-                |(endpoint_id, kind, max_attempts, _)| {
-                    delivery_row(new, endpoint_id, kind, max_attempts.unwrap_or(default_max_attempts), now)
-                },
-            ),
+            targets
+                .iter()
+                .filter(|(_, _, _, types, _)| crate::models::receives(types.as_deref(), &event.event_type))
+                .map(|(endpoint_id, kind, max_attempts, _, limited)| {
+                    delivery_row(new, endpoint_id, kind, max_attempts.unwrap_or(default_max_attempts), *limited, now)
+                }),
         );
         queued.insert(event.id.as_str(), deliveries_rows.len() - before);
     }
@@ -111,7 +128,14 @@ pub fn enqueue_many<'a>(
 }
 
 /// The queued delivery of `new` to an endpoint of `kind` (a Slack endpoint gets the Slack body).
-fn delivery_row(new: &NewEvent, endpoint_id: &str, kind: &str, max_attempts: i32, now: NaiveDateTime) -> NewDelivery {
+fn delivery_row(
+    new: &NewEvent,
+    endpoint_id: &str,
+    kind: &str,
+    max_attempts: i32,
+    limited: bool,
+    now: NaiveDateTime,
+) -> NewDelivery {
     let event = &new.event;
     let body = if kind == EndpointKind::Slack.as_str() { &new.slack_body } else { &event.payload };
     NewDelivery {
@@ -128,6 +152,7 @@ fn delivery_row(new: &NewEvent, endpoint_id: &str, kind: &str, max_attempts: i32
         next_attempt_at: now,
         created_at: now,
         updated_at: now,
+        limited,
     }
 }
 

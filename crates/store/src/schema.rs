@@ -149,6 +149,7 @@ diesel::table! {
         circuit_open_until -> Nullable<Timestamp>,
         disabled_reason -> Nullable<Text>,
         event_types -> Nullable<Text>,
+        paced_until -> Nullable<Timestamp>,
     }
 }
 
@@ -175,6 +176,7 @@ diesel::table! {
         retry_base -> Integer,
         next_trigger -> Text,
         body_purged_at -> Nullable<Timestamp>,
+        limited -> Bool,
     }
 }
 

@@ -76,6 +76,7 @@ on_both_backends!(
     watches::check_now_joins_a_running_check,
     watches::tags_search_and_bulk_actions,
     scale::three_workers_send_each_delivery_once,
+    scale::limits_hold_across_three_nodes,
     delivery::retries_follow_the_schedule_then_dead_letter,
     delivery::a_recovering_endpoint_succeeds_on_retry,
     delivery::redelivery_resends_the_same_bytes,

@@ -25,43 +25,13 @@ pub async fn three_workers_send_each_delivery_once(backend: Backend) {
             let account = accounts::create_account(c, "acme", now)?;
             let endpoint = Endpoint { max_in_flight: Some(64), ..Endpoint::webhook(&account.id, &url, now) };
             endpoints::insert_endpoint(c, &endpoint)?;
-            c.transaction(|c| {
-                for i in 0..DELIVERIES {
-                    let id = new_id(IdKind::Event);
-                    let event = Event {
-                        id: id.clone(),
-                        account_id: account.id.clone(),
-                        watch_id: None,
-                        endpoint_id: Some(endpoint.id.clone()),
-                        event_type: EventType::EndpointTest.as_str().into(),
-                        previous_snapshot_id: None,
-                        snapshot_id: None,
-                        added: 0,
-                        removed: 0,
-                        payload: format!("{{\"n\":{i}}}"),
-                        created_at: now,
-                    };
-                    outbox::enqueue(
-                        c,
-                        &NewEvent { event, slack_body: String::new() },
-                        Target::One(&endpoint.id),
-                        5,
-                        now,
-                    )?;
-                }
-                Ok(account.id.clone())
-            })
+            c.transaction(|c| queue(c, &account.id, &endpoint.id, DELIVERIES))?;
+            Ok(account.id.clone())
         })
         .await
         .expect("seed the outbox");
 
-    let mut nodes = Vec::new();
-    for n in 0..NODES {
-        let mut settings = test_settings(&db);
-        settings.node_id = Some(format!("node-{n}"));
-        settings.pool_size = 4;
-        nodes.push(App::start(&settings, Roles { web: false, background: true }).await.expect("node starts"));
-    }
+    let nodes = start_nodes(&db).await;
     let received = receiver.wait_for(DELIVERIES).await;
     let account = account_id.clone();
     eventually("every delivery to be marked sent", || {
@@ -83,4 +53,118 @@ pub async fn three_workers_send_each_delivery_once(backend: Backend) {
     let repeated: Vec<_> = per_id.iter().filter(|(_, n)| **n > 1).collect();
     assert!(repeated.is_empty(), "sent more than once: {repeated:?}");
     assert_eq!(receiver.received().len(), DELIVERIES, "nothing was sent twice");
+}
+
+/// Starts `NODES` worker nodes (no web server) on the database.
+async fn start_nodes(db: &TestDb) -> Vec<App> {
+    let mut nodes = Vec::new();
+    for n in 0..NODES {
+        let mut settings = test_settings(db);
+        settings.node_id = Some(format!("node-{n}"));
+        settings.pool_size = 4;
+        nodes.push(App::start(&settings, Roles { web: false, background: true }).await.expect("node starts"));
+    }
+    nodes
+}
+
+/// Queues `n` test events to `endpoint`, one delivery each.
+fn queue(
+    c: &mut driftwatch_store::DbConn,
+    account_id: &str,
+    endpoint_id: &str,
+    n: usize,
+) -> driftwatch_store::StoreResult<()> {
+    let now = SystemClock.now().naive_utc();
+    for i in 0..n {
+        let event = Event {
+            id: new_id(IdKind::Event),
+            account_id: account_id.to_owned(),
+            watch_id: None,
+            endpoint_id: Some(endpoint_id.to_owned()),
+            event_type: EventType::EndpointTest.as_str().into(),
+            previous_snapshot_id: None,
+            snapshot_id: None,
+            added: 0,
+            removed: 0,
+            payload: format!("{{\"n\":{i}}}"),
+            created_at: now,
+        };
+        outbox::enqueue(c, &NewEvent { event, slack_body: String::new() }, Target::One(endpoint_id), 5, now)?;
+    }
+    Ok(())
+}
+
+/// Most arrivals within any window of `width` (each arrival opening one).
+fn most_within(arrivals: &[std::time::Instant], width: std::time::Duration) -> usize {
+    arrivals
+        .iter()
+        .map(|start| arrivals.iter().filter(|at| **at >= *start && **at < *start + width).count())
+        .max()
+        .unwrap_or(0)
+}
+
+/// An endpoint's `rate_limit_per_second`, its `max_in_flight` and its half-open probe hold for
+/// the cluster: three nodes on one PostgreSQL database together send a 5/s endpoint about 5 a
+/// second, keep a `max_in_flight = 2` endpoint to two requests at a time, and send one probe
+/// when an open circuit's period ends.
+pub async fn limits_hold_across_three_nodes(backend: Backend) {
+    use std::time::Duration;
+    let db = TestDb::new(backend);
+    let paced = Receiver::start(200).await;
+    let capped = Receiver::start(200).await;
+    capped.set_delay(Duration::from_millis(300));
+    let probed = Receiver::start(200).await;
+    probed.set_delay(Duration::from_millis(500));
+    let store = Store::open(&db.url, &PoolOptions { max_size: 4, ..PoolOptions::default() }).expect("open");
+    store.migrate().await.expect("migrate");
+    let urls = (paced.url.clone(), capped.url.clone(), probed.url.clone());
+    let opens_at = SystemClock.now().naive_utc() + chrono::TimeDelta::milliseconds(1_500);
+    store
+        .run(move |c| {
+            let now = SystemClock.now().naive_utc();
+            let account = accounts::create_account(c, "acme", now)?;
+            let a = Endpoint { rate_limit_per_second: Some(5), ..Endpoint::webhook(&account.id, &urls.0, now) };
+            let b = Endpoint { max_in_flight: Some(2), ..Endpoint::webhook(&account.id, &urls.1, now) };
+            let p = Endpoint {
+                consecutive_failures: 5,
+                failing_since: Some(now),
+                circuit_open_until: Some(opens_at),
+                ..Endpoint::webhook(&account.id, &urls.2, now)
+            };
+            for endpoint in [&a, &b, &p] {
+                endpoints::insert_endpoint(c, endpoint)?;
+            }
+            c.transaction(|c| {
+                queue(c, &account.id, &a.id, 20)?;
+                queue(c, &account.id, &b.id, 12)?;
+                queue(c, &account.id, &p.id, 6)
+            })
+        })
+        .await
+        .expect("seed");
+
+    let nodes = start_nodes(&db).await;
+    let (a, b, p) = tokio::join!(paced.wait_for(20), capped.wait_for(12), probed.wait_for(6));
+    for node in nodes {
+        node.shutdown().await;
+    }
+
+    let times = |hooks: &[crate::support::Received]| hooks.iter().map(|h| h.at).collect::<Vec<_>>();
+    let a = times(&a);
+    let in_a_second = most_within(&a, Duration::from_secs(1));
+    let spread = a[a.len() - 1] - a[0];
+    assert!(in_a_second <= 6, "a 5/s endpoint got {in_a_second} in one second across three nodes");
+    assert!(spread >= Duration::from_millis(3_500), "20 at 5/s take about 4 s, not {spread:?}");
+
+    let b = times(&b);
+    let at_once = most_within(&b, Duration::from_millis(290));
+    assert!(at_once <= 2, "max_in_flight 2: {at_once} requests within one request's 300 ms");
+
+    let p = times(&p);
+    assert!(
+        p[1] - p[0] >= Duration::from_millis(450),
+        "one probe first, the rest after it succeeded: {:?}",
+        p[1] - p[0]
+    );
+    assert_eq!(probed.received().len(), 6, "each once");
 }
