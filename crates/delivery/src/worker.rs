@@ -8,6 +8,7 @@ use chrono::{NaiveDateTime, TimeDelta};
 use driftwatch_core::{AttemptTrigger, Clock, DeliveryStatus, EventType, IdKind, new_id};
 use driftwatch_metrics::Metrics;
 use driftwatch_store::deliveries::{self, AttemptRecord, Completion, Health, Job, PacedJob, Redelivery};
+use driftwatch_store::endpoints;
 use driftwatch_store::outbox::NewEvent;
 use driftwatch_store::{Delivery, DeliveryAttempt, Endpoint, Event, Store, StoreError, batch};
 use tokio::sync::{Notify, Semaphore, mpsc, oneshot};
@@ -107,6 +108,8 @@ pub(crate) struct Inner {
 #[derive(Default)]
 struct EndpointLoad {
     in_flight: HashMap<String, usize>,
+    /// Where the next `claim_limited` starts looking (the last limited endpoint it looked at).
+    limited_cursor: String,
 }
 
 impl EndpointLoad {
@@ -130,6 +133,16 @@ impl EndpointLoad {
             }
         }
     }
+}
+
+/// What becomes of a delivery the outbox claim leased.
+enum Admission {
+    /// Send it now.
+    Send,
+    /// Give it back: its endpoint is disabled, its circuit open, or this node at its cap.
+    Wait,
+    /// Give it back flagged `limited`: its endpoint has a limit that holds across nodes.
+    Limited,
 }
 
 /// A finished attempt waiting to be written, and who waits for the answer.
@@ -283,30 +296,61 @@ impl DeliveryWorker {
         let now = self.now();
         let until = self.lease_until(now);
         let lease = until - now;
-        let skip = self.load().saturated(config.per_endpoint_concurrency);
+        let (skip, after) = {
+            let load = self.load();
+            (load.saturated(config.per_endpoint_concurrency), load.limited_cursor.clone())
+        };
         let default_cap = config.per_endpoint_concurrency as i64;
         let claimer = owner.clone();
-        let (jobs, paced) = self
+        let (jobs, limited) = self
             .inner
             .store
             .write(move |c| {
                 let jobs = deliveries::claim_due(c, &claimer, now, until, wanted, &skip)?;
                 let left = wanted - jobs.len() as i64;
-                let paced = if left > 0 {
-                    deliveries::claim_limited(c, &claimer, now, lease, default_cap, left, LIMITED_PER_CLAIM)?
+                let limited = if left > 0 {
+                    let claim = deliveries::claim_limited(
+                        c,
+                        &claimer,
+                        now,
+                        lease,
+                        default_cap,
+                        left,
+                        LIMITED_PER_CLAIM,
+                        &after,
+                    )?;
+                    Some(claim)
                 } else {
-                    Vec::new()
+                    None
                 };
-                Ok((jobs, paced))
+                Ok((jobs, limited))
             })
             .await?;
+        let paced = match limited {
+            Some(claim) => {
+                self.load().limited_cursor = claim.cursor;
+                claim.jobs
+            }
+            None => Vec::new(),
+        };
         let claimed = (jobs.len() + paced.len()) as i64;
         let mut dispatched = 0;
         let mut released = Vec::new();
+        let mut unflagged = Vec::new();
         for job in jobs {
-            if !self.admit(&job, now) {
-                released.push(job.delivery.id.clone());
-                continue;
+            match self.admit(&job, now) {
+                Admission::Send => {}
+                Admission::Wait => {
+                    released.push(job.delivery.id.clone());
+                    continue;
+                }
+                Admission::Limited => {
+                    released.push(job.delivery.id.clone());
+                    if !unflagged.contains(&job.endpoint.id) {
+                        unflagged.push(job.endpoint.id.clone());
+                    }
+                    continue;
+                }
             }
             let Ok(permit) = Arc::clone(&self.inner.slots).acquire_owned().await else { break };
             dispatched += 1;
@@ -332,24 +376,40 @@ impl DeliveryWorker {
             });
         }
         if !released.is_empty() {
-            self.inner.store.write(move |c| deliveries::release(c, &released, &owner, None)).await?;
+            self.inner
+                .store
+                .write(move |c| {
+                    // Queued in the instant their endpoint gained a limit: flag them, so the
+                    // cluster-wide claim sends them under it.
+                    for endpoint_id in &unflagged {
+                        endpoints::sync_limited(c, endpoint_id)?;
+                    }
+                    deliveries::release(c, &released, &owner, None)
+                })
+                .await?;
         }
         Ok((claimed, dispatched))
     }
 
-    /// Whether a job of the outbox claim may be sent now: its endpoint still takes deliveries
-    /// and is under this node's per-endpoint cap.
-    fn admit(&self, job: &Job, now: NaiveDateTime) -> bool {
+    /// Whether a job of the outbox claim may be sent now: its endpoint still takes deliveries,
+    /// has no limit that must hold across nodes, and is under this node's per-endpoint cap.
+    fn admit(&self, job: &Job, now: NaiveDateTime) -> Admission {
         let endpoint = &job.endpoint;
         if !endpoint.enabled || endpoint.circuit_open_until.is_some_and(|until| until > now) {
-            return false; // changed since the claim's snapshot
+            return Admission::Wait; // changed since the claim's snapshot
+        }
+        if endpoint.max_in_flight.is_some()
+            || endpoint.rate_limit_per_second.is_some()
+            || endpoint.circuit_open_until.is_some()
+        {
+            return Admission::Limited;
         }
         let mut load = self.load();
         if load.in_flight.get(&endpoint.id).copied().unwrap_or(0) >= self.inner.config.per_endpoint_concurrency {
-            return false;
+            return Admission::Wait;
         }
         load.start(&endpoint.id);
-        true
+        Admission::Send
     }
 
     /// How long the loop may sleep: until the next delivery is due, a lease expires or a

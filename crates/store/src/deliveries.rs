@@ -111,8 +111,22 @@ pub struct Job {
     pub endpoint: Endpoint,
 }
 
-fn pending() -> [&'static str; 2] {
-    [DeliveryStatus::Queued.as_str(), DeliveryStatus::Failed.as_str()]
+/// `status IN ('queued', 'failed')`, written out rather than bound: only a literal lets SQLite and
+/// PostgreSQL match the partial indexes over pending deliveries (`deliveries_due`,
+/// `deliveries_endpoint_due`). With bound parameters both planners fall back to
+/// `deliveries_endpoint` and walk every delivery the endpoint ever had.
+pub(crate) fn pending() -> diesel::expression::SqlLiteral<diesel::sql_types::Bool> {
+    const _: () = assert!(
+        matches!(DeliveryStatus::Queued.as_str().as_bytes(), b"queued")
+            && matches!(DeliveryStatus::Failed.as_str().as_bytes(), b"failed")
+    );
+    diesel::dsl::sql("deliveries.status IN ('queued', 'failed')")
+}
+
+/// [`pending`] and flagged `limited`: the predicate of `deliveries_endpoint_due`, written as the
+/// index writes it.
+fn pending_limited() -> diesel::expression::SqlLiteral<diesel::sql_types::Bool> {
+    diesel::dsl::sql("deliveries.status IN ('queued', 'failed') AND deliveries.limited = TRUE")
 }
 
 /// Leases up to `limit` due deliveries to `owner` until `lease_until` and returns them with
@@ -182,7 +196,7 @@ const CLAIM_PG: &str = "UPDATE deliveries SET lease_owner = $1, lease_until = $2
     AND (lease_until IS NULL OR lease_until < $3) AND body_purged_at IS NULL \
     AND limited = FALSE AND endpoint_id NOT IN (SELECT id FROM endpoints WHERE enabled = false) \
     AND endpoint_id <> ALL($5) \
-    ORDER BY next_attempt_at LIMIT $4 FOR UPDATE SKIP LOCKED)) RETURNING *";
+    ORDER BY next_attempt_at LIMIT $4 FOR NO KEY UPDATE SKIP LOCKED)) RETURNING *";
 
 /// The claim on SQLite, with the same parameters (`$5` a JSON array). SQLite has one writer at
 /// a time, so the single statement is already exclusive; without statistics its planner would
@@ -207,14 +221,32 @@ pub struct PacedJob {
 /// How far ahead a rate-limited endpoint's sends are planned in one claim.
 const PACING_HORIZON_MS: i64 = 1_000;
 
-/// Claims, for at most `max_endpoints` endpoints, the due deliveries their limits allow now,
-/// counting across every node: an endpoint's `max_in_flight` (else `default_cap`) against its
-/// deliveries leased anywhere, its `rate_limit_per_second` through `endpoints.paced_until`
-/// (sends planned up to a second ahead, `1/rate` apart), and a half-open circuit (past its open
-/// period, not yet closed by a success) to one probe at a time. Each endpoint is locked while
-/// its claim is decided (`FOR UPDATE SKIP LOCKED` on PostgreSQL: another node takes the next
-/// endpoint instead of waiting; SQLite has one writer), so two nodes never both see a free
-/// slot. Leases last `lease` past each delivery's send time.
+/// What one [`claim_limited`] leased, and where the next one starts looking.
+#[derive(Debug, Clone, Default)]
+pub struct LimitedClaim {
+    /// The deliveries leased, each with its send time.
+    pub jobs: Vec<PacedJob>,
+    /// The last endpoint looked at: pass it as `after` next time, so every limited endpoint
+    /// with work gets its turn however many are at their cap.
+    pub cursor: String,
+}
+
+/// A limited endpoint as `claim_limited` sees it: id, `max_in_flight`, `rate_limit_per_second`,
+/// `circuit_open_until`, `paced_until`, and whether it still has a limit.
+type Limits = (String, Option<i32>, Option<i32>, Option<NaiveDateTime>, Option<NaiveDateTime>, bool);
+
+/// Claims, for at most `max_endpoints` endpoints after `after` in id order (wrapping around),
+/// the due deliveries their limits allow now, counting across every node: an endpoint's
+/// `max_in_flight` (else `default_cap`) against its deliveries leased anywhere, its
+/// `rate_limit_per_second` through `endpoints.paced_until` (sends planned up to a second ahead,
+/// `1/rate` apart), and a half-open circuit (past its open period, not yet closed by a success)
+/// to one probe at a time. Each endpoint is locked while its claim is decided (`FOR NO KEY
+/// UPDATE SKIP LOCKED` on PostgreSQL: another node takes the next endpoint instead of waiting,
+/// and deliveries can still be inserted for it; SQLite has one writer), so two nodes never both
+/// see a free slot. Leases last `lease` past each delivery's send time.
+///
+/// A delivery flagged `limited` whose endpoint has lost its limits since (it was queued while
+/// they were being removed) is handed back to the outbox claim here.
 #[allow(clippy::too_many_arguments)]
 pub fn claim_limited(
     conn: &mut DbConn,
@@ -224,45 +256,33 @@ pub fn claim_limited(
     default_cap: i64,
     max_deliveries: i64,
     max_endpoints: i64,
-) -> StoreResult<Vec<PacedJob>> {
+    after: &str,
+) -> StoreResult<LimitedClaim> {
     let horizon = now + chrono::TimeDelta::milliseconds(PACING_HORIZON_MS);
+    let max_endpoints = max_endpoints.max(1);
     conn.transaction(|conn| {
-        let due = deliveries::table
-            .filter(deliveries::endpoint_id.eq(endpoints::id))
-            .filter(deliveries::status.eq_any(pending()))
-            .filter(deliveries::next_attempt_at.le(now))
-            .filter(deliveries::lease_until.is_null().or(deliveries::lease_until.lt(now)))
-            .filter(deliveries::body_purged_at.is_null());
-        let candidates = endpoints::table
-            .filter(endpoints::enabled.eq(true))
-            .filter(endpoints::circuit_open_until.is_null().or(endpoints::circuit_open_until.le(now)))
-            .filter(
-                endpoints::max_in_flight
-                    .is_not_null()
-                    .or(endpoints::rate_limit_per_second.is_not_null())
-                    .or(endpoints::circuit_open_until.is_not_null()),
-            )
-            .filter(endpoints::paced_until.is_null().or(endpoints::paced_until.lt(horizon)))
-            .filter(diesel::dsl::exists(due))
-            .order(endpoints::id)
-            .limit(max_endpoints.max(1))
-            .select((
-                endpoints::id,
-                endpoints::max_in_flight,
-                endpoints::rate_limit_per_second,
-                endpoints::circuit_open_until,
-                endpoints::paced_until,
-            ));
-        type Limits = (String, Option<i32>, Option<i32>, Option<NaiveDateTime>, Option<NaiveDateTime>);
-        let limited: Vec<Limits> = match conn {
-            DbConn::Pg(pg) => candidates.for_update().skip_locked().load(pg)?,
-            DbConn::Sqlite(sqlite) => candidates.load(sqlite)?,
-        };
-        let mut claimed = Vec::new();
+        if let DbConn::Pg(pg) = conn {
+            // Walk `deliveries_endpoint_due` in due order, as the outbox claim walks its index.
+            pg.batch_execute(crate::INDEX_ORDER_ONLY)?;
+        }
+        let mut limited = limited_candidates(conn, now, horizon, after, max_endpoints)?;
+        if (limited.len() as i64) < max_endpoints && !after.is_empty() {
+            // Wrap around to the start; an endpoint already taken is not looked at twice.
+            let wrapped = limited_candidates(conn, now, horizon, "", max_endpoints)?;
+            let seen: HashSet<String> = limited.iter().map(|l| l.0.clone()).collect();
+            let room = max_endpoints as usize - limited.len();
+            limited.extend(wrapped.into_iter().filter(|l| !seen.contains(&l.0)).take(room));
+        }
+        let mut claim = LimitedClaim { jobs: Vec::new(), cursor: after.to_owned() };
         let mut budget = max_deliveries;
-        for (endpoint_id, max_in_flight, rate, circuit, paced_until) in limited {
+        for (endpoint_id, max_in_flight, rate, circuit, paced_until, still_limited) in limited {
             if budget <= 0 {
                 break;
+            }
+            claim.cursor.clone_from(&endpoint_id);
+            if !still_limited {
+                crate::endpoints::sync_limited(conn, &endpoint_id)?;
+                continue;
             }
             // Past its open period and not yet closed by a success: one probe at a time.
             let cap = if circuit.is_some() { 1 } else { max_in_flight.map_or(default_cap, |n| i64::from(n.max(1))) };
@@ -273,7 +293,7 @@ pub fn claim_limited(
             // window leaves room for expired leases and ties at the front.
             let front: Vec<Option<NaiveDateTime>> = deliveries::table
                 .filter(deliveries::endpoint_id.eq(&endpoint_id))
-                .filter(deliveries::status.eq_any(pending()))
+                .filter(pending_limited())
                 .order(deliveries::next_attempt_at.asc())
                 .limit(2 * cap + 64)
                 .select(deliveries::lease_until)
@@ -307,13 +327,51 @@ pub fn claim_limited(
             }
             budget -= rows.len() as i64;
             let jobs = with_endpoints(conn, rows.into_iter().map(|r| (r.delivery, r.body)).collect())?;
-            claimed.extend(
+            claim.jobs.extend(
                 jobs.into_iter()
                     .enumerate()
                     .map(|(i, job)| PacedJob { job, send_at: send_times.get(i).copied().unwrap_or(now) }),
             );
         }
-        Ok(claimed)
+        Ok(claim)
+    })
+}
+
+/// Up to `limit` enabled endpoints after `after` in id order that have a `limited` delivery
+/// due now, are not waiting out an open circuit and are not paced past the horizon; locked
+/// (`FOR NO KEY UPDATE SKIP LOCKED`) on PostgreSQL.
+fn limited_candidates(
+    conn: &mut DbConn,
+    now: NaiveDateTime,
+    horizon: NaiveDateTime,
+    after: &str,
+    limit: i64,
+) -> StoreResult<Vec<Limits>> {
+    let due = deliveries::table
+        .filter(deliveries::endpoint_id.eq(endpoints::id))
+        .filter(pending_limited())
+        .filter(deliveries::next_attempt_at.le(now))
+        .filter(deliveries::lease_until.is_null().or(deliveries::lease_until.lt(now)))
+        .filter(deliveries::body_purged_at.is_null());
+    let candidates = endpoints::table
+        .filter(endpoints::id.gt(after))
+        .filter(endpoints::enabled.eq(true))
+        .filter(endpoints::circuit_open_until.is_null().or(endpoints::circuit_open_until.le(now)))
+        .filter(endpoints::paced_until.is_null().or(endpoints::paced_until.lt(horizon)))
+        .filter(diesel::dsl::exists(due))
+        .order(endpoints::id)
+        .limit(limit)
+        .select((
+            endpoints::id,
+            endpoints::max_in_flight,
+            endpoints::rate_limit_per_second,
+            endpoints::circuit_open_until,
+            endpoints::paced_until,
+            crate::endpoints::is_limited(),
+        ));
+    Ok(match conn {
+        DbConn::Pg(pg) => candidates.for_no_key_update().skip_locked().load(pg)?,
+        DbConn::Sqlite(sqlite) => candidates.load(sqlite)?,
     })
 }
 
@@ -328,14 +386,14 @@ fn claim_endpoint(
 ) -> StoreResult<Vec<ClaimedRow>> {
     use diesel::sql_types::{BigInt, Text, Timestamp};
     let mut rows: Vec<ClaimedRow> = match conn {
-        DbConn::Pg(pg) => diesel::sql_query(CLAIM_ENDPOINT.replace("{lock}", "FOR UPDATE SKIP LOCKED"))
+        DbConn::Pg(pg) => diesel::sql_query(CLAIM_ENDPOINT_PG)
             .bind::<Text, _>(owner)
             .bind::<Timestamp, _>(lease_until)
             .bind::<Timestamp, _>(now)
             .bind::<BigInt, _>(limit)
             .bind::<Text, _>(endpoint_id)
             .load(pg)?,
-        DbConn::Sqlite(sqlite) => diesel::sql_query(CLAIM_ENDPOINT.replace("{lock}", "").replace('$', "?"))
+        DbConn::Sqlite(sqlite) => diesel::sql_query(CLAIM_ENDPOINT_SQLITE)
             .bind::<Text, _>(owner)
             .bind::<Timestamp, _>(lease_until)
             .bind::<Timestamp, _>(now)
@@ -349,13 +407,21 @@ fn claim_endpoint(
     Ok(rows)
 }
 
-/// One endpoint's claim (`$5`), through `deliveries_endpoint_due`; `{lock}` is `FOR UPDATE SKIP
-/// LOCKED` on PostgreSQL and nothing on SQLite, which reads `$N` as `?N`.
-const CLAIM_ENDPOINT: &str = "UPDATE deliveries SET lease_owner = $1, lease_until = $2 WHERE id IN (\
+/// One endpoint's claim (`$5`), through `deliveries_endpoint_due`. On PostgreSQL the ids are
+/// gathered first (`= ANY(ARRAY(…))`, locked `SKIP LOCKED`) and updated by key, as in the outbox
+/// claim: `IN (…)` may become a semi-join that reads the endpoint's whole backlog.
+const CLAIM_ENDPOINT_PG: &str = "UPDATE deliveries SET lease_owner = $1, lease_until = $2 WHERE id = ANY(ARRAY(\
     SELECT id FROM deliveries \
-    WHERE endpoint_id = $5 AND status IN ('queued', 'failed') AND next_attempt_at <= $3 \
+    WHERE endpoint_id = $5 AND status IN ('queued', 'failed') AND limited = TRUE AND next_attempt_at <= $3 \
     AND (lease_until IS NULL OR lease_until < $3) AND body_purged_at IS NULL \
-    ORDER BY next_attempt_at LIMIT $4 {lock}) RETURNING *";
+    ORDER BY next_attempt_at LIMIT $4 FOR NO KEY UPDATE SKIP LOCKED)) RETURNING *";
+
+/// [`CLAIM_ENDPOINT_PG`] for SQLite, whose single writer needs no row locks.
+const CLAIM_ENDPOINT_SQLITE: &str = "UPDATE deliveries SET lease_owner = ?1, lease_until = ?2 WHERE id IN (\
+    SELECT id FROM deliveries INDEXED BY deliveries_endpoint_due \
+    WHERE endpoint_id = ?5 AND status IN ('queued', 'failed') AND limited = TRUE AND next_attempt_at <= ?3 \
+    AND (lease_until IS NULL OR lease_until < ?3) AND body_purged_at IS NULL \
+    ORDER BY next_attempt_at LIMIT ?4) RETURNING *";
 
 /// The query plan of the claim, as the database would run it now (for tests and benchmarks:
 /// it must walk `deliveries_due`, never scan or sort the outbox).
@@ -391,6 +457,45 @@ pub fn explain_claim(conn: &mut DbConn, now: NaiveDateTime) -> StoreResult<Strin
                 .bind::<Timestamp, _>(now)
                 .bind::<BigInt, _>(100)
                 .bind::<Text, _>("[]")
+                .load(sqlite)?;
+            lines.into_iter().map(|l| l.detail).collect::<Vec<_>>().join("\n")
+        }
+    })
+}
+
+/// The query plan of one limited endpoint's claim, as the database would run it now (for tests
+/// and benchmarks: it must walk `deliveries_endpoint_due`, never the endpoint's whole history).
+pub fn explain_endpoint_claim(conn: &mut DbConn, endpoint_id: &str, now: NaiveDateTime) -> StoreResult<String> {
+    use diesel::sql_types::{BigInt, Text, Timestamp};
+    #[derive(QueryableByName)]
+    struct PgLine {
+        #[diesel(sql_type = Text, column_name = "QUERY PLAN")]
+        line: String,
+    }
+    #[derive(QueryableByName)]
+    struct SqliteLine {
+        #[diesel(sql_type = Text)]
+        detail: String,
+    }
+    Ok(match conn {
+        DbConn::Pg(pg) => pg.transaction(|pg| {
+            pg.batch_execute(crate::INDEX_ORDER_ONLY)?;
+            let lines: Vec<PgLine> = diesel::sql_query(format!("EXPLAIN {CLAIM_ENDPOINT_PG}"))
+                .bind::<Text, _>("explain")
+                .bind::<Timestamp, _>(now)
+                .bind::<Timestamp, _>(now)
+                .bind::<BigInt, _>(10)
+                .bind::<Text, _>(endpoint_id)
+                .load(pg)?;
+            diesel::QueryResult::Ok(lines.into_iter().map(|l| l.line).collect::<Vec<_>>().join("\n"))
+        })?,
+        DbConn::Sqlite(sqlite) => {
+            let lines: Vec<SqliteLine> = diesel::sql_query(format!("EXPLAIN QUERY PLAN {CLAIM_ENDPOINT_SQLITE}"))
+                .bind::<Text, _>("explain")
+                .bind::<Timestamp, _>(now)
+                .bind::<Timestamp, _>(now)
+                .bind::<BigInt, _>(10)
+                .bind::<Text, _>(endpoint_id)
                 .load(sqlite)?;
             lines.into_iter().map(|l| l.detail).collect::<Vec<_>>().join("\n")
         }
@@ -925,7 +1030,7 @@ pub fn next_wake(
     // what holds them (its cap, its pacing, its probe) ends with a completion, a lease expiry,
     // `paced_until` or the poll, not now. Only their future due times count here.
     let unleased: Option<NaiveDateTime> = deliveries::table
-        .filter(deliveries::status.eq_any(pending()))
+        .filter(pending())
         .filter(deliveries::lease_until.is_null().or(deliveries::lease_until.lt(now)))
         .filter(deliveries::endpoint_id.ne_all(blocked))
         .filter(deliveries::endpoint_id.ne_all(skip_endpoints))
@@ -938,7 +1043,7 @@ pub fn next_wake(
         .select(diesel::dsl::min(endpoints::paced_until))
         .first(conn)?;
     let lease_expiry: Option<NaiveDateTime> = deliveries::table
-        .filter(deliveries::status.eq_any(pending()))
+        .filter(pending())
         .filter(deliveries::lease_until.ge(now))
         .select(diesel::dsl::min(deliveries::lease_until))
         .first(conn)?;

@@ -269,7 +269,7 @@ pub fn sync_limited(conn: &mut DbConn, endpoint_id: &str) -> StoreResult<usize> 
     Ok(diesel::update(
         deliveries::table
             .filter(deliveries::endpoint_id.eq(endpoint_id))
-            .filter(deliveries::status.eq_any(["queued", "failed"]))
+            .filter(crate::deliveries::pending())
             .filter(deliveries::limited.ne(limited)),
     )
     .set(deliveries::limited.eq(limited))

@@ -177,7 +177,7 @@ pub(crate) struct Lease<'a> {
 /// Leases up to `limit` due rows of `table` to `owner` in one statement and returns how many.
 ///
 /// A row is due when it satisfies `condition`, its `due_column` is at or before `now`, and it
-/// carries no live lease. On PostgreSQL the candidates are locked with `FOR UPDATE SKIP LOCKED`,
+/// carries no live lease. On PostgreSQL the candidates are locked with `FOR NO KEY UPDATE SKIP LOCKED`,
 /// so claimers on several nodes take disjoint batches without waiting on each other; SQLite has
 /// one writer at a time, so the single statement is already exclusive. (Raw SQL because diesel's
 /// DSL will not take an ordered, limited subselect as an update target.)
@@ -251,7 +251,7 @@ where
     // into a semi-join that may read the whole table, while the array is computed first and
     // its ids looked up by primary key.
     let (open, close, lock) =
-        if postgres { ("= ANY(ARRAY(", "))", " FOR UPDATE SKIP LOCKED") } else { ("IN (", ")", "") };
+        if postgres { ("= ANY(ARRAY(", "))", " FOR NO KEY UPDATE SKIP LOCKED") } else { ("IN (", ")", "") };
     let sql = format!(
         "UPDATE {table} SET lease_owner = $1, lease_until = $2 WHERE id {open}\
            SELECT id FROM {table} WHERE {condition} AND {due_column} <= $3 \

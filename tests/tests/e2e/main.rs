@@ -64,6 +64,7 @@ on_both_backends!(
     store::concurrent_claims_never_overlap,
     store::a_wide_fan_out_is_queued_whole,
     store::another_accounts_ids_find_nothing_in_the_store,
+    store::limited_endpoints_take_turns,
     store::sessions_expire_idle_and_absolute_and_unseen_is_per_user,
     store::outbox_statements_use_their_indexes,
     watches::watches_can_be_updated_paused_and_deleted,

@@ -500,3 +500,116 @@ pub async fn another_accounts_ids_find_nothing_in_the_store(backend: Backend) {
     assert_eq!(counts[0], [1, 1, 1, 1, 1, 1], "the owner sees its rows");
     assert_eq!(counts[1], [0, 0, 0, 0, 0, 0], "another account finds nothing");
 }
+
+/// Limited endpoints take turns in `claim_limited` (a cursor, so endpoints at their cap never
+/// starve the ones behind them), each endpoint's claim walks its own due index, and a delivery
+/// flagged `limited` whose endpoint has no limit any more goes back to the outbox claim.
+pub async fn limited_endpoints_take_turns(backend: Backend) {
+    use driftwatch_store::outbox::{self, Target};
+
+    const ENDPOINTS: usize = 40;
+    const PER_CLAIM: i64 = 32;
+    let db = TestDb::new(backend);
+    let store = Store::open(&db.url, &PoolOptions { max_size: 2, ..PoolOptions::default() }).expect("open");
+    store.migrate().await.expect("migrate");
+    let now = SystemClock.now().naive_utc();
+    let (limited_ids, free_id) = store
+        .run(move |c| {
+            let account = accounts::create_account(c, "acme", now)?;
+            let mut ids = Vec::new();
+            for i in 0..ENDPOINTS {
+                let endpoint = Endpoint {
+                    max_in_flight: Some(1),
+                    ..Endpoint::webhook(&account.id, &format!("http://127.0.0.1:9/{i}"), now)
+                };
+                endpoints::insert_endpoint(c, &endpoint)?;
+                ids.push(endpoint.id);
+            }
+            let free = Endpoint::webhook(&account.id, "http://127.0.0.1:9/free", now);
+            endpoints::insert_endpoint(c, &free)?;
+            for n in 0..2 {
+                let event = Event {
+                    id: new_id(IdKind::Event),
+                    account_id: account.id.clone(),
+                    watch_id: None,
+                    endpoint_id: None,
+                    event_type: "endpoint.test".into(),
+                    previous_snapshot_id: None,
+                    snapshot_id: None,
+                    added: 0,
+                    removed: 0,
+                    payload: format!("{{\"n\":{n}}}"),
+                    created_at: now,
+                };
+                outbox::enqueue(c, &NewEvent { event, slack_body: String::new() }, Target::AllEnabled, 3, now)?;
+            }
+            ids.sort();
+            Ok((ids, free.id))
+        })
+        .await
+        .expect("seed");
+
+    // The outbox claim takes only the endpoint without a limit.
+    let lease = TimeDelta::minutes(5);
+    let outbox =
+        store.run(move |c| deliveries::claim_due(c, "worker", now, now + lease, 1_000, &[])).await.expect("claim due");
+    assert_eq!(outbox.len(), 2, "the free endpoint's two deliveries");
+    assert!(outbox.iter().all(|j| j.endpoint.id == free_id));
+
+    // Each limited endpoint has 2 due and a cap of 1: the first claim serves the first 32.
+    let claim = |after: String| {
+        store.run(move |c| deliveries::claim_limited(c, "worker", now, lease, 8, 1_000, PER_CLAIM, &after))
+    };
+    let first = claim(String::new()).await.expect("first claim");
+    let served: Vec<String> = first.jobs.iter().map(|j| j.job.endpoint.id.clone()).collect();
+    assert_eq!(served, limited_ids[..PER_CLAIM as usize], "one each, in id order");
+    assert_eq!(first.cursor, limited_ids[PER_CLAIM as usize - 1]);
+    // Without the cursor the same 32, all at their cap, would be looked at again and nothing
+    // claimed; after it, the other 8 get their turn.
+    let stuck = claim(String::new()).await.expect("claim from the start");
+    assert!(stuck.jobs.is_empty(), "the first 32 are at their cap");
+    let second = claim(first.cursor.clone()).await.expect("second claim");
+    let served: Vec<String> = second.jobs.iter().map(|j| j.job.endpoint.id.clone()).collect();
+    assert_eq!(served, limited_ids[PER_CLAIM as usize..], "the endpoints behind the cursor");
+    let third = claim(second.cursor.clone()).await.expect("third claim");
+    assert!(third.jobs.is_empty(), "every endpoint is at its cap");
+
+    // The endpoint claim walks its due index.
+    let one = limited_ids[0].clone();
+    let plan = store.run(move |c| deliveries::explain_endpoint_claim(c, &one, now)).await.expect("explain");
+    assert!(plan.contains("deliveries_endpoint_due"), "the endpoint claim walks its due index:\n{plan}");
+    // (PostgreSQL may read this tiny table's rows by key with a sequential scan; what matters is
+    // that the due rows are walked in index order, never gathered and sorted.)
+    for bad in ["SCAN deliveries", "TEMP B-TREE", "Sort", "Bitmap"] {
+        assert!(!plan.contains(bad), "the endpoint claim must not {bad}:\n{plan}");
+    }
+
+    // An endpoint that lost its limit with a delivery still flagged (queued in the instant the
+    // limit went): the limited claim hands it back, and the outbox claim sends it.
+    let last = limited_ids[ENDPOINTS - 1].clone();
+    let endpoint = last.clone();
+    store
+        .run(move |c| {
+            use diesel::prelude::*;
+            use driftwatch_store::schema::endpoints as rows;
+            // Behind `update_endpoint`'s back, so the flags stay as they were.
+            diesel::update(rows::table.find(&endpoint)).set(rows::max_in_flight.eq(None::<i32>)).execute(c)?;
+            Ok(())
+        })
+        .await
+        .expect("drop the limit");
+    let later = now + TimeDelta::minutes(10); // every lease above has expired
+    let after = limited_ids[ENDPOINTS - 2].clone(); // the stale endpoint is looked at first
+    let handed_back = store
+        .run(move |c| deliveries::claim_limited(c, "worker", later, lease, 8, 1_000, PER_CLAIM, &after))
+        .await
+        .expect("limited claim");
+    assert!(handed_back.jobs.iter().all(|j| j.job.endpoint.id != last), "not claimed as limited");
+    assert_eq!(handed_back.jobs.len(), PER_CLAIM as usize - 1, "the rest wrap around to the start");
+    let free = store
+        .run(move |c| deliveries::claim_due(c, "worker", later, later + lease, 1_000, &[]))
+        .await
+        .expect("claim due");
+    let ids: HashSet<&str> = free.iter().map(|j| j.endpoint.id.as_str()).collect();
+    assert!(ids.contains(limited_ids[ENDPOINTS - 1].as_str()), "the outbox claim takes it now: {ids:?}");
+}
