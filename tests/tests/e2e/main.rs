@@ -78,6 +78,7 @@ on_both_backends!(
     watches::tags_search_and_bulk_actions,
     scale::three_workers_send_each_delivery_once,
     scale::limits_hold_across_three_nodes,
+    scale::a_limit_gained_behind_the_flags_still_holds,
     delivery::retries_follow_the_schedule_then_dead_letter,
     delivery::a_recovering_endpoint_succeeds_on_retry,
     delivery::redelivery_resends_the_same_bytes,

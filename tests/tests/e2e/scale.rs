@@ -168,3 +168,47 @@ pub async fn limits_hold_across_three_nodes(backend: Backend) {
     );
     assert_eq!(probed.received().len(), 6, "each once");
 }
+
+/// Deliveries queued in the instant their endpoint gained a limit carry a stale `limited = false`:
+/// the outbox claim takes them, and the worker gives them back flagged, so the cluster-wide cap
+/// still holds (without that, three nodes would send them all at once).
+pub async fn a_limit_gained_behind_the_flags_still_holds(backend: Backend) {
+    use std::time::Duration;
+    let db = TestDb::new(backend);
+    let capped = Receiver::start(200).await;
+    capped.set_delay(Duration::from_millis(300));
+    let store = Store::open(&db.url, &PoolOptions { max_size: 2, ..PoolOptions::default() }).expect("open");
+    store.migrate().await.expect("migrate");
+    let url = capped.url.clone();
+    store
+        .run(move |c| {
+            use diesel::prelude::*;
+            use driftwatch_store::schema::{deliveries, endpoints as rows};
+            let now = SystemClock.now().naive_utc();
+            let account = accounts::create_account(c, "acme", now)?;
+            let endpoint = Endpoint::webhook(&account.id, &url, now);
+            endpoints::insert_endpoint(c, &endpoint)?;
+            c.transaction(|c| queue(c, &account.id, &endpoint.id, 6))?;
+            // The limit lands behind `update_endpoint`'s back: the flags stay as queued.
+            diesel::update(rows::table.find(&endpoint.id)).set(rows::max_in_flight.eq(Some(1))).execute(c)?;
+            let stale: i64 = deliveries::table
+                .filter(deliveries::endpoint_id.eq(&endpoint.id))
+                .filter(deliveries::limited.eq(false))
+                .count()
+                .get_result(c)?;
+            assert_eq!(stale, 6, "queued before the limit, flagged unlimited");
+            Ok(())
+        })
+        .await
+        .expect("seed");
+
+    let nodes = start_nodes(&db).await;
+    let hooks = capped.wait_for(6).await;
+    for node in nodes {
+        node.shutdown().await;
+    }
+    let arrivals: Vec<_> = hooks.iter().map(|h| h.at).collect();
+    let at_once = most_within(&arrivals, Duration::from_millis(290));
+    assert!(at_once <= 1, "max_in_flight 1: {at_once} requests within one request's 300 ms");
+    assert_eq!(capped.received().len(), 6, "each once");
+}
