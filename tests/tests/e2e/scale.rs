@@ -161,6 +161,11 @@ pub async fn limits_hold_across_three_nodes(backend: Backend) {
     assert!(at_once <= 2, "max_in_flight 2: {at_once} requests within one request's 300 ms");
 
     let p = times(&p);
+    eprintln!(
+        "limits across three nodes ({backend:?}): 5/s endpoint {in_a_second} in its busiest second, 20 over {spread:?}; \
+         max_in_flight 2: {at_once} at once; probe, then the next {:?} later",
+        p[1] - p[0]
+    );
     assert!(
         p[1] - p[0] >= Duration::from_millis(450),
         "one probe first, the rest after it succeeded: {:?}",
