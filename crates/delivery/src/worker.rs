@@ -110,6 +110,9 @@ struct EndpointLoad {
     in_flight: HashMap<String, usize>,
     /// Where the next `claim_limited` starts looking (the last limited endpoint it looked at).
     limited_cursor: String,
+    /// Whether the next claim serves limited endpoints before the outbox claim: they take turns
+    /// going first, so a backlog on either side never starves the other.
+    limited_first: bool,
 }
 
 impl EndpointLoad {
@@ -296,9 +299,10 @@ impl DeliveryWorker {
         let now = self.now();
         let until = self.lease_until(now);
         let lease = until - now;
-        let (skip, after) = {
-            let load = self.load();
-            (load.saturated(config.per_endpoint_concurrency), load.limited_cursor.clone())
+        let (skip, after, limited_first) = {
+            let mut load = self.load();
+            load.limited_first = !load.limited_first;
+            (load.saturated(config.per_endpoint_concurrency), load.limited_cursor.clone(), load.limited_first)
         };
         let default_cap = config.per_endpoint_concurrency as i64;
         let claimer = owner.clone();
@@ -306,24 +310,23 @@ impl DeliveryWorker {
             .inner
             .store
             .write(move |c| {
-                let jobs = deliveries::claim_due(c, &claimer, now, until, wanted, &skip)?;
-                let left = wanted - jobs.len() as i64;
-                let limited = if left > 0 {
-                    let claim = deliveries::claim_limited(
-                        c,
-                        &claimer,
-                        now,
-                        lease,
-                        default_cap,
-                        left,
-                        LIMITED_PER_CLAIM,
-                        &after,
-                    )?;
-                    Some(claim)
-                } else {
-                    None
+                let limited = |c: &mut _, budget: i64| {
+                    deliveries::claim_limited(c, &claimer, now, lease, default_cap, budget, LIMITED_PER_CLAIM, &after)
                 };
-                Ok((jobs, limited))
+                if limited_first {
+                    let claim = limited(c, wanted)?;
+                    let left = wanted - claim.jobs.len() as i64;
+                    let jobs = if left > 0 {
+                        deliveries::claim_due(c, &claimer, now, until, left, &skip)?
+                    } else {
+                        Vec::new()
+                    };
+                    Ok((jobs, Some(claim)))
+                } else {
+                    let jobs = deliveries::claim_due(c, &claimer, now, until, wanted, &skip)?;
+                    let left = wanted - jobs.len() as i64;
+                    Ok((jobs, if left > 0 { Some(limited(c, left)?) } else { None }))
+                }
             })
             .await?;
         let paced = match limited {
@@ -338,7 +341,7 @@ impl DeliveryWorker {
         let mut released = Vec::new();
         let mut unflagged = Vec::new();
         for job in jobs {
-            match self.admit(&job, now) {
+            match self.admit(&job) {
                 Admission::Send => {}
                 Admission::Wait => {
                     released.push(job.delivery.id.clone());
@@ -367,8 +370,9 @@ impl DeliveryWorker {
             let Ok(permit) = Arc::clone(&self.inner.slots).acquire_owned().await else { break };
             dispatched += 1;
             let worker = self.clone();
-            let wait = (send_at - now).to_std().unwrap_or(Duration::ZERO);
             tracker.spawn(async move {
+                // Against the clock now, not at the claim: the claim's own time is not a gap.
+                let wait = (send_at - worker.now()).to_std().unwrap_or(Duration::ZERO);
                 tokio::time::sleep(wait).await;
                 worker.attempt(job, AttemptTrigger::Scheduled).await;
                 drop(permit);
@@ -393,11 +397,12 @@ impl DeliveryWorker {
 
     /// Whether a job of the outbox claim may be sent now: its endpoint still takes deliveries,
     /// has no limit that must hold across nodes, and is under this node's per-endpoint cap.
-    fn admit(&self, job: &Job, now: NaiveDateTime) -> Admission {
+    fn admit(&self, job: &Job) -> Admission {
         let endpoint = &job.endpoint;
-        if !endpoint.enabled || endpoint.circuit_open_until.is_some_and(|until| until > now) {
+        if !endpoint.enabled {
             return Admission::Wait; // changed since the claim's snapshot
         }
+        // An open or half-open circuit is a limit too: its deliveries wait for the probe.
         if endpoint.max_in_flight.is_some()
             || endpoint.rate_limit_per_second.is_some()
             || endpoint.circuit_open_until.is_some()

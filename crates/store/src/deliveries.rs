@@ -294,7 +294,7 @@ pub fn claim_limited(
             let front: Vec<Option<NaiveDateTime>> = deliveries::table
                 .filter(deliveries::endpoint_id.eq(&endpoint_id))
                 .filter(pending_limited())
-                .order(deliveries::next_attempt_at.asc())
+                .order((deliveries::next_attempt_at.asc(), deliveries::id.asc()))
                 .limit(2 * cap + 64)
                 .select(deliveries::lease_until)
                 .load(conn)?;
@@ -414,14 +414,14 @@ const CLAIM_ENDPOINT_PG: &str = "UPDATE deliveries SET lease_owner = $1, lease_u
     SELECT id FROM deliveries \
     WHERE endpoint_id = $5 AND status IN ('queued', 'failed') AND limited = TRUE AND next_attempt_at <= $3 \
     AND (lease_until IS NULL OR lease_until < $3) AND body_purged_at IS NULL \
-    ORDER BY next_attempt_at LIMIT $4 FOR NO KEY UPDATE SKIP LOCKED)) RETURNING *";
+    ORDER BY next_attempt_at, id LIMIT $4 FOR NO KEY UPDATE SKIP LOCKED)) RETURNING *";
 
 /// [`CLAIM_ENDPOINT_PG`] for SQLite, whose single writer needs no row locks.
 const CLAIM_ENDPOINT_SQLITE: &str = "UPDATE deliveries SET lease_owner = ?1, lease_until = ?2 WHERE id IN (\
     SELECT id FROM deliveries INDEXED BY deliveries_endpoint_due \
     WHERE endpoint_id = ?5 AND status IN ('queued', 'failed') AND limited = TRUE AND next_attempt_at <= ?3 \
     AND (lease_until IS NULL OR lease_until < ?3) AND body_purged_at IS NULL \
-    ORDER BY next_attempt_at LIMIT ?4) RETURNING *";
+    ORDER BY next_attempt_at, id LIMIT ?4) RETURNING *";
 
 /// The query plan of the claim, as the database would run it now (for tests and benchmarks:
 /// it must walk `deliveries_due`, never scan or sort the outbox).
@@ -1090,9 +1090,15 @@ pub fn requeue_page(
         if finished(status) {
             fresh_budget(conn, id, *attempts, budget, now)?;
         } else {
-            diesel::update(deliveries::table.find(id))
-                .set((deliveries::next_attempt_at.eq(now), deliveries::updated_at.eq(now)))
-                .execute(conn)?;
+            // Not one in flight: its attempt reschedules it, and a limited endpoint counts
+            // its deliveries in flight at the front of its due order.
+            diesel::update(
+                deliveries::table
+                    .find(id)
+                    .filter(deliveries::lease_until.is_null().or(deliveries::lease_until.lt(now))),
+            )
+            .set((deliveries::next_attempt_at.eq(now), deliveries::updated_at.eq(now)))
+            .execute(conn)?;
         }
         diesel::update(deliveries::table.find(id))
             .set(deliveries::next_trigger.eq(AttemptTrigger::Manual.as_str()))

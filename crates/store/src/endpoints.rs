@@ -262,16 +262,26 @@ pub(crate) fn is_limited() -> _ {
 
 /// Brings the `limited` flag of the endpoint's pending deliveries in line with the endpoint
 /// (after its limits or its circuit changed), in the caller's transaction.
+///
+/// On PostgreSQL a row another transaction holds is skipped, never waited for: callers hold the
+/// endpoint's row, and a batch of completions locks its deliveries before their endpoints, so
+/// waiting could deadlock. A row left stale is set right when it is next claimed (the worker
+/// flags an unlimited row of a limited endpoint; `claim_limited` hands back the reverse).
 pub fn sync_limited(conn: &mut DbConn, endpoint_id: &str) -> StoreResult<usize> {
     use crate::schema::deliveries;
     let limited: bool =
         endpoints::table.find(endpoint_id).select(is_limited()).first(conn).optional()?.unwrap_or(false);
-    Ok(diesel::update(
-        deliveries::table
-            .filter(deliveries::endpoint_id.eq(endpoint_id))
-            .filter(crate::deliveries::pending())
-            .filter(deliveries::limited.ne(limited)),
-    )
-    .set(deliveries::limited.eq(limited))
-    .execute(conn)?)
+    let stale = deliveries::table
+        .filter(deliveries::endpoint_id.eq(endpoint_id))
+        .filter(crate::deliveries::pending())
+        .filter(deliveries::limited.ne(limited));
+    Ok(match conn {
+        DbConn::Pg(pg) => {
+            let ids: Vec<String> = stale.select(deliveries::id).for_no_key_update().skip_locked().load(pg)?;
+            diesel::update(deliveries::table.filter(deliveries::id.eq_any(&ids)))
+                .set(deliveries::limited.eq(limited))
+                .execute(pg)?
+        }
+        DbConn::Sqlite(sqlite) => diesel::update(stale).set(deliveries::limited.eq(limited)).execute(sqlite)?,
+    })
 }

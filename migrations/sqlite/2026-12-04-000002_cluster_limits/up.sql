@@ -12,4 +12,4 @@ UPDATE deliveries SET limited = TRUE WHERE status IN ('queued', 'failed') AND en
   WHERE max_in_flight IS NOT NULL OR rate_limit_per_second IS NOT NULL OR circuit_open_until IS NOT NULL);
 DROP INDEX deliveries_due;
 CREATE INDEX deliveries_due ON deliveries (next_attempt_at) WHERE status IN ('queued', 'failed') AND limited = FALSE;
-CREATE INDEX deliveries_endpoint_due ON deliveries (endpoint_id, next_attempt_at) WHERE status IN ('queued', 'failed') AND limited = TRUE;
+CREATE INDEX deliveries_endpoint_due ON deliveries (endpoint_id, next_attempt_at, id) WHERE status IN ('queued', 'failed') AND limited = TRUE;
