@@ -45,6 +45,9 @@ pub struct DeliveryBench {
     pub producers: usize,
     /// Endpoints each event fans out to.
     pub endpoints: usize,
+    /// Endpoints without `max_in_flight`: the outbox claim and the per-node cap serve them,
+    /// instead of the cluster-wide claim of limited endpoints.
+    pub unlimited: bool,
     /// Enqueue everything first, then drain.
     pub backlog: bool,
     /// Offer this many events per second, one per transaction, for `seconds`.
@@ -75,6 +78,8 @@ pub struct Report {
     pub count: usize,
     /// Endpoints per event.
     pub endpoints: usize,
+    /// Whether the endpoints had no `max_in_flight`.
+    pub unlimited: bool,
     /// Raw signed POSTs per second, no database.
     pub raw_per_second: f64,
     /// Deliveries enqueued per second.
@@ -105,7 +110,8 @@ impl std::fmt::Display for Report {
         };
         writeln!(f, "backend            {}", self.backend)?;
         writeln!(f, "shape              {shape}")?;
-        writeln!(f, "deliveries         {} ({} endpoint(s) per event)", self.count, self.endpoints)?;
+        let limit = if self.unlimited { "no limits: outbox claim" } else { "max_in_flight: cluster-wide claim" };
+        writeln!(f, "deliveries         {} ({} endpoint(s) per event, {limit})", self.count, self.endpoints)?;
         writeln!(f, "raw POST rate      {:.0}/s (same client and receiver, no database)", self.raw_per_second)?;
         writeln!(f, "enqueue rate       {:.0} deliveries/s", self.enqueue_per_second)?;
         let what = match self.shape {
@@ -188,10 +194,10 @@ async fn receiver(capacity: usize, endpoints: usize) -> anyhow::Result<Receiver>
     Ok(Receiver { url: format!("http://{addr}/hook"), received, count })
 }
 
-fn endpoint(account_id: &str, url: &str, concurrency: usize) -> Endpoint {
+fn endpoint(account_id: &str, url: &str, max_in_flight: Option<usize>) -> Endpoint {
     Endpoint {
         description: "bench".into(),
-        max_in_flight: Some(concurrency as i32),
+        max_in_flight: max_in_flight.map(|n| n as i32),
         ..Endpoint::webhook(account_id, url, SystemClock.now().naive_utc())
     }
 }
@@ -236,7 +242,7 @@ fn enqueue_batch(
 async fn raw(count: usize, concurrency: usize) -> anyhow::Result<(f64, f64)> {
     let raw = receiver(count, 1).await?;
     let sender = sender()?;
-    let target = endpoint("acc_bench", &format!("{}/0", raw.url), concurrency);
+    let target = endpoint("acc_bench", &format!("{}/0", raw.url), Some(concurrency));
     let started = Instant::now();
     let cpu = cpu_seconds();
     let ok = futures_util::stream::iter(0..count)
@@ -262,6 +268,7 @@ async fn raw(count: usize, concurrency: usize) -> anyhow::Result<(f64, f64)> {
 pub async fn delivery(bench: &DeliveryBench) -> anyhow::Result<Report> {
     let concurrency = bench.concurrency.max(1);
     let fan_out = bench.endpoints.max(1);
+    let unlimited = bench.unlimited;
     let shape = match (bench.open_loop, bench.backlog) {
         (Some(_), _) => Shape::OpenLoop,
         (None, true) => Shape::Backlog,
@@ -287,7 +294,8 @@ pub async fn delivery(bench: &DeliveryBench) -> anyhow::Result<Report> {
         .write(move |c| {
             let account = accounts::create_account(c, &new_id(IdKind::Account), SystemClock.now().naive_utc())?;
             for k in 0..fan_out {
-                endpoints::insert_endpoint(c, &endpoint(&account.id, &format!("{hook}/{k}"), concurrency))?;
+                let max_in_flight = (!unlimited).then_some(concurrency);
+                endpoints::insert_endpoint(c, &endpoint(&account.id, &format!("{hook}/{k}"), max_in_flight))?;
             }
             Ok(account.id)
         })
@@ -377,6 +385,7 @@ pub async fn delivery(bench: &DeliveryBench) -> anyhow::Result<Report> {
         shape,
         count,
         endpoints: fan_out,
+        unlimited,
         raw_per_second,
         enqueue_per_second: count as f64 / enqueue_elapsed.as_secs_f64(),
         durable_per_second,

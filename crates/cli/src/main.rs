@@ -160,6 +160,10 @@ enum BenchCommand {
         /// Endpoints each event fans out to (all at the local receiver).
         #[arg(long, default_value_t = 1)]
         endpoints: usize,
+        /// Endpoints without `max_in_flight` (the outbox claim and the per-node cap, instead of
+        /// the cluster-wide claim of limited endpoints).
+        #[arg(long)]
+        unlimited: bool,
         /// Enqueue all `--count` deliveries first, then start the worker and time the drain.
         #[arg(long, conflicts_with = "open_loop")]
         backlog: bool,
@@ -375,6 +379,7 @@ async fn main() -> anyhow::Result<()> {
             producers,
             database_url,
             endpoints,
+            unlimited,
             backlog,
             open_loop,
             seconds,
@@ -386,6 +391,7 @@ async fn main() -> anyhow::Result<()> {
                 batch,
                 producers,
                 endpoints,
+                unlimited,
                 backlog,
                 open_loop,
                 seconds,

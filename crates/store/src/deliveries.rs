@@ -261,10 +261,6 @@ pub fn claim_limited(
     let horizon = now + chrono::TimeDelta::milliseconds(PACING_HORIZON_MS);
     let max_endpoints = max_endpoints.max(1);
     conn.transaction(|conn| {
-        if let DbConn::Pg(pg) = conn {
-            // Walk `deliveries_endpoint_due` in due order, as the outbox claim walks its index.
-            pg.batch_execute(crate::INDEX_ORDER_ONLY)?;
-        }
         let mut limited = limited_candidates(conn, now, horizon, after, max_endpoints)?;
         if (limited.len() as i64) < max_endpoints && !after.is_empty() {
             // Wrap around to the start; an endpoint already taken is not looked at twice.
@@ -272,6 +268,14 @@ pub fn claim_limited(
             let seen: HashSet<String> = limited.iter().map(|l| l.0.clone()).collect();
             let room = max_endpoints as usize - limited.len();
             limited.extend(wrapped.into_iter().filter(|l| !seen.contains(&l.0)).take(room));
+        }
+        if limited.is_empty() {
+            // The common case (no endpoint has a limit): one query, no session settings.
+            return Ok(LimitedClaim { jobs: Vec::new(), cursor: after.to_owned() });
+        }
+        if let DbConn::Pg(pg) = conn {
+            // Walk `deliveries_endpoint_due` in due order, as the outbox claim walks its index.
+            pg.batch_execute(crate::INDEX_ORDER_ONLY)?;
         }
         let mut claim = LimitedClaim { jobs: Vec::new(), cursor: after.to_owned() };
         let mut budget = max_deliveries;
