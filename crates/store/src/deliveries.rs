@@ -427,20 +427,24 @@ const CLAIM_ENDPOINT_SQLITE: &str = "UPDATE deliveries SET lease_owner = ?1, lea
     AND (lease_until IS NULL OR lease_until < ?3) AND body_purged_at IS NULL \
     ORDER BY next_attempt_at, id LIMIT ?4) RETURNING *";
 
+/// One line of PostgreSQL's `EXPLAIN`.
+#[derive(QueryableByName)]
+struct PgLine {
+    #[diesel(sql_type = diesel::sql_types::Text, column_name = "QUERY PLAN")]
+    line: String,
+}
+
+/// One line of SQLite's `EXPLAIN QUERY PLAN`.
+#[derive(QueryableByName)]
+struct SqliteLine {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    detail: String,
+}
+
 /// The query plan of the claim, as the database would run it now (for tests and benchmarks:
 /// it must walk `deliveries_due`, never scan or sort the outbox).
 pub fn explain_claim(conn: &mut DbConn, now: NaiveDateTime) -> StoreResult<String> {
     use diesel::sql_types::{Array, BigInt, Text, Timestamp};
-    #[derive(QueryableByName)]
-    struct PgLine {
-        #[diesel(sql_type = Text, column_name = "QUERY PLAN")]
-        line: String,
-    }
-    #[derive(QueryableByName)]
-    struct SqliteLine {
-        #[diesel(sql_type = Text)]
-        detail: String,
-    }
     let skip: Vec<String> = Vec::new();
     Ok(match conn {
         DbConn::Pg(pg) => pg.transaction(|pg| {
@@ -471,16 +475,6 @@ pub fn explain_claim(conn: &mut DbConn, now: NaiveDateTime) -> StoreResult<Strin
 /// and benchmarks: it must walk `deliveries_endpoint_due`, never the endpoint's whole history).
 pub fn explain_endpoint_claim(conn: &mut DbConn, endpoint_id: &str, now: NaiveDateTime) -> StoreResult<String> {
     use diesel::sql_types::{BigInt, Text, Timestamp};
-    #[derive(QueryableByName)]
-    struct PgLine {
-        #[diesel(sql_type = Text, column_name = "QUERY PLAN")]
-        line: String,
-    }
-    #[derive(QueryableByName)]
-    struct SqliteLine {
-        #[diesel(sql_type = Text)]
-        detail: String,
-    }
     Ok(match conn {
         DbConn::Pg(pg) => pg.transaction(|pg| {
             pg.batch_execute(crate::INDEX_ORDER_ONLY)?;
@@ -509,16 +503,6 @@ pub fn explain_endpoint_claim(conn: &mut DbConn, endpoint_id: &str, now: NaiveDa
 /// The query plan of a batch's completion (the compare-and-set move of its deliveries, and
 /// on PostgreSQL the attempts' insert with it): it must find each delivery by its key.
 pub fn explain_completion(conn: &mut DbConn) -> StoreResult<String> {
-    #[derive(QueryableByName)]
-    struct PgLine {
-        #[diesel(sql_type = diesel::sql_types::Text, column_name = "QUERY PLAN")]
-        line: String,
-    }
-    #[derive(QueryableByName)]
-    struct SqliteLine {
-        #[diesel(sql_type = diesel::sql_types::Text)]
-        detail: String,
-    }
     Ok(match conn {
         DbConn::Pg(pg) => {
             // Parameters as text literals: EXPLAIN plans them like the bound arrays.

@@ -32,6 +32,12 @@ pub enum Target<'a> {
 /// and whether it has a limit that holds across nodes.
 type EndpointTarget = (String, String, Option<i32>, Option<String>, bool);
 
+/// The columns of an [`EndpointTarget`].
+#[diesel::dsl::auto_type]
+fn target_columns() -> _ {
+    (endpoints::id, endpoints::kind, endpoints::max_attempts, endpoints::event_types, crate::endpoints::is_limited())
+}
+
 /// Inserts the event and one queued delivery per target endpoint; returns how many were queued.
 ///
 /// Call inside a transaction that has already written (see [`crate::checks::record`]).
@@ -46,13 +52,7 @@ pub fn enqueue(
     diesel::insert_into(events::table).values(event).execute(conn)?;
     let mut query = endpoints::table
         .filter(endpoints::account_id.eq(&event.account_id))
-        .select((
-            endpoints::id,
-            endpoints::kind,
-            endpoints::max_attempts,
-            endpoints::event_types,
-            crate::endpoints::is_limited(),
-        ))
+        .select(target_columns())
         .order(endpoints::id.asc())
         .into_boxed();
     query = match target {
@@ -100,13 +100,7 @@ pub fn enqueue_many<'a>(
             let targets: Targets = endpoints::table
                 .filter(endpoints::account_id.eq(&event.account_id))
                 .filter(endpoints::enabled.eq(true))
-                .select((
-                    endpoints::id,
-                    endpoints::kind,
-                    endpoints::max_attempts,
-                    endpoints::event_types,
-                    crate::endpoints::is_limited(),
-                ))
+                .select(target_columns())
                 .order(endpoints::id.asc())
                 .load(conn)?;
             by_account.insert(&event.account_id, targets);

@@ -329,20 +329,7 @@ pub async fn outbox_statements_use_their_indexes(backend: Backend) {
                 })
                 .collect::<Result<_, _>>()?;
             for n in 0..1_000 {
-                let event = Event {
-                    id: new_id(IdKind::Event),
-                    account_id: account.id.clone(),
-                    watch_id: None,
-                    endpoint_id: None,
-                    event_type: "endpoint.test".into(),
-                    previous_snapshot_id: None,
-                    snapshot_id: None,
-                    added: 0,
-                    removed: 0,
-                    payload: format!("{{\"n\":{n}}}"),
-                    created_at: now,
-                };
-                outbox::enqueue(c, &NewEvent { event, slack_body: String::new() }, Target::AllEnabled, 3, now)?;
+                outbox::enqueue(c, &test_event(&account.id, n, now), Target::AllEnabled, 3, now)?;
             }
             Ok((ids[0].clone(), ids[1].clone()))
         })
@@ -528,20 +515,7 @@ pub async fn limited_endpoints_take_turns(backend: Backend) {
             let free = Endpoint::webhook(&account.id, "http://127.0.0.1:9/free", now);
             endpoints::insert_endpoint(c, &free)?;
             for n in 0..2 {
-                let event = Event {
-                    id: new_id(IdKind::Event),
-                    account_id: account.id.clone(),
-                    watch_id: None,
-                    endpoint_id: None,
-                    event_type: "endpoint.test".into(),
-                    previous_snapshot_id: None,
-                    snapshot_id: None,
-                    added: 0,
-                    removed: 0,
-                    payload: format!("{{\"n\":{n}}}"),
-                    created_at: now,
-                };
-                outbox::enqueue(c, &NewEvent { event, slack_body: String::new() }, Target::AllEnabled, 3, now)?;
+                outbox::enqueue(c, &test_event(&account.id, n, now), Target::AllEnabled, 3, now)?;
             }
             ids.sort();
             Ok((ids, free.id))
@@ -612,4 +586,22 @@ pub async fn limited_endpoints_take_turns(backend: Backend) {
         .expect("claim due");
     let ids: HashSet<&str> = free.iter().map(|j| j.endpoint.id.as_str()).collect();
     assert!(ids.contains(limited_ids[ENDPOINTS - 1].as_str()), "the outbox claim takes it now: {ids:?}");
+}
+
+/// An `endpoint.test` event of the account numbered `n`, as the outbox takes it.
+fn test_event(account_id: &str, n: usize, now: chrono::NaiveDateTime) -> NewEvent {
+    let event = Event {
+        id: new_id(IdKind::Event),
+        account_id: account_id.to_owned(),
+        watch_id: None,
+        endpoint_id: None,
+        event_type: "endpoint.test".into(),
+        previous_snapshot_id: None,
+        snapshot_id: None,
+        added: 0,
+        removed: 0,
+        payload: format!("{{\"n\":{n}}}"),
+        created_at: now,
+    };
+    NewEvent { event, slack_body: String::new() }
 }
