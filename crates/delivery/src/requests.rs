@@ -6,7 +6,7 @@ use chrono::NaiveDateTime;
 use driftwatch_alert::{EndpointRef, endpoint_payload, slack_message};
 use driftwatch_core::{DeliveryStatus, EventType, IdKind, RecoveryState, new_id};
 use driftwatch_store::outbox::{self, NewEvent};
-use driftwatch_store::{Delivery, Endpoint, Event, Recovery, StoreError, deliveries, recoveries};
+use driftwatch_store::{Delivery, Endpoint, Event, Recovery, StoreError, recoveries};
 
 use crate::DeliveryWorker;
 
@@ -113,11 +113,7 @@ impl DeliveryWorker {
         };
         if request.dry_run {
             let probe = recovery.clone();
-            let matched = self
-                .inner
-                .store
-                .run(move |c| Ok(deliveries::requeue_page(c, &probe, 0, i64::MAX / 2, now)?.len() as i64))
-                .await?;
+            let matched = self.inner.store.run(move |c| recoveries::count_matching(c, &probe)).await?;
             recovery.matched = matched;
             recovery.state = RecoveryState::Done.as_str().to_owned();
             recovery.finished_at = Some(now);

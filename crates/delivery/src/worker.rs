@@ -7,8 +7,9 @@ use std::time::Duration;
 use chrono::{NaiveDateTime, TimeDelta};
 use driftwatch_core::{AttemptTrigger, Clock, DeliveryStatus, EventType, IdKind, new_id};
 use driftwatch_metrics::Metrics;
-use driftwatch_store::deliveries::{self, AttemptRecord, Completion, Health, Job, PacedJob, Redelivery};
+use driftwatch_store::deliveries::{self, AttemptRecord, Completion, Job, LimitedCaps, PacedJob, Redelivery};
 use driftwatch_store::endpoints;
+use driftwatch_store::endpoints::Health;
 use driftwatch_store::outbox::NewEvent;
 use driftwatch_store::{Delivery, DeliveryAttempt, Endpoint, Event, Store, StoreError, batch};
 use tokio::sync::{Notify, Semaphore, mpsc, oneshot};
@@ -311,7 +312,13 @@ impl DeliveryWorker {
             .store
             .write(move |c| {
                 let limited = |c: &mut _, budget: i64| {
-                    deliveries::claim_limited(c, &claimer, now, lease, default_cap, budget, LIMITED_PER_CLAIM, &after)
+                    deliveries::claim_limited(
+                        c,
+                        &claimer,
+                        now,
+                        &LimitedCaps { lease, default_cap, max_deliveries: budget, max_endpoints: LIMITED_PER_CLAIM },
+                        &after,
+                    )
                 };
                 if limited_first {
                     let claim = limited(c, wanted)?;

@@ -3,10 +3,34 @@
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
-use crate::deliveries::{DisabledEvent, Health};
-use crate::outbox::Target;
+use crate::outbox::{NewEvent, Target};
+use crate::predicates::{is_limited, pending};
 use crate::schema::endpoints;
 use crate::{DbConn, Endpoint, Page, StoreResult};
+
+/// What an attempt says about its endpoint's health.
+#[derive(Debug, Clone)]
+pub enum Health {
+    /// Nothing (the request was never sent: a configuration problem, not the receiver's).
+    Unchanged,
+    /// The receiver answered 2xx: the failure streak ends and the circuit closes.
+    Success,
+    /// A failure: the streak grows; at `threshold` the circuit opens for `open_for`; a streak
+    /// older than `disable_after` disables the endpoint.
+    Failure {
+        /// Consecutive failures that open the circuit.
+        threshold: i32,
+        /// How long the circuit stays open.
+        open_for: chrono::TimeDelta,
+        /// A failure streak this long disables the endpoint.
+        disable_after: chrono::TimeDelta,
+    },
+    /// 410 Gone: the receiver asks never to be called again; the endpoint is disabled.
+    Gone,
+}
+
+/// The endpoint was disabled by this attempt; the caller renders the `endpoint.disabled` event.
+pub type DisabledEvent<'a> = &'a dyn Fn(&Endpoint, &str) -> NewEvent;
 
 /// Inserts a new endpoint.
 pub fn insert_endpoint(conn: &mut DbConn, endpoint: &Endpoint) -> StoreResult<()> {
@@ -249,17 +273,6 @@ pub fn delete_endpoint(conn: &mut DbConn, account_id: &str, id: &str) -> StoreRe
     Ok(deleted == 1)
 }
 
-/// Whether an endpoint has a limit that holds across nodes: `max_in_flight`, a rate limit, or a
-/// circuit that is open or past its open period and not yet closed (half-open). Its deliveries
-/// carry `limited` and are claimed by `deliveries::claim_limited`.
-#[diesel::dsl::auto_type]
-pub(crate) fn is_limited() -> _ {
-    endpoints::max_in_flight
-        .is_not_null()
-        .or(endpoints::rate_limit_per_second.is_not_null())
-        .or(endpoints::circuit_open_until.is_not_null())
-}
-
 /// Brings the `limited` flag of the endpoint's pending deliveries in line with the endpoint
 /// (after its limits or its circuit changed), in the caller's transaction.
 ///
@@ -273,7 +286,7 @@ pub fn sync_limited(conn: &mut DbConn, endpoint_id: &str) -> StoreResult<usize> 
         endpoints::table.find(endpoint_id).select(is_limited()).first(conn).optional()?.unwrap_or(false);
     let stale = deliveries::table
         .filter(deliveries::endpoint_id.eq(endpoint_id))
-        .filter(crate::deliveries::pending())
+        .filter(pending())
         .filter(deliveries::limited.ne(limited));
     Ok(match conn {
         DbConn::Pg(pg) => {

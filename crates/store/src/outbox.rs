@@ -35,7 +35,7 @@ type EndpointTarget = (String, String, Option<i32>, Option<String>, bool);
 /// The columns of an [`EndpointTarget`].
 #[diesel::dsl::auto_type]
 fn target_columns() -> _ {
-    (endpoints::id, endpoints::kind, endpoints::max_attempts, endpoints::event_types, crate::endpoints::is_limited())
+    (endpoints::id, endpoints::kind, endpoints::max_attempts, endpoints::event_types, crate::predicates::is_limited())
 }
 
 /// Inserts the event and one queued delivery per target endpoint; returns how many were queued.

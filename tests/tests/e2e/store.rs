@@ -312,7 +312,8 @@ pub async fn sessions_expire_idle_and_absolute_and_unseen_is_per_user(backend: B
 pub async fn outbox_statements_use_their_indexes(backend: Backend) {
     use driftwatch_core::{AttemptTrigger, DeliveryStatus};
     use driftwatch_store::DeliveryAttempt;
-    use driftwatch_store::deliveries::{AttemptRecord, Completion, Health};
+    use driftwatch_store::deliveries::{AttemptRecord, Completion};
+    use driftwatch_store::endpoints::Health;
     use driftwatch_store::outbox::{self, Target};
 
     let db = TestDb::new(backend);
@@ -496,6 +497,8 @@ pub async fn limited_endpoints_take_turns(backend: Backend) {
 
     const ENDPOINTS: usize = 40;
     const PER_CLAIM: i64 = 32;
+    let caps =
+        |lease| deliveries::LimitedCaps { lease, default_cap: 8, max_deliveries: 1_000, max_endpoints: PER_CLAIM };
     let db = TestDb::new(backend);
     let store = Store::open(&db.url, &PoolOptions { max_size: 2, ..PoolOptions::default() }).expect("open");
     store.migrate().await.expect("migrate");
@@ -531,9 +534,7 @@ pub async fn limited_endpoints_take_turns(backend: Backend) {
     assert!(outbox.iter().all(|j| j.endpoint.id == free_id));
 
     // Each limited endpoint has 2 due and a cap of 1: the first claim serves the first 32.
-    let claim = |after: String| {
-        store.run(move |c| deliveries::claim_limited(c, "worker", now, lease, 8, 1_000, PER_CLAIM, &after))
-    };
+    let claim = |after: String| store.run(move |c| deliveries::claim_limited(c, "worker", now, &caps(lease), &after));
     let first = claim(String::new()).await.expect("first claim");
     let served: Vec<String> = first.jobs.iter().map(|j| j.job.endpoint.id.clone()).collect();
     assert_eq!(served, limited_ids[..PER_CLAIM as usize], "one each, in id order");
@@ -575,7 +576,7 @@ pub async fn limited_endpoints_take_turns(backend: Backend) {
     let later = now + TimeDelta::minutes(10); // every lease above has expired
     let after = limited_ids[ENDPOINTS - 2].clone(); // the stale endpoint is looked at first
     let handed_back = store
-        .run(move |c| deliveries::claim_limited(c, "worker", later, lease, 8, 1_000, PER_CLAIM, &after))
+        .run(move |c| deliveries::claim_limited(c, "worker", later, &caps(lease), &after))
         .await
         .expect("limited claim");
     assert!(handed_back.jobs.iter().all(|j| j.job.endpoint.id != last), "not claimed as limited");

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use axum::extract::State;
 use chrono::{DateTime, TimeDelta};
-use driftwatch_store::{checks, stats};
+use driftwatch_store::{events, stats};
 use serde::{Deserialize, Serialize};
 
 use crate::AppState;
@@ -53,7 +53,7 @@ pub async fn changes(
         },
     };
     let cursor = after.clone();
-    let rows = state.store.run(move |c| checks::changes(c, &caller.account_id, after.as_deref(), since, limit)).await?;
+    let rows = state.store.run(move |c| events::changes(c, &caller.account_id, after.as_deref(), since, limit)).await?;
     // A feed always says where to continue from, even when nothing new came.
     let next_cursor = rows.last().map(|e| e.id.clone()).or(cursor);
     Ok(axum::Json(List { items: rows.into_iter().map(views::Event::from).collect(), next_cursor }))

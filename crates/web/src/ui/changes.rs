@@ -6,7 +6,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use driftwatch_core::EventType;
-use driftwatch_store::{Event, Page, checks, users};
+use driftwatch_store::{Event, Page, events, users};
 use serde::Deserialize;
 
 use super::page::{Layout, UiError, When, html};
@@ -111,7 +111,7 @@ pub struct ChangesQuery {
 async fn load(state: &AppState, account: &str, cursor: &str) -> Result<Vec<Event>, UiError> {
     let page = Page { after: Some(cursor.to_owned()).filter(|c| !c.is_empty()), limit: PAGE_SIZE + 1 };
     let account = account.to_owned();
-    Ok(state.store.run(move |c| checks::list_events(c, &account, None, Some(EventType::ChangeDetected), &page)).await?)
+    Ok(state.store.run(move |c| events::list_events(c, &account, None, Some(EventType::ChangeDetected), &page)).await?)
 }
 
 /// `GET /changes`.

@@ -9,7 +9,7 @@ use axum::response::Response;
 use driftwatch_core::EventType;
 use driftwatch_store::deliveries::{self, DeliveryFilter};
 use driftwatch_store::watches::{self, SnapshotInfo};
-use driftwatch_store::{Event, Page, Run, Snapshot, Watch, checks, users};
+use driftwatch_store::{Event, Page, Run, Snapshot, Watch, events, users};
 use serde::Deserialize;
 
 use axum::response::{IntoResponse, Redirect};
@@ -175,7 +175,7 @@ pub async fn show(
         .store
         .run(move |c| {
             let snapshots = watches::list_snapshots(c, &account, &watch_id, &Page { after: None, limit: TIMELINE })?;
-            let changes = checks::list_events(
+            let changes = events::list_events(
                 c,
                 &account,
                 Some(&watch_id),

@@ -1,0 +1,62 @@
+//! Events: what happened to a watch or an endpoint, as the API, the UI and the changes feed read
+//! them. Events are written with their deliveries by [`crate::outbox`].
+
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+
+use crate::schema::events;
+use crate::{DbConn, Event, StoreResult};
+
+/// The account's events, newest first, optionally for one watch.
+pub fn list_events(
+    conn: &mut DbConn,
+    account_id: &str,
+    watch_id: Option<&str>,
+    event_type: Option<driftwatch_core::EventType>,
+    page: &crate::Page,
+) -> StoreResult<Vec<Event>> {
+    let mut query = events::table.filter(events::account_id.eq(account_id)).select(Event::as_select()).into_boxed();
+    if let Some(watch_id) = watch_id {
+        query = query.filter(events::watch_id.eq(watch_id));
+    }
+    if let Some(event_type) = event_type {
+        query = query.filter(events::event_type.eq(event_type.as_str()));
+    }
+    if let Some(after) = &page.after {
+        query = query.filter(events::id.lt(after));
+    }
+    Ok(query.order(events::id.desc()).limit(page.limit).load(conn)?)
+}
+
+/// The account's event `id`.
+pub fn get_event(conn: &mut DbConn, account_id: &str, id: &str) -> StoreResult<Option<Event>> {
+    Ok(events::table
+        .filter(events::account_id.eq(account_id))
+        .filter(events::id.eq(id))
+        .select(Event::as_select())
+        .first(conn)
+        .optional()?)
+}
+
+/// The account's `change.detected` events, oldest first, after the event `after` or from the
+/// time `since` (the changes feed).
+pub fn changes(
+    conn: &mut DbConn,
+    account_id: &str,
+    after: Option<&str>,
+    since: Option<NaiveDateTime>,
+    limit: i64,
+) -> StoreResult<Vec<Event>> {
+    let mut query = events::table
+        .filter(events::account_id.eq(account_id))
+        .filter(events::event_type.eq(driftwatch_core::EventType::ChangeDetected.as_str()))
+        .select(Event::as_select())
+        .into_boxed();
+    if let Some(after) = after {
+        query = query.filter(events::id.gt(after));
+    }
+    if let Some(since) = since {
+        query = query.filter(events::created_at.ge(since));
+    }
+    Ok(query.order(events::id.asc()).limit(limit).load(conn)?)
+}
