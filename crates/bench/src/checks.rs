@@ -10,7 +10,7 @@ use driftwatch_net::TargetPolicy;
 use driftwatch_schedule::{Runner, RunnerConfig};
 use driftwatch_scrape::{FetchOptions, Fetcher};
 use driftwatch_store::schema::{runs, watches};
-use driftwatch_store::{PoolOptions, Store, Watch, accounts};
+use driftwatch_store::{Backend, PoolOptions, Store, Watch, accounts};
 use tokio_util::sync::CancellationToken;
 
 /// What to measure.
@@ -99,7 +99,7 @@ fn peak_rss_mib() -> f64 {
 
 async fn wait_for_runs(store: &Store, n: i64) -> anyhow::Result<()> {
     loop {
-        let done: i64 = store.run(|c| Ok(runs::table.count().get_result(c)?)).await?;
+        let done: i64 = store.read(|c| Ok(runs::table.count().get_result(c)?)).await?;
         if done >= n {
             return Ok(());
         }
@@ -241,7 +241,7 @@ pub async fn checks(bench: &ChecksBench) -> anyhow::Result<ChecksReport> {
         baseline_cpu_us: (baseline_cpu.0 - baseline_cpu.1) * 1e6 / count as f64,
         change_cpu_us: (change_cpu.0 - change_cpu.1) * 1e6 / count as f64,
         server_cpu_us: change_cpu.1 * 1e6 / count as f64,
-        database_cpu_us: (store.backend() == "postgres").then(|| database_cpu * 1e6 / count as f64),
+        database_cpu_us: (store.backend() == Backend::Postgres).then(|| database_cpu * 1e6 / count as f64),
         peak_rss_mib: peak_rss_mib(),
         idle_cpu_percent: idle_cpu,
     })

@@ -22,7 +22,7 @@ use driftwatch_core::{Clock as _, EventType, IdKind, SystemClock, new_id};
 use driftwatch_delivery::{DeliveryConfig, DeliveryWorker, RetryPolicy, Sender, SenderOptions};
 use driftwatch_net::TargetPolicy;
 use driftwatch_store::outbox::NewEvent;
-use driftwatch_store::{Endpoint, Event, PoolOptions, Store, accounts, deliveries, endpoints, outbox};
+use driftwatch_store::{Backend, Endpoint, Event, PoolOptions, Store, accounts, deliveries, endpoints, outbox};
 use futures_util::StreamExt as _;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -331,7 +331,7 @@ pub async fn delivery(bench: &DeliveryBench) -> anyhow::Result<Report> {
     let mut claim_plan = None;
     let (drain_started, drain_cpu, drain_database_cpu) = if shape == Shape::Backlog {
         let now = SystemClock.now().naive_utc();
-        claim_plan = Some(store.run(move |c| deliveries::explain_claim(c, now)).await?);
+        claim_plan = Some(store.read(move |c| deliveries::explain_claim(c, now)).await?);
         let before = rss_mib_now();
         running = Some(tokio::spawn(worker.clone().run(shutdown.clone())));
         rss_mib = Some((before, before));
@@ -381,7 +381,7 @@ pub async fn delivery(bench: &DeliveryBench) -> anyhow::Result<Report> {
         None => count as f64 / durable_elapsed.as_secs_f64(),
     };
     Ok(Report {
-        backend: store.backend(),
+        backend: store.backend().as_str(),
         shape,
         count,
         endpoints: fan_out,
@@ -392,7 +392,7 @@ pub async fn delivery(bench: &DeliveryBench) -> anyhow::Result<Report> {
         latency,
         raw_cpu_us,
         durable_cpu_us: cpu * 1e6 / count as f64,
-        database_cpu_us: (store.backend() == "postgres").then(|| database_cpu * 1e6 / count as f64),
+        database_cpu_us: (store.backend() == Backend::Postgres).then(|| database_cpu * 1e6 / count as f64),
         rss_mib,
         claim_plan,
     })

@@ -206,7 +206,7 @@ pub async fn pages(bench: &PagesBench) -> anyhow::Result<PagesReport> {
     Ok(PagesReport {
         watches: count,
         events: events_seeded,
-        backend: store.backend(),
+        backend: store.backend().as_str(),
         timings,
         asset_bytes: driftwatch_web::ui::asset_bytes(),
     })

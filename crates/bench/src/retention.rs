@@ -9,7 +9,7 @@ use diesel::prelude::*;
 use driftwatch_core::{Clock as _, SystemClock};
 use driftwatch_store::retention::{Retention, purge};
 use driftwatch_store::schema::runs;
-use driftwatch_store::{DbConn, PoolOptions, Run, Store, Watch, accounts};
+use driftwatch_store::{Backend, DbConn, PoolOptions, Run, Store, Watch, accounts};
 use tokio_util::sync::CancellationToken;
 
 use crate::checks::{PageServer, local_runner};
@@ -194,8 +194,8 @@ pub async fn retention(bench: &RetentionBench) -> anyhow::Result<RetentionReport
             .collect();
         store.write(move |c| Ok(c.transaction(|c| insert_runs(c, &rows))?)).await?;
     }
-    if store.backend() == "postgres" {
-        store.run(|c| Ok(diesel::sql_query("ANALYZE runs").execute(c)?)).await?;
+    if store.backend() == Backend::Postgres {
+        store.read(|c| Ok(diesel::sql_query("ANALYZE runs").execute(c)?)).await?;
     }
 
     let runner = local_runner(&store, 64)?;
@@ -211,7 +211,7 @@ pub async fn retention(bench: &RetentionBench) -> anyhow::Result<RetentionReport
 
     let total = |store: &Store| {
         let store = store.clone();
-        async move { store.run(|c| Ok(runs::table.count().get_result::<i64>(c)?)).await }
+        async move { store.read(|c| Ok(runs::table.count().get_result::<i64>(c)?)).await }
     };
     let runs_before = total(&store).await?;
     let stop = CancellationToken::new();
@@ -229,7 +229,7 @@ pub async fn retention(bench: &RetentionBench) -> anyhow::Result<RetentionReport
     let _ = running.await;
 
     Ok(RetentionReport {
-        backend: store.backend(),
+        backend: store.backend().as_str(),
         seeded,
         watches: count,
         deleted: purged.runs,

@@ -167,8 +167,8 @@ impl App {
             let local = listener.local_addr()?;
             addr = Some(local);
             tasks.spawn(driftwatch_web::serve(listener, state, shutdown.clone()));
-            tracing::info!(addr = %local, backend = store.backend(), "listening");
-            if !store.run(driftwatch_store::users::any_user).await? {
+            tracing::info!(addr = %local, backend = store.backend().as_str(), "listening");
+            if !store.read(driftwatch_store::users::any_user).await? {
                 let base = settings.public_url.clone().unwrap_or_else(|| format!("http://{local}"));
                 let url = format!("{}/setup?code={}", base.trim_end_matches('/'), setup.issue());
                 // The code is a one-time secret for whoever runs the server; logged once so a
@@ -228,6 +228,6 @@ pub async fn open_store(settings: &Settings) -> anyhow::Result<Store> {
         Store::open(&settings.database_url, &PoolOptions { max_size: settings.pool_size, ..PoolOptions::default() })
             .with_context(|| format!("opening {}", driftwatch_store::redact(&settings.database_url)))?;
     let applied = store.migrate().await.context("applying migrations")?;
-    tracing::info!(backend = store.backend(), applied, "database ready");
+    tracing::info!(backend = store.backend().as_str(), applied, "database ready");
     Ok(store)
 }

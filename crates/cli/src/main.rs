@@ -304,7 +304,7 @@ async fn main() -> anyhow::Result<()> {
             }
             let store = driftwatch::open_store(&settings).await?;
             let now = SystemClock.now().naive_utc();
-            let account = store.run(move |c| accounts::create_account(c, &name, now)).await?;
+            let account = store.write(move |c| accounts::create_account(c, &name, now)).await?;
             println!("created account {} ({})", account.name, account.id);
             Ok(())
         }
@@ -313,7 +313,7 @@ async fn main() -> anyhow::Result<()> {
             let store = driftwatch::open_store(&settings).await?;
             let id = account_id(&store, &account).await?;
             let page = driftwatch_store::Page { after: None, limit: 1000 };
-            for t in store.run(move |c| accounts::list_tokens(c, &id, &page)).await? {
+            for t in store.read(move |c| accounts::list_tokens(c, &id, &page)).await? {
                 let state = if t.revoked_at.is_some() { "revoked" } else { "live" };
                 println!("{}  {}…  {:<20} {:<11} {state}", t.id, t.prefix, t.name, t.scopes);
             }
@@ -334,7 +334,7 @@ async fn main() -> anyhow::Result<()> {
             let store = driftwatch::open_store(&settings).await?;
             let now = SystemClock.now().naive_utc();
             let lookup = account.clone();
-            let found = store.run(move |c| accounts::find_account_by_name(c, &lookup)).await?;
+            let found = store.read(move |c| accounts::find_account_by_name(c, &lookup)).await?;
             let Some(found) = found else {
                 bail!("no account named `{account}`; create it with `driftwatch account create`")
             };
@@ -523,7 +523,7 @@ async fn user(command: UserCommand) -> anyhow::Result<()> {
         }
         UserCommand::List { settings } => {
             let store = driftwatch::open_store(&settings).await?;
-            for (user, account) in store.run(users::list_all_users).await? {
+            for (user, account) in store.read(users::list_all_users).await? {
                 println!("{}  {:<32} {account}", user.id, user.email);
             }
         }
@@ -531,7 +531,7 @@ async fn user(command: UserCommand) -> anyhow::Result<()> {
             let password_hash = read_password()?;
             let store = driftwatch::open_store(&settings).await?;
             let lookup = email.clone();
-            let Some(user) = store.run(move |c| users::find_user_by_email(c, &lookup)).await? else {
+            let Some(user) = store.read(move |c| users::find_user_by_email(c, &lookup)).await? else {
                 bail!("no user {email}")
             };
             let now = SystemClock.now().naive_utc();
@@ -545,7 +545,7 @@ async fn user(command: UserCommand) -> anyhow::Result<()> {
 
 async fn account_id(store: &driftwatch_store::Store, name: &str) -> anyhow::Result<String> {
     let lookup = name.to_owned();
-    match store.run(move |c| accounts::find_account_by_name(c, &lookup)).await? {
+    match store.read(move |c| accounts::find_account_by_name(c, &lookup)).await? {
         Some(account) => Ok(account.id),
         None => bail!("no account named `{name}`; create it with `driftwatch account create`"),
     }
@@ -587,7 +587,7 @@ async fn export(account: &str, settings: &Settings) -> anyhow::Result<()> {
     loop {
         let (id, page) = (account_id.clone(), driftwatch_store::Page { after: after.clone(), limit: 500 });
         let rows =
-            store.run(move |c| driftwatch_store::watches::list_watches(c, &id, &Default::default(), &page)).await?;
+            store.read(move |c| driftwatch_store::watches::list_watches(c, &id, &Default::default(), &page)).await?;
         let Some(last) = rows.last() else { break };
         after = Some(last.id.clone());
         all.extend(rows.iter().map(driftwatch::import::from_watch));

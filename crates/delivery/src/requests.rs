@@ -113,7 +113,7 @@ impl DeliveryWorker {
         };
         if request.dry_run {
             let probe = recovery.clone();
-            let matched = self.inner.store.run(move |c| recoveries::count_matching(c, &probe)).await?;
+            let matched = self.inner.store.read(move |c| recoveries::count_matching(c, &probe)).await?;
             recovery.matched = matched;
             recovery.state = RecoveryState::Done.as_str().to_owned();
             recovery.finished_at = Some(now);

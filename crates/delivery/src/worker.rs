@@ -11,8 +11,8 @@ use driftwatch_store::deliveries::{self, AttemptRecord, Completion, Job, Limited
 use driftwatch_store::endpoints;
 use driftwatch_store::endpoints::Health;
 use driftwatch_store::outbox::NewEvent;
-use driftwatch_store::{Delivery, DeliveryAttempt, Endpoint, Event, Store, StoreError, batch};
-use tokio::sync::{Notify, Semaphore, mpsc, oneshot};
+use driftwatch_store::{BatchWriter, Delivery, DeliveryAttempt, Endpoint, Event, Store, StoreError};
+use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
@@ -92,7 +92,7 @@ pub struct DeliveryWorker {
 }
 
 pub(crate) struct Inner {
-    completions: mpsc::UnboundedSender<PendingRecord>,
+    completions: BatchWriter<AttemptRecord, bool>,
     pub(crate) store: Store,
     sender: Sender,
     pub(crate) clock: Arc<dyn Clock>,
@@ -149,10 +149,12 @@ enum Admission {
     Limited,
 }
 
-/// A finished attempt waiting to be written, and who waits for the answer.
-struct PendingRecord {
-    record: AttemptRecord,
-    recorded: oneshot::Sender<Result<bool, String>>,
+/// What admission refused: deliveries to release, and endpoints whose pending deliveries must
+/// be flagged `limited` first.
+#[derive(Default)]
+struct GiveBack {
+    released: Vec<String>,
+    unflagged: Vec<String>,
 }
 
 /// Most limited endpoints looked at per claim.
@@ -164,48 +166,21 @@ const BUSY_POLL: Duration = Duration::from_millis(200);
 /// Most attempts recorded in one transaction.
 const COMPLETION_BATCH: usize = 256;
 
-/// Writes finished attempts in batches: one transaction for whatever accumulated while the
-/// previous one was being written. Ends when every worker handle is gone.
-async fn write_completions(store: Store, clock: Arc<dyn Clock>, queue: batch::Queue<PendingRecord>) {
-    while let Some(batch) = batch::next_batch(&queue, COMPLETION_BATCH).await {
-        let (records, waiting): (Vec<AttemptRecord>, Vec<_>) =
-            batch.into_iter().map(|p| (p.record, p.recorded)).unzip();
-        let at = clock.now();
-        let written = store
-            .write(move |c| deliveries::complete_all(c, &records, &|e, reason| disabled_event(e, reason, at)))
-            .await;
-        match written {
-            Ok(flags) => {
-                for (recorded, flag) in waiting.into_iter().zip(flags) {
-                    let _ = recorded.send(Ok(flag));
-                }
-            }
-            Err(e) => {
-                let message = e.to_string();
-                for recorded in waiting {
-                    let _ = recorded.send(Err(message.clone()));
-                }
-            }
-        }
-    }
-}
-
 impl DeliveryWorker {
     /// A worker over `store`, sending with `sender`. Call inside a tokio runtime: it starts the
     /// task that records attempts (redeliveries on request need it even where `run` is not
     /// called).
     pub fn new(store: Store, sender: Sender, clock: Arc<dyn Clock>, config: DeliveryConfig) -> DeliveryWorker {
         let slots = Arc::new(Semaphore::new(config.concurrency.max(1)));
-        let (completions, queue) = mpsc::unbounded_channel();
-        // SQLite takes one writer at a time. PostgreSQL could commit many batches side by side,
-        // but fewer, larger batches cost it less per delivery: 2 writers drained 20,000
-        // deliveries at ~6,400/s and ~155 us of PostgreSQL CPU each, 4 writers at ~4,000/s and
-        // ~260 us (`bench delivery`, 2 cores); one is no faster than two.
-        let writers = if store.backend() == "postgres" { 2 } else { 1 };
-        let queue = Arc::new(tokio::sync::Mutex::new(queue));
-        for _ in 0..writers {
-            tokio::spawn(write_completions(store.clone(), Arc::clone(&clock), Arc::clone(&queue)));
-        }
+        // One transaction for whatever attempts finished while the previous batch was written;
+        // an endpoint this batch disables gets its `endpoint.disabled` event in it.
+        let completions = {
+            let clock = Arc::clone(&clock);
+            BatchWriter::spawn(&store, COMPLETION_BATCH, move |c, records: &[AttemptRecord]| {
+                let at = clock.now();
+                deliveries::complete_all(c, records, &|e, reason| disabled_event(e, reason, at))
+            })
+        };
         DeliveryWorker {
             inner: Arc::new(Inner {
                 completions,
@@ -295,30 +270,40 @@ impl DeliveryWorker {
     /// own come through the outbox claim (capped per node); limited ones through
     /// `claim_limited`, which counts across the cluster and plans each send's time.
     async fn claim_and_dispatch(&self, wanted: i64, tracker: &TaskTracker) -> Result<(i64, usize), StoreError> {
+        let owner = format!("{}:{}", self.inner.config.node_id, new_id(IdKind::Delivery));
+        let (jobs, paced) = self.claim(&owner, wanted).await?;
+        let claimed = (jobs.len() + paced.len()) as i64;
+        let (mut dispatched, give_back) = self.dispatch(jobs, tracker).await;
+        dispatched += self.dispatch_paced(paced, tracker).await;
+        self.give_back(give_back, owner).await?;
+        Ok((claimed, dispatched))
+    }
+
+    /// Claims up to `wanted` deliveries for `owner` in one write: the outbox claim (endpoints
+    /// without limits, skipping those at this node's cap) and the limited claim, which take
+    /// turns going first so a backlog on either side never starves the other.
+    async fn claim(&self, owner: &str, wanted: i64) -> Result<(Vec<Job>, Vec<PacedJob>), StoreError> {
         let config = &self.inner.config;
-        let owner = format!("{}:{}", config.node_id, new_id(IdKind::Delivery));
         let now = self.now();
         let until = self.lease_until(now);
-        let lease = until - now;
+        let caps = LimitedCaps {
+            lease: until - now,
+            default_cap: config.per_endpoint_concurrency as i64,
+            max_deliveries: wanted,
+            max_endpoints: LIMITED_PER_CLAIM,
+        };
         let (skip, after, limited_first) = {
             let mut load = self.load();
             load.limited_first = !load.limited_first;
             (load.saturated(config.per_endpoint_concurrency), load.limited_cursor.clone(), load.limited_first)
         };
-        let default_cap = config.per_endpoint_concurrency as i64;
-        let claimer = owner.clone();
+        let claimer = owner.to_owned();
         let (jobs, limited) = self
             .inner
             .store
             .write(move |c| {
                 let limited = |c: &mut _, budget: i64| {
-                    deliveries::claim_limited(
-                        c,
-                        &claimer,
-                        now,
-                        &LimitedCaps { lease, default_cap, max_deliveries: budget, max_endpoints: LIMITED_PER_CLAIM },
-                        &after,
-                    )
+                    deliveries::claim_limited(c, &claimer, now, &LimitedCaps { max_deliveries: budget, ..caps }, &after)
                 };
                 if limited_first {
                     let claim = limited(c, wanted)?;
@@ -343,21 +328,26 @@ impl DeliveryWorker {
             }
             None => Vec::new(),
         };
-        let claimed = (jobs.len() + paced.len()) as i64;
+        Ok((jobs, paced))
+    }
+
+    /// Admits each job of the outbox claim in turn and sends those admitted, each in a task of
+    /// its own holding one of the worker's slots; returns how many were sent and what to give
+    /// back.
+    async fn dispatch(&self, jobs: Vec<Job>, tracker: &TaskTracker) -> (usize, GiveBack) {
         let mut dispatched = 0;
-        let mut released = Vec::new();
-        let mut unflagged = Vec::new();
+        let mut give_back = GiveBack::default();
         for job in jobs {
             match self.admit(&job) {
                 Admission::Send => {}
                 Admission::Wait => {
-                    released.push(job.delivery.id.clone());
+                    give_back.released.push(job.delivery.id.clone());
                     continue;
                 }
                 Admission::Limited => {
-                    released.push(job.delivery.id.clone());
-                    if !unflagged.contains(&job.endpoint.id) {
-                        unflagged.push(job.endpoint.id.clone());
+                    give_back.released.push(job.delivery.id.clone());
+                    if !give_back.unflagged.contains(&job.endpoint.id) {
+                        give_back.unflagged.push(job.endpoint.id.clone());
                     }
                     continue;
                 }
@@ -373,6 +363,12 @@ impl DeliveryWorker {
                 worker.wake();
             });
         }
+        (dispatched, give_back)
+    }
+
+    /// Sends the limited claim's deliveries, each at its planned send time; returns how many.
+    async fn dispatch_paced(&self, paced: Vec<PacedJob>, tracker: &TaskTracker) -> usize {
+        let mut dispatched = 0;
         for PacedJob { job, send_at } in paced {
             let Ok(permit) = Arc::clone(&self.inner.slots).acquire_owned().await else { break };
             dispatched += 1;
@@ -386,20 +382,26 @@ impl DeliveryWorker {
                 worker.wake();
             });
         }
-        if !released.is_empty() {
-            self.inner
-                .store
-                .write(move |c| {
-                    // Queued in the instant their endpoint gained a limit: flag them, so the
-                    // cluster-wide claim sends them under it.
-                    for endpoint_id in &unflagged {
-                        endpoints::sync_limited(c, endpoint_id)?;
-                    }
-                    deliveries::release(c, &released, &owner, None)
-                })
-                .await?;
+        dispatched
+    }
+
+    /// Gives back what admission refused, in one write: deliveries queued in the instant their
+    /// endpoint gained a limit are flagged first, so the cluster-wide claim sends them under it.
+    async fn give_back(&self, give_back: GiveBack, owner: String) -> Result<(), StoreError> {
+        let GiveBack { released, unflagged } = give_back;
+        if released.is_empty() {
+            return Ok(());
         }
-        Ok((claimed, dispatched))
+        self.inner
+            .store
+            .write(move |c| {
+                for endpoint_id in &unflagged {
+                    endpoints::sync_limited(c, endpoint_id)?;
+                }
+                deliveries::release(c, &released, &owner, None)
+            })
+            .await?;
+        Ok(())
     }
 
     /// Whether a job of the outbox claim may be sent now: its endpoint still takes deliveries,
@@ -430,7 +432,7 @@ impl DeliveryWorker {
         let poll = self.inner.config.poll_interval;
         let now = self.now();
         let skip = self.load().saturated(self.inner.config.per_endpoint_concurrency);
-        let next = self.inner.store.run(move |c| deliveries::next_wake(c, now, &skip)).await.ok().flatten();
+        let next = self.inner.store.read(move |c| deliveries::next_wake(c, now, &skip)).await.ok().flatten();
         let until_next = next.map_or(poll, |at| (at - now).to_std().unwrap_or(Duration::ZERO));
         until_next.min(poll).max(Duration::from_millis(5))
     }
@@ -474,7 +476,7 @@ impl DeliveryWorker {
             tracing::error!(error = %e, "a redelivery attempt task failed");
         }
         let (account, delivery_id) = (account_id.to_owned(), id.to_owned());
-        Ok(self.inner.store.run(move |c| deliveries::get_delivery(c, &account, &delivery_id)).await?)
+        Ok(self.inner.store.read(move |c| deliveries::get_delivery(c, &account, &delivery_id)).await?)
     }
 
     /// Sends one claimed delivery and records the attempt under its lease.
@@ -565,11 +567,7 @@ impl DeliveryWorker {
     async fn record(&self, record: AttemptRecord, decision: &Decision, result: &SendResult, delivery: &Delivery) {
         let (delivery_id, endpoint_id, number) =
             (record.delivery_id.clone(), record.endpoint_id.clone(), record.attempt.attempt_number);
-        let (recorded, answer) = oneshot::channel();
-        let recorded = match self.inner.completions.send(PendingRecord { record, recorded }) {
-            Ok(()) => answer.await.unwrap_or_else(|_| Err("the attempt writer stopped".into())),
-            Err(_) => Err("the attempt writer stopped".into()),
-        };
+        let recorded = self.inner.completions.submit(record).await;
         let outcome = match &recorded {
             Ok(true) => decision.status.as_str(),
             Ok(false) => "lease_lost",

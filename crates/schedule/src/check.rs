@@ -90,7 +90,7 @@ impl Runner {
         loop {
             if let Some(before) = &joined {
                 let id = watch_id.to_owned();
-                let newest = self.store().run(move |c| watches::newest_run(c, &id)).await?;
+                let newest = self.store().read(move |c| watches::newest_run(c, &id)).await?;
                 if let Some(run) = newest.filter(|r| Some(&r.id) != before.as_ref()) {
                     return Ok(Some(run));
                 }
@@ -111,7 +111,7 @@ impl Runner {
                 Some(None) if joined.is_none() => {
                     // Busy: the run to join is the first one newer than the newest run of now.
                     let id = watch_id.to_owned();
-                    let newest = self.store().run(move |c| watches::newest_run(c, &id)).await?;
+                    let newest = self.store().read(move |c| watches::newest_run(c, &id)).await?;
                     joined = Some(newest.map(|r| r.id));
                 }
                 Some(None) => {}
@@ -213,7 +213,7 @@ impl Runner {
         };
         let hash = hex(&Sha256::digest(text.as_bytes()));
         let watch_id = watch.id.clone();
-        let previous = self.store().run(move |c| watches::latest_snapshot(c, &watch_id)).await?;
+        let previous = self.store().read(move |c| watches::latest_snapshot(c, &watch_id)).await?;
         let now = self.now();
         let snapshot = |content: String| Snapshot {
             id: new_id(IdKind::Snapshot),
@@ -279,7 +279,7 @@ impl Runner {
         let known = match options.noise.known_states.filter(|n| *n > 0) {
             Some(n) => {
                 let (watch_id, hash) = (watch.id.clone(), hex(&Sha256::digest(after.as_bytes())));
-                self.store().run(move |c| watches::is_recent_state(c, &watch_id, &hash, i64::from(n))).await?
+                self.store().read(move |c| watches::is_recent_state(c, &watch_id, &hash, i64::from(n))).await?
             }
             None => false,
         };

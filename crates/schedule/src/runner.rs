@@ -7,11 +7,11 @@ use chrono::{NaiveDateTime, TimeDelta};
 use driftwatch_core::{Clock, IdKind, new_id};
 use driftwatch_scrape::Fetcher;
 use driftwatch_store::checks::{self, CheckResult};
-use driftwatch_store::{Store, StoreError, StoreResult, batch, watches};
+use driftwatch_store::{BatchWriter, Store, StoreResult, watches};
 
 use crate::hosts::Hosts;
 use driftwatch_metrics::Metrics;
-use tokio::sync::{Notify, Semaphore, mpsc, oneshot};
+use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -74,7 +74,7 @@ struct Inner {
     hosts: Hosts,
     on_queued: Box<dyn Fn() + Send + Sync>,
     /// Checks waiting to be written by the record writers (started with the first check).
-    records: OnceLock<mpsc::UnboundedSender<PendingCheck>>,
+    records: OnceLock<BatchWriter<CheckResult, StoreResult<usize>>>,
     /// Bumped after each check this runner records, so a check on demand waiting for a
     /// running check of the same watch wakes when it is recorded.
     recorded: tokio::sync::watch::Sender<u64>,
@@ -116,21 +116,9 @@ impl Runner {
     /// transaction, one commit, a savepoint each); returns once it is committed, with the
     /// number of deliveries it queued.
     pub(crate) async fn write_check(&self, result: CheckResult) -> StoreResult<usize> {
-        let sender = self.inner.records.get_or_init(|| {
-            let (sender, queue) = mpsc::unbounded_channel();
-            let queue = Arc::new(tokio::sync::Mutex::new(queue));
-            // SQLite takes one writer at a time; PostgreSQL commits two batches side by side.
-            let writers = if self.inner.store.backend() == "postgres" { 2 } else { 1 };
-            for _ in 0..writers {
-                tokio::spawn(write_checks(self.inner.store.clone(), Arc::clone(&queue)));
-            }
-            sender
-        });
-        let (recorded, answer) = oneshot::channel();
-        sender
-            .send(PendingCheck { result, recorded })
-            .map_err(|_| StoreError::Batch("the check writer stopped".into()))?;
-        answer.await.unwrap_or_else(|_| Err(StoreError::Batch("the check writer stopped".into())))
+        let writer =
+            self.inner.records.get_or_init(|| BatchWriter::spawn(&self.inner.store, RECORD_BATCH, checks::record_all));
+        writer.submit(result).await?
     }
 
     /// Signals that a check was recorded.
@@ -241,41 +229,14 @@ impl Runner {
     async fn idle_wait(&self) -> Duration {
         let poll = self.inner.config.poll_interval;
         let now = self.now();
-        let next = self.inner.store.run(move |c| watches::next_wake(c, now)).await.ok().flatten();
+        let next = self.inner.store.read(move |c| watches::next_wake(c, now)).await.ok().flatten();
         let until_next = next.map_or(poll, |at| (at - now).to_std().unwrap_or(Duration::ZERO));
         until_next.min(poll).max(Duration::from_millis(5))
     }
 }
 
-/// A check's result waiting to be written, and who waits for the answer.
-struct PendingCheck {
-    result: CheckResult,
-    recorded: oneshot::Sender<StoreResult<usize>>,
-}
-
 /// Most checks written in one transaction.
 const RECORD_BATCH: usize = 64;
-
-/// Writes finished checks in batches: one transaction for whatever accumulated while the
-/// previous one was being written. Ends when every runner handle is gone.
-async fn write_checks(store: Store, queue: batch::Queue<PendingCheck>) {
-    while let Some(batch) = batch::next_batch(&queue, RECORD_BATCH).await {
-        let (results, waiting): (Vec<CheckResult>, Vec<_>) = batch.into_iter().map(|p| (p.result, p.recorded)).unzip();
-        match store.write(move |c| checks::record_all(c, &results)).await {
-            Ok(answers) => {
-                for (recorded, answer) in waiting.into_iter().zip(answers) {
-                    let _ = recorded.send(answer);
-                }
-            }
-            Err(e) => {
-                let message = e.to_string();
-                for recorded in waiting {
-                    let _ = recorded.send(Err(StoreError::Batch(message.clone())));
-                }
-            }
-        }
-    }
-}
 
 /// A check's worst case: queued behind four fetches of the same host (global timeout), its own
 /// fetch, with confirmation a wait and a second fetch, and a minute for the write.

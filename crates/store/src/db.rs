@@ -49,12 +49,37 @@ impl DatabaseUrl {
         }
     }
 
-    /// The backend's name, for logs.
-    pub fn backend(&self) -> &'static str {
+    /// Which backend the URL names.
+    pub fn backend(&self) -> Backend {
         match self {
-            DatabaseUrl::Sqlite(_) => "sqlite",
-            DatabaseUrl::Postgres(_) => "postgres",
+            DatabaseUrl::Sqlite(_) => Backend::Sqlite,
+            DatabaseUrl::Postgres(_) => Backend::Postgres,
         }
+    }
+}
+
+/// The database behind a [`crate::Store`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// The embedded SQLite file: one node, one writer at a time.
+    Sqlite,
+    /// PostgreSQL: many nodes, row locks.
+    Postgres,
+}
+
+impl Backend {
+    /// `sqlite` or `postgres`, for logs and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        }
+    }
+}
+
+impl std::fmt::Display for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

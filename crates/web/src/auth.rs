@@ -26,7 +26,7 @@ impl FromRequestParts<AppState> for Caller {
             None => {
                 let token = bearer_token(&parts.headers)?.to_owned();
                 let now = state.clock.now().naive_utc();
-                state.store.run(move |c| accounts::authenticate(c, &token, now)).await?
+                state.store.read(move |c| accounts::authenticate(c, &token, now)).await?
             }
         };
         let Some(token) = found else { return Err(ApiError::unauthorized("the token is unknown or revoked")) };

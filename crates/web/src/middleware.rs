@@ -135,7 +135,7 @@ pub async fn idempotency(State(state): State<AppState>, request: Request, next: 
         return ApiError::invalid("Idempotency-Key", "must be 1 to 255 characters").into_response();
     }
     let now = state.clock.now().naive_utc();
-    let found = state.store.run(move |c| driftwatch_store::accounts::authenticate(c, &token, now)).await;
+    let found = state.store.read(move |c| driftwatch_store::accounts::authenticate(c, &token, now)).await;
     let Ok(Some(found)) = found else {
         return next.run(request).await; // the handler answers 401
     };

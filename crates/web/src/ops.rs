@@ -54,7 +54,7 @@ pub(crate) async fn metrics(State(state): State<AppState>, headers: HeaderMap) -
         }
     }
     let now = state.clock.now().naive_utc();
-    let read = state.store.run(move |c| driftwatch_store::stats::operations(c, now)).await;
+    let read = state.store.read(move |c| driftwatch_store::stats::operations(c, now)).await;
     let operations = match read {
         Ok(o) => o,
         Err(e) => {

@@ -152,7 +152,7 @@ pub async fn readiness_follows_the_database(backend: Backend) {
     // A schema older than the build (a migration not applied) is not ready.
     let store = app.app.as_ref().expect("running").store.clone();
     let newest: String = store
-        .run(|c| {
+        .read(|c| {
             use diesel::prelude::*;
             let newest: Option<String> =
                 migrations::table.select(diesel::dsl::max(migrations::version)).get_result(c)?;
@@ -166,7 +166,7 @@ pub async fn readiness_follows_the_database(backend: Backend) {
     assert_eq!(unready.status(), 503);
     assert_eq!(unready.text().await.expect("body"), "1 migrations are not applied yet\n");
     store
-        .run(move |c| {
+        .write(move |c| {
             use diesel::prelude::*;
             diesel::insert_into(migrations::table).values(migrations::version.eq(newest)).execute(c)?;
             Ok(())
@@ -203,7 +203,7 @@ pub async fn stopping_gives_back_watches_not_yet_fetched(backend: Backend) {
     eventually("one fetch under way and both watches claimed", || async {
         let ids = ids.clone();
         let leased = store
-            .run(move |c| {
+            .read(move |c| {
                 use diesel::prelude::*;
                 use driftwatch_store::schema::watches;
                 watches::table
@@ -223,7 +223,7 @@ pub async fn stopping_gives_back_watches_not_yet_fetched(backend: Backend) {
     assert_eq!(site.requests().len(), 1, "nothing new was fetched once stopping");
     let ids_for_query = ids.clone();
     let (runs, leases) = store
-        .run(move |c| {
+        .read(move |c| {
             let mut runs = Vec::new();
             let mut leases = Vec::new();
             for id in &ids_for_query {
@@ -280,7 +280,7 @@ pub async fn retention_keeps_the_newest_runs_and_what_is_owed(backend: Backend) 
         let store = store.clone();
         async move {
             store
-                .run(|c| {
+                .read(|c| {
                     let n = |t: i64| t as usize;
                     Ok([
                         n(runs::table.count().get_result(c)?),
@@ -312,7 +312,7 @@ pub async fn retention_keeps_the_newest_runs_and_what_is_owed(backend: Backend) 
         runs["items"].as_array().expect("items").iter().filter_map(|r| r["outcome"].as_str()).collect();
     assert_eq!(outcomes, ["changed", "changed"], "the two newest runs are kept");
     assert_eq!(runs["items"][0]["event_id"], owed_event.as_str());
-    let left: Vec<String> = store.run(|c| Ok(events::table.select(events::id).load(c)?)).await.expect("events");
+    let left: Vec<String> = store.read(|c| Ok(events::table.select(events::id).load(c)?)).await.expect("events");
     assert_eq!(left, std::slice::from_ref(&owed_event));
 
     // However old, the newest run stays.

@@ -20,7 +20,7 @@ pub async fn three_workers_send_each_delivery_once(backend: Backend) {
     store.migrate().await.expect("migrate");
     let url = receiver.url.clone();
     let account_id = store
-        .run(move |c| {
+        .write(move |c| {
             let now = SystemClock.now().naive_utc();
             let account = accounts::create_account(c, "acme", now)?;
             let endpoint = Endpoint { max_in_flight: Some(64), ..Endpoint::webhook(&account.id, &url, now) };
@@ -37,7 +37,7 @@ pub async fn three_workers_send_each_delivery_once(backend: Backend) {
     eventually("every delivery to be marked sent", || {
         let (store, account) = (store.clone(), account.clone());
         async move {
-            let counts = store.run(move |c| deliveries::count_by_status(c, &account)).await.expect("count");
+            let counts = store.read(move |c| deliveries::count_by_status(c, &account)).await.expect("count");
             (counts == vec![("sent".to_owned(), DELIVERIES as i64)]).then_some(())
         }
     })
@@ -120,7 +120,7 @@ pub async fn limits_hold_across_three_nodes(backend: Backend) {
     let urls = (paced.url.clone(), capped.url.clone(), probed.url.clone());
     let opens_at = SystemClock.now().naive_utc() + chrono::TimeDelta::milliseconds(1_500);
     store
-        .run(move |c| {
+        .write(move |c| {
             let now = SystemClock.now().naive_utc();
             let account = accounts::create_account(c, "acme", now)?;
             let a = Endpoint { rate_limit_per_second: Some(5), ..Endpoint::webhook(&account.id, &urls.0, now) };
@@ -186,7 +186,7 @@ pub async fn a_limit_gained_behind_the_flags_still_holds(backend: Backend) {
     store.migrate().await.expect("migrate");
     let url = capped.url.clone();
     store
-        .run(move |c| {
+        .write(move |c| {
             use diesel::prelude::*;
             use driftwatch_store::schema::{deliveries, endpoints as rows};
             let now = SystemClock.now().naive_utc();

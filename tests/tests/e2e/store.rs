@@ -21,7 +21,7 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
 
     // One change event fanned out to DELIVERIES endpoints, written the way the runner writes it.
     let queued = store
-        .run(move |c| {
+        .write(move |c| {
             let account = accounts::create_account(c, "acme", now)?;
             for i in 0..DELIVERIES {
                 endpoints::insert_endpoint(
@@ -160,7 +160,7 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
     assert_eq!(queued, DELIVERIES, "one delivery per enabled endpoint");
 
     // The watch is not due again for an hour, and its lease was released with the write.
-    let due = store.run(move |c| watches::claim_due(c, "other", now, now + TimeDelta::minutes(1), 10)).await;
+    let due = store.write(move |c| watches::claim_due(c, "other", now, now + TimeDelta::minutes(1), 10)).await;
     assert!(due.expect("claim").is_empty());
 
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -172,7 +172,7 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
                 let owner = format!("claimer-{n}-{}", new_id(IdKind::Run));
                 let now = SystemClock.now().naive_utc();
                 let jobs = store
-                    .run(move |c| deliveries::claim_due(c, &owner, now, now + TimeDelta::minutes(5), 7, &[]))
+                    .write(move |c| deliveries::claim_due(c, &owner, now, now + TimeDelta::minutes(5), 7, &[]))
                     .await
                     .expect("claim");
                 if jobs.is_empty() {
@@ -253,7 +253,7 @@ pub async fn sessions_expire_idle_and_absolute_and_unseen_is_per_user(backend: B
     store.migrate().await.expect("migrate");
     let now = SystemClock.now().naive_utc();
     store
-        .run(move |c| {
+        .write(move |c| {
             let limits = SessionLimits { idle: TimeDelta::hours(1), absolute: TimeDelta::hours(3) };
             let user = users::create_first_user(c, "acme", "Ada@Example.com", "$argon2id$x", now)?;
             assert_eq!(user.email, "ada@example.com");
@@ -321,7 +321,7 @@ pub async fn outbox_statements_use_their_indexes(backend: Backend) {
     store.migrate().await.expect("migrate");
     let now = SystemClock.now().naive_utc();
     let (first, second) = store
-        .run(move |c| {
+        .write(move |c| {
             let account = accounts::create_account(c, "acme", now)?;
             let ids: Vec<String> = (0..2)
                 .map(|i| {
@@ -340,7 +340,7 @@ pub async fn outbox_statements_use_their_indexes(backend: Backend) {
     // Skipping the first endpoint, bound as a parameter (a quote in an id is just data).
     let skip = vec![first.clone(), "end_x' OR '1'='1".to_owned()];
     let jobs = store
-        .run(move |c| deliveries::claim_due(c, "worker", now, now + TimeDelta::minutes(5), 1_900, &skip))
+        .write(move |c| deliveries::claim_due(c, "worker", now, now + TimeDelta::minutes(5), 1_900, &skip))
         .await
         .expect("claim");
     assert_eq!(jobs.len(), 1_000, "only the second endpoint's deliveries");
@@ -388,7 +388,7 @@ pub async fn outbox_statements_use_their_indexes(backend: Backend) {
     first_batch.push(stolen(&records[999]));
     let last_batch = vec![stolen(&records[999]), records[999].clone(), stolen(&records[0])];
     let recorded = store
-        .run(move |c| {
+        .write(move |c| {
             let first = deliveries::complete_all(c, &first_batch, &|_, _| unreachable!("no endpoint is disabled"))?;
             let last = deliveries::complete_all(c, &last_batch, &|_, _| unreachable!("no endpoint is disabled"))?;
             Ok((first, last))
@@ -400,7 +400,7 @@ pub async fn outbox_statements_use_their_indexes(backend: Backend) {
     assert_eq!(recorded.1, [false, true, false], "the lease holder's record alone is written");
     let one = records[0].delivery_id.clone();
     let attempts = store
-        .run(move |c| {
+        .read(move |c| {
             use diesel::prelude::*;
             use driftwatch_store::schema::deliveries as rows;
             let account: String = rows::table.find(&one).select(rows::account_id).get_result(c)?;
@@ -413,19 +413,19 @@ pub async fn outbox_statements_use_their_indexes(backend: Backend) {
 
     // Fresh statistics of a mostly finished outbox, then the plans.
     store
-        .run(|c| {
+        .read(|c| {
             use diesel::connection::SimpleConnection as _;
             c.batch_execute("ANALYZE")?;
             Ok(())
         })
         .await
         .expect("analyze");
-    let claim = store.run(move |c| deliveries::explain_claim(c, now)).await.expect("explain claim");
+    let claim = store.read(move |c| deliveries::explain_claim(c, now)).await.expect("explain claim");
     assert!(claim.contains("deliveries_due"), "the claim walks the due index:\n{claim}");
     for bad in ["Seq Scan on deliveries", "Bitmap", "SCAN deliveries", "TEMP B-TREE"] {
         assert!(!claim.contains(bad), "the claim must not {bad}:\n{claim}");
     }
-    let completion = store.run(deliveries::explain_completion).await.expect("explain completion");
+    let completion = store.read(deliveries::explain_completion).await.expect("explain completion");
     assert!(
         completion.contains("deliveries_pkey") || completion.contains("sqlite_autoindex_deliveries_1"),
         "the completion finds deliveries by key:\n{completion}"
@@ -460,7 +460,7 @@ pub async fn another_accounts_ids_find_nothing_in_the_store(backend: Backend) {
     let store = app.app.as_ref().expect("running").store.clone();
     let watch_id = watch["id"].as_str().expect("id").to_owned();
     let counts = store
-        .run(move |c| {
+        .read(move |c| {
             let page = driftwatch_store::Page { after: None, limit: 50 };
             let mut counts = Vec::new();
             for name in ["acme", "other"] {
@@ -504,7 +504,7 @@ pub async fn limited_endpoints_take_turns(backend: Backend) {
     store.migrate().await.expect("migrate");
     let now = SystemClock.now().naive_utc();
     let (limited_ids, free_id) = store
-        .run(move |c| {
+        .write(move |c| {
             let account = accounts::create_account(c, "acme", now)?;
             let mut ids = Vec::new();
             for i in 0..ENDPOINTS {
@@ -528,13 +528,15 @@ pub async fn limited_endpoints_take_turns(backend: Backend) {
 
     // The outbox claim takes only the endpoint without a limit.
     let lease = TimeDelta::minutes(5);
-    let outbox =
-        store.run(move |c| deliveries::claim_due(c, "worker", now, now + lease, 1_000, &[])).await.expect("claim due");
+    let outbox = store
+        .write(move |c| deliveries::claim_due(c, "worker", now, now + lease, 1_000, &[]))
+        .await
+        .expect("claim due");
     assert_eq!(outbox.len(), 2, "the free endpoint's two deliveries");
     assert!(outbox.iter().all(|j| j.endpoint.id == free_id));
 
     // Each limited endpoint has 2 due and a cap of 1: the first claim serves the first 32.
-    let claim = |after: String| store.run(move |c| deliveries::claim_limited(c, "worker", now, &caps(lease), &after));
+    let claim = |after: String| store.write(move |c| deliveries::claim_limited(c, "worker", now, &caps(lease), &after));
     let first = claim(String::new()).await.expect("first claim");
     let served: Vec<String> = first.jobs.iter().map(|j| j.job.endpoint.id.clone()).collect();
     assert_eq!(served, limited_ids[..PER_CLAIM as usize], "one each, in id order");
@@ -551,7 +553,7 @@ pub async fn limited_endpoints_take_turns(backend: Backend) {
 
     // The endpoint claim walks its due index.
     let one = limited_ids[0].clone();
-    let plan = store.run(move |c| deliveries::explain_endpoint_claim(c, &one, now)).await.expect("explain");
+    let plan = store.read(move |c| deliveries::explain_endpoint_claim(c, &one, now)).await.expect("explain");
     assert!(plan.contains("deliveries_endpoint_due"), "the endpoint claim walks its due index:\n{plan}");
     // (PostgreSQL may read this tiny table's rows by key with a sequential scan; what matters is
     // that the due rows are walked in index order, never gathered and sorted.)
@@ -564,7 +566,7 @@ pub async fn limited_endpoints_take_turns(backend: Backend) {
     let last = limited_ids[ENDPOINTS - 1].clone();
     let endpoint = last.clone();
     store
-        .run(move |c| {
+        .write(move |c| {
             use diesel::prelude::*;
             use driftwatch_store::schema::endpoints as rows;
             // Behind `update_endpoint`'s back, so the flags stay as they were.
@@ -576,13 +578,13 @@ pub async fn limited_endpoints_take_turns(backend: Backend) {
     let later = now + TimeDelta::minutes(10); // every lease above has expired
     let after = limited_ids[ENDPOINTS - 2].clone(); // the stale endpoint is looked at first
     let handed_back = store
-        .run(move |c| deliveries::claim_limited(c, "worker", later, &caps(lease), &after))
+        .write(move |c| deliveries::claim_limited(c, "worker", later, &caps(lease), &after))
         .await
         .expect("limited claim");
     assert!(handed_back.jobs.iter().all(|j| j.job.endpoint.id != last), "not claimed as limited");
     assert_eq!(handed_back.jobs.len(), PER_CLAIM as usize - 1, "the rest wrap around to the start");
     let free = store
-        .run(move |c| deliveries::claim_due(c, "worker", later, later + lease, 1_000, &[]))
+        .write(move |c| deliveries::claim_due(c, "worker", later, later + lease, 1_000, &[]))
         .await
         .expect("claim due");
     let ids: HashSet<&str> = free.iter().map(|j| j.endpoint.id.as_str()).collect();

@@ -118,7 +118,7 @@ impl TestApp {
         let email = email.to_owned();
         let now = SystemClock.now().naive_utc();
         store
-            .run(move |c| {
+            .write(move |c| {
                 let user = driftwatch_store::users::find_user_by_email(c, &email)?.expect("the user exists");
                 accounts::create_token(c, &user.account_id, "test", "read write", now).map(|(_, token)| token)
             })
@@ -133,7 +133,7 @@ impl TestApp {
         let name = name.to_owned();
         let now = SystemClock.now().naive_utc();
         store
-            .run(move |c| {
+            .write(move |c| {
                 let account = accounts::create_account(c, &name, now)?;
                 accounts::create_token(c, &account.id, "test", "read write", now).map(|(_, token)| token)
             })

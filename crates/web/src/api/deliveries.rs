@@ -79,7 +79,7 @@ pub async fn list(
         until: parse_time("until", params.until.as_deref())?,
     };
     let (page, limit) = PageParams { limit: params.limit, cursor: params.cursor }.to_page()?;
-    let rows = state.store.run(move |c| deliveries::list_deliveries(c, &caller.account_id, &filter, &page)).await?;
+    let rows = state.store.read(move |c| deliveries::list_deliveries(c, &caller.account_id, &filter, &page)).await?;
     Ok(axum::Json(page_of(rows, limit, |d| &d.id)))
 }
 
@@ -123,7 +123,7 @@ pub async fn dlq(
     let (page, limit) = PageParams { limit: params.limit, cursor: params.cursor }.to_page()?;
     let (rows, next_cursor, mut last) = state
         .store
-        .run(move |c| {
+        .read(move |c| {
             let mut rows = deliveries::list_deliveries(c, &caller.account_id, &filter, &page)?;
             let cursor = next_cursor(&mut rows, limit, |d| &d.id);
             let ids: Vec<String> = rows.iter().map(|d| d.id.clone()).collect();
@@ -156,7 +156,7 @@ pub async fn get(
 ) -> Result<axum::Json<views::Delivery>, ApiError> {
     let found = state
         .store
-        .run(move |c| {
+        .read(move |c| {
             let Some(delivery) = deliveries::get_delivery(c, &caller.account_id, &id)? else { return Ok(None) };
             let attempts = deliveries::list_attempts(c, &caller.account_id, &delivery.id)?;
             Ok(Some((delivery, attempts)))
@@ -184,7 +184,7 @@ pub async fn redeliver(
     match state.worker.redeliver(&caller.account_id, &id).await {
         Ok(Some(delivery)) => {
             let account = caller.account_id.clone();
-            let attempts = state.store.run(move |c| deliveries::list_attempts(c, &account, &id)).await?;
+            let attempts = state.store.read(move |c| deliveries::list_attempts(c, &account, &id)).await?;
             Ok(axum::Json(views::Delivery::with_attempts(delivery, attempts)))
         }
         Ok(None) => Err(ApiError::not_found("no such delivery")),

@@ -178,7 +178,7 @@ pub async fn list(
     Query(params): Query<PageParams>,
 ) -> Result<axum::Json<List<views::Endpoint>>, ApiError> {
     let (page, limit) = params.to_page()?;
-    let rows = state.store.run(move |c| endpoints::list_endpoints(c, &caller.account_id, &page)).await?;
+    let rows = state.store.read(move |c| endpoints::list_endpoints(c, &caller.account_id, &page)).await?;
     Ok(axum::Json(page_of(rows, limit, |e| &e.id)))
 }
 
@@ -186,7 +186,7 @@ async fn find(state: &AppState, caller: &Caller, id: &str) -> Result<driftwatch_
     let (account, id) = (caller.account_id.clone(), id.to_owned());
     state
         .store
-        .run(move |c| endpoints::get_endpoint(c, &account, &id))
+        .read(move |c| endpoints::get_endpoint(c, &account, &id))
         .await?
         .ok_or_else(|| ApiError::not_found("no such endpoint"))
 }

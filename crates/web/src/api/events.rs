@@ -48,7 +48,7 @@ pub async fn list(
     let (watch_id, event_type) = (params.watch_id, params.event_type);
     let rows = state
         .store
-        .run(move |c| events::list_events(c, &caller.account_id, watch_id.as_deref(), event_type, &page))
+        .read(move |c| events::list_events(c, &caller.account_id, watch_id.as_deref(), event_type, &page))
         .await?;
     Ok(axum::Json(page_of(rows, limit, |e| &e.id)))
 }
@@ -69,7 +69,7 @@ pub async fn get(
 ) -> Result<axum::Json<views::Event>, ApiError> {
     let event = state
         .store
-        .run(move |c| events::get_event(c, &caller.account_id, &id))
+        .read(move |c| events::get_event(c, &caller.account_id, &id))
         .await?
         .ok_or_else(|| ApiError::not_found("no such event"))?;
     Ok(axum::Json(event.into()))

@@ -53,7 +53,8 @@ pub async fn changes(
         },
     };
     let cursor = after.clone();
-    let rows = state.store.run(move |c| events::changes(c, &caller.account_id, after.as_deref(), since, limit)).await?;
+    let rows =
+        state.store.read(move |c| events::changes(c, &caller.account_id, after.as_deref(), since, limit)).await?;
     // A feed always says where to continue from, even when nothing new came.
     let next_cursor = rows.last().map(|e| e.id.clone()).or(cursor);
     Ok(axum::Json(List { items: rows.into_iter().map(views::Event::from).collect(), next_cursor }))
@@ -101,7 +102,7 @@ struct EndpointCounts {
 )]
 pub async fn stats(State(state): State<AppState>, caller: Caller) -> Result<axum::Json<StatsView>, ApiError> {
     let now = state.clock.now().naive_utc();
-    let s = state.store.run(move |c| stats::stats(c, &caller.account_id, now - TimeDelta::hours(24), now)).await?;
+    let s = state.store.read(move |c| stats::stats(c, &caller.account_id, now - TimeDelta::hours(24), now)).await?;
     let mut by_state = BTreeMap::new();
     let mut by_health = BTreeMap::new();
     for (watch_state, health, n) in &s.watches {

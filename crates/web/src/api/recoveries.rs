@@ -43,7 +43,7 @@ pub async fn list(
     let endpoint_id = params.endpoint_id;
     let rows = state
         .store
-        .run(move |c| recoveries::list_recoveries(c, &caller.account_id, endpoint_id.as_deref(), &page))
+        .read(move |c| recoveries::list_recoveries(c, &caller.account_id, endpoint_id.as_deref(), &page))
         .await?;
     Ok(axum::Json(page_of(rows, limit, |r| &r.id)))
 }
@@ -64,7 +64,7 @@ pub async fn get(
 ) -> Result<axum::Json<views::Recovery>, ApiError> {
     let recovery = state
         .store
-        .run(move |c| recoveries::get_recovery(c, &caller.account_id, &id))
+        .read(move |c| recoveries::get_recovery(c, &caller.account_id, &id))
         .await?
         .ok_or_else(|| ApiError::not_found("no such recovery"))?;
     Ok(axum::Json(recovery.into()))

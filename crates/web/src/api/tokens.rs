@@ -72,7 +72,7 @@ pub async fn list(
     Query(params): Query<PageParams>,
 ) -> Result<axum::Json<List<views::Token>>, ApiError> {
     let (page, limit) = params.to_page()?;
-    let rows = state.store.run(move |c| accounts::list_tokens(c, &caller.account_id, &page)).await?;
+    let rows = state.store.read(move |c| accounts::list_tokens(c, &caller.account_id, &page)).await?;
     Ok(axum::Json(page_of(rows, limit, |t| &t.id)))
 }
 

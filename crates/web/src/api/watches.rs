@@ -181,7 +181,7 @@ pub async fn list(
             Some(WatchOrder::Oldest) | None => WatchSort::Oldest,
         },
     };
-    let rows = state.store.run(move |c| watches::list_watches(c, &caller.account_id, &filter, &page)).await?;
+    let rows = state.store.read(move |c| watches::list_watches(c, &caller.account_id, &filter, &page)).await?;
     Ok(axum::Json(page_of(rows, limit, |w| &w.id)))
 }
 
@@ -189,7 +189,7 @@ async fn find(state: &AppState, caller: &Caller, id: &str) -> Result<Watch, ApiE
     let (account, id) = (caller.account_id.clone(), id.to_owned());
     state
         .store
-        .run(move |c| watches::get_watch(c, &account, &id))
+        .read(move |c| watches::get_watch(c, &account, &id))
         .await?
         .ok_or_else(|| ApiError::not_found("no such watch"))
 }
@@ -362,7 +362,7 @@ pub async fn runs(
 ) -> Result<axum::Json<List<views::Run>>, ApiError> {
     let watch = find(&state, &caller, &id).await?;
     let (page, limit): (Page, usize) = params.to_page()?;
-    let rows = state.store.run(move |c| watches::list_runs(c, &caller.account_id, &watch.id, &page)).await?;
+    let rows = state.store.read(move |c| watches::list_runs(c, &caller.account_id, &watch.id, &page)).await?;
     Ok(axum::Json(page_of(rows, limit, |r| &r.id)))
 }
 
@@ -383,7 +383,7 @@ pub async fn snapshots(
 ) -> Result<axum::Json<List<views::Snapshot>>, ApiError> {
     let watch = find(&state, &caller, &id).await?;
     let (page, limit) = params.to_page()?;
-    let rows = state.store.run(move |c| watches::list_snapshots(c, &caller.account_id, &watch.id, &page)).await?;
+    let rows = state.store.read(move |c| watches::list_snapshots(c, &caller.account_id, &watch.id, &page)).await?;
     Ok(axum::Json(page_of(rows, limit, |s| &s.id)))
 }
 
@@ -403,7 +403,7 @@ pub async fn snapshot(
 ) -> Result<axum::Json<views::Snapshot>, ApiError> {
     let snapshot = state
         .store
-        .run(move |c| watches::get_snapshot(c, &caller.account_id, &id))
+        .read(move |c| watches::get_snapshot(c, &caller.account_id, &id))
         .await?
         .ok_or_else(|| ApiError::not_found("no such snapshot"))?;
     Ok(axum::Json(snapshot.into()))
@@ -454,7 +454,7 @@ pub async fn diff(
     let account = caller.account_id.clone();
     let (from, to) = state
         .store
-        .run(move |c| {
+        .read(move |c| {
             // Newest first: by default, the newest snapshot against the one before it.
             let mut latest = watches::latest_two_snapshots(c, &watch.id)?.into_iter();
             let (newest, previous) = (latest.next(), latest.next());

@@ -43,7 +43,7 @@ impl AccountPage {
     async fn load(state: &AppState, viewer: &Viewer) -> Result<AccountPage, UiError> {
         let account = viewer.account_id().to_owned();
         let (list, has_feed) =
-            state.store.run(move |c| Ok((users::list_users(c, &account)?, users::has_feed_key(c, &account)?))).await?;
+            state.store.read(move |c| Ok((users::list_users(c, &account)?, users::has_feed_key(c, &account)?))).await?;
         let now = state.clock.now();
         let zone = viewer.user.time_zone.as_str();
         let notice = flash::take(state, viewer).await?;

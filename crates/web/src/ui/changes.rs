@@ -111,7 +111,10 @@ pub struct ChangesQuery {
 async fn load(state: &AppState, account: &str, cursor: &str) -> Result<Vec<Event>, UiError> {
     let page = Page { after: Some(cursor.to_owned()).filter(|c| !c.is_empty()), limit: PAGE_SIZE + 1 };
     let account = account.to_owned();
-    Ok(state.store.run(move |c| events::list_events(c, &account, None, Some(EventType::ChangeDetected), &page)).await?)
+    Ok(state
+        .store
+        .read(move |c| events::list_events(c, &account, None, Some(EventType::ChangeDetected), &page))
+        .await?)
 }
 
 /// `GET /changes`.
@@ -127,7 +130,7 @@ pub async fn list(
     let now = state.clock.now();
     let items = events.iter().map(|e| item(e, now, &viewer.user.time_zone)).collect();
     let account = viewer.account_id().to_owned();
-    let has_feed = state.store.run(move |c| users::has_feed_key(c, &account)).await?;
+    let has_feed = state.store.read(move |c| users::has_feed_key(c, &account)).await?;
     Ok(html(&ChangesPage { layout: Layout::signed_in(&viewer, "changes", "Changes"), items, next_page, has_feed }))
 }
 
@@ -150,7 +153,7 @@ pub async fn atom(
     let key = key.trim_end_matches(".atom").to_owned();
     let lookup = key.clone();
     let account =
-        state.store.run(move |c| users::account_by_feed_key(c, &lookup)).await?.ok_or(UiError::NotFound("feed"))?;
+        state.store.read(move |c| users::account_by_feed_key(c, &lookup)).await?.ok_or(UiError::NotFound("feed"))?;
     let mut events = load(&state, &account.id, "").await?;
     events.truncate(PAGE_SIZE as usize);
     let now = state.clock.now();

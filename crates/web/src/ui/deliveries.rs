@@ -112,7 +112,7 @@ async fn listing(
     let account = viewer.account_id().to_owned();
     let (mut rows, endpoints) = state
         .store
-        .run(move |c| {
+        .read(move |c| {
             let rows = deliveries::list_deliveries(c, &account, &filter, &page)?;
             let endpoints = endpoints::list_endpoints(c, &account, &Page { after: None, limit: 200 })?;
             Ok((rows, endpoints))
@@ -121,7 +121,7 @@ async fn listing(
     let more = rows.len() as i64 > PAGE_SIZE;
     rows.truncate(PAGE_SIZE as usize);
     let ids: Vec<String> = rows.iter().map(|d| d.id.clone()).collect();
-    let mut last = state.store.run(move |c| deliveries::last_attempts(c, &ids)).await?;
+    let mut last = state.store.read(move |c| deliveries::last_attempts(c, &ids)).await?;
     let now = state.clock.now();
     let zone = viewer.user.time_zone.as_str();
     let path = if dead_letters { "/dlq" } else { "/deliveries" };
@@ -213,7 +213,7 @@ pub async fn show(State(state): State<AppState>, viewer: Viewer, Path(id): Path<
     let account = viewer.account_id().to_owned();
     let found = state
         .store
-        .run(move |c| {
+        .read(move |c| {
             let Some(delivery) = deliveries::get_delivery(c, &account, &id)? else { return Ok(None) };
             let body = deliveries::delivery_body(c, &account, &id)?.unwrap_or_default();
             let attempts = deliveries::list_attempts(c, &account, &id)?;

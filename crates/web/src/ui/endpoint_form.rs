@@ -131,7 +131,7 @@ pub async fn edit(State(state): State<AppState>, viewer: Viewer, Path(id): Path<
     let account = viewer.account_id().to_owned();
     let endpoint = state
         .store
-        .run(move |c| endpoints::get_endpoint(c, &account, &id))
+        .read(move |c| endpoints::get_endpoint(c, &account, &id))
         .await?
         .ok_or(UiError::NotFound("endpoint"))?;
     Ok(html(&page(&viewer, Some(endpoint.id.clone()), EndpointForm::of(&endpoint), Vec::new())))

@@ -49,7 +49,7 @@ async fn rows(state: &AppState, viewer: &Viewer, list: Vec<Endpoint>) -> Result<
     let now = state.clock.now();
     let ids: Vec<String> = list.iter().map(|e| e.id.clone()).collect();
     let since = (now - TimeDelta::hours(24)).naive_utc();
-    let mut health = state.store.run(move |c| overview::endpoint_health(c, &ids, since)).await?;
+    let mut health = state.store.read(move |c| overview::endpoint_health(c, &ids, since)).await?;
     let zone = viewer.user.time_zone.as_str();
     Ok(list
         .into_iter()
@@ -78,7 +78,7 @@ struct EndpointsPage {
 pub async fn list(State(state): State<AppState>, viewer: Viewer) -> Result<Response, UiError> {
     let account = viewer.account_id().to_owned();
     let list =
-        state.store.run(move |c| endpoints::list_endpoints(c, &account, &Page { after: None, limit: 500 })).await?;
+        state.store.read(move |c| endpoints::list_endpoints(c, &account, &Page { after: None, limit: 500 })).await?;
     let rows = rows(&state, &viewer, list).await?;
     let notice = flash::take(&state, &viewer).await?;
     Ok(html(&EndpointsPage { layout: Layout::signed_in(&viewer, "endpoints", "Endpoints").with_notice(notice), rows }))
@@ -166,7 +166,7 @@ fn recovery_row(r: &Recovery, now: chrono::DateTime<chrono::Utc>, zone: &str) ->
 /// The viewer's endpoint `id`, or the 404 page.
 async fn find(state: &AppState, viewer: &Viewer, id: &str) -> Result<Endpoint, UiError> {
     let (account, id) = (viewer.account_id().to_owned(), id.to_owned());
-    state.store.run(move |c| endpoints::get_endpoint(c, &account, &id)).await?.ok_or(UiError::NotFound("endpoint"))
+    state.store.read(move |c| endpoints::get_endpoint(c, &account, &id)).await?.ok_or(UiError::NotFound("endpoint"))
 }
 
 impl EndpointPage {
@@ -174,7 +174,7 @@ impl EndpointPage {
         let (account, id) = (viewer.account_id().to_owned(), endpoint.id.clone());
         let list = state
             .store
-            .run(move |c| recoveries::list_recoveries(c, &account, Some(&id), &Page { after: None, limit: 10 }))
+            .read(move |c| recoveries::list_recoveries(c, &account, Some(&id), &Page { after: None, limit: 10 }))
             .await?;
         let now = state.clock.now();
         let zone = viewer.user.time_zone.clone();
@@ -298,7 +298,7 @@ pub async fn test(
     let mut result = TestResult { delivery_id: delivery.id.clone(), pending: true, ..TestResult::default() };
     while tokio::time::Instant::now() < deadline {
         let (account, id) = (post.viewer.account_id().to_owned(), delivery.id.clone());
-        let attempts = state.store.run(move |c| deliveries::list_attempts(c, &account, &id)).await?;
+        let attempts = state.store.read(move |c| deliveries::list_attempts(c, &account, &id)).await?;
         if let Some(first) = attempts.into_iter().next() {
             result = TestResult {
                 delivery_id: delivery.id.clone(),
@@ -398,7 +398,7 @@ pub async fn recovery(
     let account = viewer.account_id().to_owned();
     let found = state
         .store
-        .run(move |c| recoveries::get_recovery(c, &account, &id))
+        .read(move |c| recoveries::get_recovery(c, &account, &id))
         .await?
         .ok_or(UiError::NotFound("recovery"))?;
     let now = state.clock.now();

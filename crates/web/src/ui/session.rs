@@ -77,7 +77,7 @@ impl FromRequestParts<AppState> for Viewer {
         let Some(id) = cookie(&parts.headers, SESSION_COOKIE).map(str::to_owned) else { return Err(to_sign_in()) };
         let now = state.clock.now().naive_utc();
         let limits = state.ui.session_limits;
-        let found = state.store.run(move |c| users::find_session(c, &id, now, limits)).await?;
+        let found = state.store.read(move |c| users::find_session(c, &id, now, limits)).await?;
         let Some((session, user)) = found else { return Err(to_sign_in()) };
         let viewer = Viewer { user, session };
         parts.extensions.insert(viewer.clone());

@@ -72,7 +72,7 @@ pub struct SetupQuery {
 }
 
 async fn set_up(state: &AppState) -> Result<bool, UiError> {
-    Ok(state.store.run(users::any_user).await?)
+    Ok(state.store.read(users::any_user).await?)
 }
 
 /// `GET /setup?code=`: the first-run form, only with the code `serve` printed.
@@ -249,7 +249,7 @@ pub async fn sign_in(State(state): State<AppState>, post: AnonPost<SignInForm>) 
     }
     let email = form.email.trim().to_lowercase();
     let lookup = email.clone();
-    let user = state.store.run(move |c| users::find_user_by_email(c, &lookup)).await?;
+    let user = state.store.read(move |c| users::find_user_by_email(c, &lookup)).await?;
     let stored = user.as_ref().map(|u| u.password_hash.clone());
     let password = form.password;
     let matches = tokio::task::spawn_blocking(move || {

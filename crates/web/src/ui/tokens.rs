@@ -47,7 +47,7 @@ impl TokensPage {
     async fn load(state: &AppState, viewer: &Viewer) -> Result<TokensPage, UiError> {
         let account = viewer.account_id().to_owned();
         let list: Vec<ApiToken> =
-            state.store.run(move |c| accounts::list_tokens(c, &account, &Page { after: None, limit: 200 })).await?;
+            state.store.read(move |c| accounts::list_tokens(c, &account, &Page { after: None, limit: 200 })).await?;
         let now = state.clock.now();
         let zone = viewer.user.time_zone.as_str();
         let notice = flash::take(state, viewer).await?;

@@ -137,7 +137,7 @@ pub struct WatchQuery {
 /// The viewer's watch `id`, or the 404 page.
 pub async fn find(state: &AppState, viewer: &Viewer, id: &str) -> Result<Watch, UiError> {
     let (account, id) = (viewer.account_id().to_owned(), id.to_owned());
-    state.store.run(move |c| watches::get_watch(c, &account, &id)).await?.ok_or(UiError::NotFound("watch"))
+    state.store.read(move |c| watches::get_watch(c, &account, &id)).await?.ok_or(UiError::NotFound("watch"))
 }
 
 /// How a watch's schedule reads.
@@ -173,7 +173,7 @@ pub async fn show(
     let now = state.clock.now().naive_utc();
     let loaded = state
         .store
-        .run(move |c| {
+        .read(move |c| {
             let snapshots = watches::list_snapshots(c, &account, &watch_id, &Page { after: None, limit: TIMELINE })?;
             let changes = events::list_events(
                 c,
@@ -212,12 +212,14 @@ pub async fn show(
                 (None, Some(newest)) => watches::get_snapshot(c, &account, newest)?.map(|s| s.content),
                 _ => None,
             };
-            if let Some(newest) = &newest {
-                users::mark_seen(c, &user, &watch_id, newest, now)?;
-            }
             Ok(Loaded { snapshots, changes, runs, deliveries, seen, sides, baseline })
         })
         .await?;
+    // The user has now seen the newest snapshot (a write: on SQLite it takes its turn).
+    if let Some(newest) = loaded.snapshots.first().map(|s| s.id.clone()) {
+        let (user, watch_id) = (viewer.user.id.clone(), watch.id.clone());
+        state.store.write(move |c| users::mark_seen(c, &user, &watch_id, &newest, now)).await?;
+    }
     let notice = flash::take(&state, &viewer).await?;
     let mut page = page(&state, &viewer, watch, loaded, query.view == "side");
     page.layout.notice = notice;
@@ -400,7 +402,7 @@ pub async fn confirm_delete(
     let (account, watch_id) = (viewer.account_id().to_owned(), watch.id.clone());
     let snapshots = state
         .store
-        .run(move |c| watches::list_snapshots(c, &account, &watch_id, &Page { after: None, limit: 1000 }))
+        .read(move |c| watches::list_snapshots(c, &account, &watch_id, &Page { after: None, limit: 1000 }))
         .await?
         .len();
     Ok(html(&DeletePage {

@@ -110,7 +110,7 @@ pub async fn rows(state: &AppState, viewer: &Viewer, watches: Vec<Watch>) -> Res
     let since = (now - TimeDelta::days(STRIP_DAYS)).naive_utc();
     let (last, per_day, newest, seen) = state
         .store
-        .run(move |c| {
+        .read(move |c| {
             Ok((
                 overview::last_changes(c, &ids)?,
                 overview::changes_per_day(c, &ids, since)?,
@@ -229,7 +229,7 @@ async fn page_rows(state: &AppState, viewer: &Viewer, query: &ListQuery) -> Resu
     let filter = query.filter();
     let page = Page { after: Some(query.cursor.clone()).filter(|c| !c.is_empty()), limit: PAGE_SIZE + 1 };
     let account = viewer.account_id().to_owned();
-    let mut found = state.store.run(move |c| watches::list_watches(c, &account, &filter, &page)).await?;
+    let mut found = state.store.read(move |c| watches::list_watches(c, &account, &filter, &page)).await?;
     let more = found.len() as i64 > PAGE_SIZE;
     found.truncate(PAGE_SIZE as usize);
     Ok((rows(state, viewer, found).await?, more))
@@ -243,7 +243,7 @@ pub async fn list(
 ) -> Result<Response, UiError> {
     let (rows, more) = page_rows(&state, &viewer, &query).await?;
     let account = viewer.account_id().to_owned();
-    let tags = state.store.run(move |c| watches::account_tags(c, &account)).await?;
+    let tags = state.store.read(move |c| watches::account_tags(c, &account)).await?;
     let base = query.filter_query();
     let next_page = match rows.last() {
         Some(last) if more => Some(format!("/?{base}{}cursor={}", if base.is_empty() { "" } else { "&" }, last.id)),
