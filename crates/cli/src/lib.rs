@@ -55,7 +55,7 @@ impl App {
         let metrics = Arc::new(driftwatch_metrics::Metrics::default());
         let policy = TargetPolicy { allow_private: settings.allow_private_targets };
         let retry = RetryPolicy {
-            schedule: driftwatch_delivery::parse_schedule(&settings.retry_schedule)
+            schedule: driftwatch_core::parse_schedule(&settings.retry_schedule)
                 .map_err(anyhow::Error::msg)
                 .context("DRIFTWATCH_RETRY_SCHEDULE")?,
             max_attempts: settings.max_attempts,

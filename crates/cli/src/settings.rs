@@ -221,7 +221,7 @@ impl Settings {
                 message: format!("must be between 0 and 1 (a fraction of the delay); got {}", self.retry_jitter),
             });
         }
-        driftwatch_delivery::parse_schedule(&self.retry_schedule).map_err(|e| SettingError {
+        driftwatch_core::parse_schedule(&self.retry_schedule).map_err(|e| SettingError {
             env: "DRIFTWATCH_RETRY_SCHEDULE",
             flag: "retry-schedule",
             message: format!("{e}; got `{}`", self.retry_schedule),
@@ -312,7 +312,7 @@ impl From<HumanDuration> for Duration {
 }
 
 fn parse_duration(text: &str) -> Result<HumanDuration, String> {
-    driftwatch_delivery::parse_duration(text).map(HumanDuration)
+    driftwatch_core::parse_duration(text).map(HumanDuration)
 }
 
 #[cfg(test)]

@@ -1,17 +1,21 @@
 //! Domain vocabulary shared by every driftwatch crate: opaque ids, the status enums that are
-//! stored as text, event types, and the [`Clock`] through which time is read.
+//! stored as text, event types, the [`Clock`] through which time is read, and the pure rules of
+//! time: a watch's [`Timing`] and [`Backoff`], and durations as people write them.
 //!
 //! This crate does no IO. Everything here is small, copyable and serialisable.
 
 mod clock;
+pub mod duration;
 mod id;
 mod options;
 pub mod password;
 mod regexes;
 mod secret;
 mod status;
+pub mod timing;
 
 pub use clock::{Clock, SystemClock};
+pub use duration::{parse_duration, parse_schedule};
 pub use id::{IdKind, id_floor, new_id};
 pub use options::{ExtractOptions, FetchSpec, NoiseRules, TextRules, WatchOptions};
 pub use password::{PasswordError, hash_password, verify_password};
@@ -23,3 +27,4 @@ pub use status::{
     AttemptErrorKind, AttemptTrigger, DeliveryStatus, EndpointKind, EventType, ParseEnumError, RecoveryState,
     RunOutcome, WatchHealth, WatchState,
 };
+pub use timing::{Backoff, Timing, TimingError};

@@ -12,8 +12,8 @@ mod sender;
 mod signing;
 mod worker;
 
-pub use policy::{Decision, Outcome, RetryPolicy, parse_duration, parse_schedule};
-pub use requests::{RecoveryRequest, RequestError};
+pub use policy::{Decision, Outcome, RetryPolicy};
+pub use requests::RequestError;
 pub use sender::{SendResult, Sender, SenderOptions};
 pub use signing::{VerifyError, sign, verify};
 pub use worker::{DeliveryConfig, DeliveryWorker, RedeliverError};

@@ -2,11 +2,11 @@
 //! and recoveries (re-queue an endpoint's failed and dead deliveries of a time range). The API
 //! and the browser UI both call these.
 
-use chrono::NaiveDateTime;
 use driftwatch_alert::{EndpointRef, endpoint_payload, slack_message};
-use driftwatch_core::{DeliveryStatus, EventType, IdKind, RecoveryState, new_id};
+use driftwatch_core::{EventType, IdKind, RecoveryState, new_id};
 use driftwatch_store::outbox::{self, NewEvent};
 use driftwatch_store::{Delivery, Endpoint, Event, Recovery, StoreError, recoveries};
+use driftwatch_validate::RecoveryRequest;
 
 use crate::DeliveryWorker;
 
@@ -16,30 +16,9 @@ pub enum RequestError {
     /// The endpoint is disabled.
     #[error("the endpoint is disabled; enable it first")]
     Disabled,
-    /// A field of the request is invalid.
-    #[error("{field}: {message}")]
-    Invalid {
-        /// The field.
-        field: &'static str,
-        /// What is wrong with it.
-        message: String,
-    },
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
-}
-
-/// A recovery to start: which deliveries of an endpoint to re-queue.
-#[derive(Debug, Clone)]
-pub struct RecoveryRequest {
-    /// Created at or after this.
-    pub since: NaiveDateTime,
-    /// ... and before this (default: any time up to now).
-    pub until: Option<NaiveDateTime>,
-    /// `failed`, `dead` or both (the default when empty).
-    pub statuses: Vec<DeliveryStatus>,
-    /// Only count them.
-    pub dry_run: bool,
 }
 
 impl DeliveryWorker {
@@ -77,21 +56,8 @@ impl DeliveryWorker {
     }
 
     /// Starts a recovery of `endpoint`'s deliveries (paced, in the background); a dry run is
-    /// counted at once and recorded as done.
+    /// counted at once and recorded as done. The request was checked by `driftwatch_validate`.
     pub async fn recover(&self, endpoint: &Endpoint, request: RecoveryRequest) -> Result<Recovery, RequestError> {
-        if request.until.is_some_and(|until| until <= request.since) {
-            return Err(RequestError::Invalid { field: "until", message: "must be after `since`".into() });
-        }
-        let mut statuses = request.statuses;
-        if statuses.is_empty() {
-            statuses = vec![DeliveryStatus::Failed, DeliveryStatus::Dead];
-        }
-        if statuses.iter().any(|s| !matches!(s, DeliveryStatus::Failed | DeliveryStatus::Dead)) {
-            return Err(RequestError::Invalid {
-                field: "statuses",
-                message: "only `failed` and `dead` deliveries can be recovered".into(),
-            });
-        }
         let now = self.now();
         let mut recovery = Recovery {
             id: new_id(IdKind::Recovery),
@@ -99,7 +65,7 @@ impl DeliveryWorker {
             endpoint_id: endpoint.id.clone(),
             since: request.since,
             until: request.until,
-            statuses: statuses.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(","),
+            statuses: request.statuses.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(","),
             dry_run: request.dry_run,
             state: RecoveryState::Pending.as_str().to_owned(),
             matched: 0,

@@ -17,8 +17,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
-use crate::policy::{Decision, Outcome, RetryPolicy, parse_schedule};
+use crate::policy::{Decision, Outcome, RetryPolicy};
 use crate::sender::{SendResult, Sender};
+use driftwatch_core::parse_schedule;
 
 /// Settings of the worker.
 #[derive(Debug, Clone)]

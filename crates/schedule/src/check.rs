@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use crate::runner::Runner;
-use crate::timing::{Backoff, Timing};
+use driftwatch_core::Backoff;
 
 /// A page as fetched and read.
 struct PageRead {
@@ -184,12 +184,7 @@ impl Runner {
             consecutive_failures: decided.consecutive_failures,
             next_run_at: self
                 .backoff()
-                .next_check(
-                    &Timing::of(&watch),
-                    decided.run.finished_at.and_utc(),
-                    decided.consecutive_failures,
-                    &watch.id,
-                )
+                .next_check(&watch.timing(), decided.run.finished_at.and_utc(), decided.consecutive_failures, &watch.id)
                 .naive_utc(),
             watch_updated_at: watch.updated_at,
             now: decided.run.finished_at,

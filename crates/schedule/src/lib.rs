@@ -7,8 +7,6 @@
 mod check;
 mod hosts;
 mod runner;
-mod timing;
 
 pub use check::CheckError;
 pub use runner::{Runner, RunnerConfig};
-pub use timing::{Timing, TimingError};

@@ -409,6 +409,12 @@ pub struct Recovery {
 }
 
 impl Watch {
+    /// When this watch is due (a watch whose stored schedule somehow does not parse is checked
+    /// hourly).
+    pub fn timing(&self) -> driftwatch_core::Timing {
+        driftwatch_core::Timing::stored(self.interval_seconds, self.cron.as_deref(), self.time_zone.as_deref())
+    }
+
     /// A new active watch of `url` for `account_id`, checked hourly, due at once (the baseline),
     /// with no selector or options; callers set what differs.
     pub fn new(account_id: &str, url: &str, now: NaiveDateTime) -> Watch {

@@ -30,7 +30,7 @@ fn valid_description(description: &str) -> Result<String, FieldError> {
 /// A retry schedule as stored: `None` for the global one.
 fn valid_schedule(schedule: Option<&str>) -> Result<Option<String>, FieldError> {
     let Some(schedule) = schedule.map(str::trim).filter(|s| !s.is_empty()) else { return Ok(None) };
-    let parsed = driftwatch_delivery::parse_schedule(schedule).map_err(|e| FieldError::new("retry_schedule", e))?;
+    let parsed = driftwatch_core::parse_schedule(schedule).map_err(|e| FieldError::new("retry_schedule", e))?;
     if parsed.len() > 20 || parsed.iter().any(|d| *d > std::time::Duration::from_secs(7 * 86_400)) {
         return Err(FieldError::new("retry_schedule", "at most 20 delays of at most 7 days each"));
     }

@@ -1,4 +1,4 @@
-//! What a valid watch, endpoint and token is, and the changes that follow from a request: one
+//! What a valid watch, endpoint, token and recovery is, and the changes that follow from a request: one
 //! place, knowing neither axum nor askama, that the API handlers, the browser forms and
 //! `driftwatch import` all call, so they accept and refuse exactly the same input with the same
 //! words.
@@ -9,11 +9,13 @@
 
 mod endpoint;
 mod portable;
+mod recovery;
 mod token;
 mod watch;
 
 pub use endpoint::{EndpointInput, EndpointPatch, endpoint_changes, new_endpoint};
 pub use portable::{PortableWatch, from_watch};
+pub use recovery::{RecoveryInput, RecoveryRequest, recovery};
 pub use token::token;
 pub use watch::{
     URL_PATTERN, WatchInput, WatchPatch, new_watch, next_runs, state_change, valid_tags, valid_target, watch_changes,

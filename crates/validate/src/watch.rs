@@ -1,9 +1,9 @@
 //! Watches: the URL, name, selector, schedule and options of a new watch or of a change.
 
 use chrono::{DateTime, Utc};
+use driftwatch_core::{Timing, TimingError};
 use driftwatch_core::{WatchOptions, WatchState};
 use driftwatch_net::TargetPolicy;
-use driftwatch_schedule::{Timing, TimingError};
 use driftwatch_store::Watch;
 use driftwatch_store::watches::WatchChanges;
 

@@ -133,7 +133,6 @@ impl From<driftwatch_delivery::RequestError> for ApiError {
         use driftwatch_delivery::RequestError;
         match e {
             RequestError::Disabled => ApiError::conflict(e.to_string()),
-            RequestError::Invalid { field, message } => ApiError::invalid(field, message),
             RequestError::Store(e) => e.into(),
         }
     }

@@ -4,8 +4,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, TimeDelta, Utc};
 use driftwatch_core::{DeliveryStatus, EndpointKind, EventType, new_webhook_secret};
-use driftwatch_delivery::RecoveryRequest;
 use driftwatch_store::endpoints;
+use driftwatch_validate::RecoveryInput;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
@@ -350,15 +350,12 @@ pub async fn recover(
     Json(body): Json<Recover>,
 ) -> Result<(StatusCode, axum::Json<views::Recovery>), ApiError> {
     let endpoint = find(&state, &caller, &id).await?;
-    if body.statuses.as_ref().is_some_and(Vec::is_empty) {
-        return Err(ApiError::invalid("statuses", "only `failed` and `dead` deliveries can be recovered"));
-    }
-    let request = RecoveryRequest {
+    let request = driftwatch_validate::recovery(RecoveryInput {
         since: body.since.naive_utc(),
         until: body.until.map(|u| u.naive_utc()),
-        statuses: body.statuses.unwrap_or_default(),
+        statuses: body.statuses,
         dry_run: body.dry_run.unwrap_or(false),
-    };
+    })?;
     let recovery = state.worker.recover(&endpoint, request).await?;
     if recovery.dry_run {
         return Ok((StatusCode::OK, axum::Json(recovery.into())));

@@ -7,9 +7,10 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use chrono::{NaiveDateTime, TimeDelta, TimeZone as _};
 use driftwatch_core::{DeliveryStatus, new_webhook_secret};
-use driftwatch_delivery::{RecoveryRequest, RequestError};
+use driftwatch_delivery::RequestError;
 use driftwatch_store::overview::{self, EndpointHealth};
 use driftwatch_store::{Endpoint, Page, Recovery, deliveries, endpoints, recoveries};
+use driftwatch_validate::RecoveryInput;
 use serde::Deserialize;
 
 use super::flash;
@@ -364,17 +365,20 @@ pub async fn recover(
         return Ok(super::page::render(axum::http::StatusCode::UNPROCESSABLE_ENTITY, &page));
     }
     let dry_run = form.action != "start";
-    let request = RecoveryRequest { since, until, statuses, dry_run };
+    let request = match driftwatch_validate::recovery(RecoveryInput { since, until, statuses: Some(statuses), dry_run })
+    {
+        Ok(request) => request,
+        Err(invalid) => {
+            page.recover_error = invalid.first().map(|e| (e.field.clone(), e.message.clone()));
+            return Ok(super::page::render(axum::http::StatusCode::UNPROCESSABLE_ENTITY, &page));
+        }
+    };
     match state.worker.recover(&endpoint, request).await {
         Ok(recovery) if dry_run => {
             page.dry_run = Some(recovery.matched);
             Ok(html(&page))
         }
         Ok(recovery) => Ok(Redirect::to(&format!("/recoveries/{}", recovery.id)).into_response()),
-        Err(RequestError::Invalid { field, message }) => {
-            page.recover_error = Some((field.to_owned(), message));
-            Ok(super::page::render(axum::http::StatusCode::UNPROCESSABLE_ENTITY, &page))
-        }
         Err(RequestError::Store(e)) => Err(e.into()),
         Err(e) => Err(UiError::Conflict(e.to_string())),
     }

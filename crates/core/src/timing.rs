@@ -64,10 +64,10 @@ impl Timing {
         }
     }
 
-    /// The schedule of a stored watch (a watch that somehow has none is checked hourly).
-    pub fn of(watch: &driftwatch_store::Watch) -> Timing {
-        Timing::parse(watch.interval_seconds, watch.cron.as_deref(), watch.time_zone.as_deref())
-            .unwrap_or(Timing::Every(3600))
+    /// The schedule of a stored watch's columns (a watch that somehow has none is checked
+    /// hourly).
+    pub fn stored(interval: Option<i64>, cron: Option<&str>, zone: Option<&str>) -> Timing {
+        Timing::parse(interval, cron, zone).unwrap_or(Timing::Every(3600))
     }
 
     /// The first due time strictly after `now` for the watch `watch_id`.
