@@ -6,13 +6,8 @@
 //! store query, so another account's id is simply not found (404), never forbidden.
 
 mod api;
-mod auth;
-mod error;
-mod extract;
-mod middleware;
 mod ops;
 pub mod ui;
-mod views;
 
 use std::sync::Arc;
 
@@ -28,8 +23,8 @@ use tower_http::request_id::{MakeRequestId, PropagateRequestIdLayer, RequestId, 
 use tower_http::trace::TraceLayer;
 
 pub use api::document as openapi;
-pub use error::ApiError;
-pub use middleware::RateLimiter;
+pub use api::error::ApiError;
+pub use api::middleware::RateLimiter;
 pub use ops::Ops;
 
 /// Limits and defaults of what the API accepts.
@@ -82,7 +77,7 @@ pub struct AppState {
     /// Input limits.
     pub limits: ApiLimits,
     /// Per-token request budgets.
-    pub limiter: std::sync::Arc<middleware::RateLimiter>,
+    pub limiter: std::sync::Arc<api::middleware::RateLimiter>,
     /// Settings of the browser UI.
     pub ui: ui::UiSettings,
     /// The first-run setup code, while no user exists.
@@ -156,10 +151,10 @@ pub fn router(state: AppState) -> Router {
                 .method_not_allowed_fallback(|| async {
                     ApiError::with_status(StatusCode::METHOD_NOT_ALLOWED, "this path does not take that method")
                 })
-                .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::idempotency))
-                .layer(axum::middleware::from_fn(middleware::etag))
-                .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::rate_limit))
-                .layer(axum::middleware::from_fn(middleware::no_nul)),
+                .layer(axum::middleware::from_fn_with_state(state.clone(), api::middleware::idempotency))
+                .layer(axum::middleware::from_fn(api::middleware::etag))
+                .layer(axum::middleware::from_fn_with_state(state.clone(), api::middleware::rate_limit))
+                .layer(axum::middleware::from_fn(api::middleware::no_nul)),
         )
         .merge(ui::routes())
         .fallback(fallback)

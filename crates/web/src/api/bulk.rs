@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::AppState;
-use crate::auth::Caller;
-use crate::error::ApiError;
-use crate::extract::Json;
+use crate::api::auth::Caller;
+use crate::api::error::ApiError;
+use crate::api::extract::Json;
 
 /// Most ids one bulk request names.
 const MAX_IDS: usize = 1000;

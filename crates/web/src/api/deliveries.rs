@@ -10,10 +10,10 @@ use utoipa::IntoParams;
 
 use super::{PageParams, next_cursor, page_of};
 use crate::AppState;
-use crate::auth::Caller;
-use crate::error::ApiError;
-use crate::extract::{Path, Query};
-use crate::views::{self, List};
+use crate::api::auth::Caller;
+use crate::api::error::ApiError;
+use crate::api::extract::{Path, Query};
+use crate::api::views::{self, List};
 
 /// Query of `GET /deliveries`.
 #[derive(Debug, Deserialize, IntoParams)]

@@ -11,10 +11,10 @@ use utoipa::ToSchema;
 
 use super::{PageParams, page_of};
 use crate::AppState;
-use crate::auth::Caller;
-use crate::error::ApiError;
-use crate::extract::{Json, Path, Query};
-use crate::views::{self, List};
+use crate::api::auth::Caller;
+use crate::api::error::ApiError;
+use crate::api::extract::{Json, Path, Query};
+use crate::api::views::{self, List};
 use driftwatch_validate::{EndpointInput, EndpointPatch};
 
 /// Body of `POST /endpoints`.
@@ -58,23 +58,23 @@ pub struct UpdateEndpoint {
     #[schema(max_length = 500)]
     description: Option<String>,
     /// A new retry schedule, or `null` for the global one.
-    #[serde(default, deserialize_with = "crate::extract::present")]
+    #[serde(default, deserialize_with = "crate::api::extract::present")]
     #[schema(pattern = "^\\s*([0-9]{1,9}\\s*(ms|s|m|h|d)?\\s*(,\\s*[0-9]{1,9}\\s*(ms|s|m|h|d)?\\s*){0,19})?$")]
     retry_schedule: Option<Option<String>>,
     /// A new attempt budget, or `null` for the global one.
-    #[serde(default, deserialize_with = "crate::extract::present")]
+    #[serde(default, deserialize_with = "crate::api::extract::present")]
     #[schema(minimum = 1, maximum = 50)]
     max_attempts: Option<Option<i32>>,
     /// A new rate limit, or `null` for none.
-    #[serde(default, deserialize_with = "crate::extract::present")]
+    #[serde(default, deserialize_with = "crate::api::extract::present")]
     #[schema(minimum = 1, maximum = 10_000)]
     rate_limit_per_second: Option<Option<i32>>,
     /// A new in-flight cap, or `null` for the global one.
-    #[serde(default, deserialize_with = "crate::extract::present")]
+    #[serde(default, deserialize_with = "crate::api::extract::present")]
     #[schema(minimum = 1, maximum = 1_000)]
     max_in_flight: Option<Option<i32>>,
     /// New event types to receive, or `null` for all of them.
-    #[serde(default, deserialize_with = "crate::extract::present")]
+    #[serde(default, deserialize_with = "crate::api::extract::present")]
     #[schema(min_items = 1)]
     event_types: Option<Option<Vec<EventType>>>,
 }

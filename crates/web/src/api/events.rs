@@ -6,10 +6,10 @@ use serde::Deserialize;
 
 use super::{PageParams, page_of};
 use crate::AppState;
-use crate::auth::Caller;
-use crate::error::ApiError;
-use crate::extract::{Path, Query};
-use crate::views::{self, List};
+use crate::api::auth::Caller;
+use crate::api::error::ApiError;
+use crate::api::extract::{Path, Query};
+use crate::api::views::{self, List};
 
 /// Query of `GET /events`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]

@@ -8,10 +8,10 @@ use driftwatch_store::{events, stats};
 use serde::{Deserialize, Serialize};
 
 use crate::AppState;
-use crate::auth::Caller;
-use crate::error::ApiError;
-use crate::extract::Query;
-use crate::views::{self, List};
+use crate::api::auth::Caller;
+use crate::api::error::ApiError;
+use crate::api::extract::Query;
+use crate::api::views::{self, List};
 
 /// Query of `GET /changes`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]

@@ -1,4 +1,5 @@
-//! Routes of `/api/v1`, one module per resource.
+//! The REST API under `/api/v1`: the routes, one module per resource, and what only the API
+//! uses: its JSON views, problem+json errors, extractors, bearer-token auth and middleware.
 
 mod bulk;
 mod deliveries;
@@ -11,14 +12,20 @@ mod watches;
 
 mod openapi;
 
+pub(crate) mod auth;
+pub(crate) mod error;
+pub(crate) mod extract;
+pub(crate) mod middleware;
+pub(crate) mod views;
+
 use serde::Deserialize;
 use utoipa::OpenApi as _;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::AppState;
-use crate::error::ApiError;
-use crate::views::List;
+use crate::api::error::ApiError;
+use crate::api::views::List;
 
 pub use openapi::document;
 

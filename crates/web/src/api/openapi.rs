@@ -9,7 +9,7 @@ use axum::http::header;
 use axum::response::IntoResponse;
 use serde_json::{Map, Value, json};
 
-use crate::error::ApiError;
+use crate::api::error::ApiError;
 
 /// The document's fixed parts; the operations are added by the router.
 #[derive(utoipa::OpenApi)]

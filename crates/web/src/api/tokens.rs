@@ -7,10 +7,10 @@ use serde::Deserialize;
 
 use super::{PageParams, page_of};
 use crate::AppState;
-use crate::auth::Caller;
-use crate::error::ApiError;
-use crate::extract::{Json, Path, Query};
-use crate::views::{self, List};
+use crate::api::auth::Caller;
+use crate::api::error::ApiError;
+use crate::api::extract::{Json, Path, Query};
+use crate::api::views::{self, List};
 
 /// Body of `POST /tokens`.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]

@@ -14,10 +14,10 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::{PageParams, page_of};
 use crate::AppState;
-use crate::auth::Caller;
-use crate::error::ApiError;
-use crate::extract::{Json, Path, Query};
-use crate::views::{self, List};
+use crate::api::auth::Caller;
+use crate::api::error::ApiError;
+use crate::api::extract::{Json, Path, Query};
+use crate::api::views::{self, List};
 
 /// Body of `POST /watches`.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -59,17 +59,17 @@ pub struct UpdateWatch {
     #[schema(min_length = 1, max_length = 200)]
     name: Option<String>,
     /// A new selector, or `null` for the whole page; starts a new baseline.
-    #[serde(default, deserialize_with = "crate::extract::present")]
+    #[serde(default, deserialize_with = "crate::api::extract::present")]
     selector: Option<Option<String>>,
     /// A new interval; replaces a cron schedule.
-    #[serde(default, deserialize_with = "crate::extract::present")]
+    #[serde(default, deserialize_with = "crate::api::extract::present")]
     #[schema(minimum = 1, maximum = 31_622_400)]
     interval_seconds: Option<Option<i64>>,
     /// A new cron schedule; replaces an interval.
-    #[serde(default, deserialize_with = "crate::extract::present")]
+    #[serde(default, deserialize_with = "crate::api::extract::present")]
     cron: Option<Option<String>>,
     /// The cron schedule's time zone.
-    #[serde(default, deserialize_with = "crate::extract::present")]
+    #[serde(default, deserialize_with = "crate::api::extract::present")]
     time_zone: Option<Option<String>>,
     /// New options (replacing all of them); starts a new baseline.
     options: Option<WatchOptions>,

@@ -8,10 +8,13 @@ use axum::response::{IntoResponse, Redirect, Response};
 use driftwatch_store::users;
 use serde::Deserialize;
 
+use super::error::UiError;
 use super::flash;
-use super::page::{Layout, UiError, When, html, render};
+use super::form::Field;
+use super::layout::{Layout, html, render};
+use super::present::When;
 use super::session::{Post, Viewer};
-use super::sign_in::{Field, email_error, hash, password_error};
+use super::sign_in::{email_error, hash, password_error};
 use crate::AppState;
 
 /// A user as listed.
@@ -113,7 +116,7 @@ pub async fn set_password(State(state): State<AppState>, post: Post<PasswordForm
     let current = form.current.clone();
     let matches = tokio::task::spawn_blocking(move || driftwatch_core::verify_password(&current, &stored))
         .await
-        .map_err(|e| UiError::Server(e.to_string(), false))?;
+        .map_err(|e| UiError::Server(e.to_string()))?;
     let mut page = AccountPage::load(&state, &post.viewer).await?;
     if !matches {
         page.current_password.error = Some("this is not your current password".into());
@@ -190,7 +193,7 @@ pub async fn feed_key(
     let key = driftwatch_core::new_random_key("dwf_");
     let stored = key.clone();
     state.store.write(move |c| users::set_feed_key(c, &account, Some(&stored))).await?;
-    let base = super::page::public_base(&state, &headers);
+    let base = super::present::public_base(&state, &headers);
     let mut page = AccountPage::load(&state, &post.viewer).await?;
     page.has_feed = true;
     page.feed_url = Some(format!("{base}/feeds/{key}"));

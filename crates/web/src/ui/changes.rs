@@ -9,7 +9,9 @@ use driftwatch_core::EventType;
 use driftwatch_store::{Event, Page, events, users};
 use serde::Deserialize;
 
-use super::page::{Layout, UiError, When, html};
+use super::error::UiError;
+use super::layout::{Layout, html};
+use super::present::When;
 use super::session::Viewer;
 use crate::AppState;
 
@@ -158,7 +160,7 @@ pub async fn atom(
     events.truncate(PAGE_SIZE as usize);
     let now = state.clock.now();
     let items: Vec<ChangeItem> = events.iter().map(|e| item(e, now, "UTC")).collect();
-    let base = super::page::public_base(&state, &headers);
+    let base = super::present::public_base(&state, &headers);
     let feed = Feed {
         id: format!("urn:driftwatch:{}:changes", account.id),
         updated: items.first().map_or_else(
@@ -178,6 +180,6 @@ pub async fn atom(
             xml,
         )
             .into_response()),
-        Err(e) => Err(UiError::Server(e.to_string(), false)),
+        Err(e) => Err(UiError::Server(e.to_string())),
     }
 }

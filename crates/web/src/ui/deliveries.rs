@@ -11,10 +11,12 @@ use driftwatch_store::deliveries::{self, DeliveryFilter};
 use driftwatch_store::{Delivery, DeliveryAttempt, Endpoint, Page, endpoints};
 use serde::Deserialize;
 
+use super::error::UiError;
 use super::flash;
-use super::page::{Layout, UiError, When, html};
+use super::layout::{Layout, html};
+use super::present::When;
+use super::present::{DeliveryRow, delivery_row};
 use super::session::{Post, Viewer};
-use super::watch::{DeliveryRow, delivery_row};
 use crate::AppState;
 
 /// Deliveries per page.

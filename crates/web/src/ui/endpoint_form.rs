@@ -11,10 +11,11 @@ use driftwatch_core::{EndpointKind, EventType};
 use driftwatch_store::{Endpoint, endpoints};
 use driftwatch_validate::{EndpointInput, EndpointPatch, FieldError, Invalid};
 
+use super::error::UiError;
 use super::flash;
-use super::page::{Layout, UiError, html, render};
+use super::form::{self, Field};
+use super::layout::{Layout, html, render};
 use super::session::{Post, Viewer};
-use super::sign_in::Field;
 use crate::AppState;
 
 /// Event types an endpoint can subscribe to (a test event always arrives).
@@ -42,7 +43,7 @@ pub struct EndpointForm {
 
 impl EndpointForm {
     fn from_pairs(pairs: &[(String, String)]) -> EndpointForm {
-        let get = |name: &str| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()).unwrap_or_default();
+        let get = |name: &str| form::value(pairs, name);
         EndpointForm {
             url: get("url"),
             description: get("description"),

@@ -13,8 +13,10 @@ use driftwatch_store::{Endpoint, Page, Recovery, deliveries, endpoints, recoveri
 use driftwatch_validate::RecoveryInput;
 use serde::Deserialize;
 
+use super::error::UiError;
 use super::flash;
-use super::page::{Layout, UiError, When, html};
+use super::layout::{Layout, html};
+use super::present::When;
 use super::session::{Post, Viewer};
 use crate::AppState;
 
@@ -340,7 +342,7 @@ pub async fn recover(
     page.recover = form.clone();
     let Some(since) = local_time(&form.since, &zone) else {
         page.recover_error = Some(("since".into(), "give the time to recover from".into()));
-        return Ok(super::page::render(axum::http::StatusCode::UNPROCESSABLE_ENTITY, &page));
+        return Ok(super::layout::render(axum::http::StatusCode::UNPROCESSABLE_ENTITY, &page));
     };
     let until = if form.until.trim().is_empty() {
         None
@@ -349,7 +351,7 @@ pub async fn recover(
             Some(until) => Some(until),
             None => {
                 page.recover_error = Some(("until".into(), "not a time".into()));
-                return Ok(super::page::render(axum::http::StatusCode::UNPROCESSABLE_ENTITY, &page));
+                return Ok(super::layout::render(axum::http::StatusCode::UNPROCESSABLE_ENTITY, &page));
             }
         }
     };
@@ -362,7 +364,7 @@ pub async fn recover(
     }
     if statuses.is_empty() {
         page.recover_error = Some(("statuses".into(), "choose failed, dead or both".into()));
-        return Ok(super::page::render(axum::http::StatusCode::UNPROCESSABLE_ENTITY, &page));
+        return Ok(super::layout::render(axum::http::StatusCode::UNPROCESSABLE_ENTITY, &page));
     }
     let dry_run = form.action != "start";
     let request = match driftwatch_validate::recovery(RecoveryInput { since, until, statuses: Some(statuses), dry_run })
@@ -370,7 +372,7 @@ pub async fn recover(
         Ok(request) => request,
         Err(invalid) => {
             page.recover_error = invalid.first().map(|e| (e.field.clone(), e.message.clone()));
-            return Ok(super::page::render(axum::http::StatusCode::UNPROCESSABLE_ENTITY, &page));
+            return Ok(super::layout::render(axum::http::StatusCode::UNPROCESSABLE_ENTITY, &page));
         }
     };
     match state.worker.recover(&endpoint, request).await {

@@ -1,7 +1,7 @@
 //! One-shot messages ("2 watches paused") from an action to the page it redirects to, kept in
 //! the session row so they survive the redirect and work across nodes.
 
-use super::page::UiError;
+use super::error::UiError;
 use super::session::Viewer;
 use crate::AppState;
 

@@ -12,8 +12,11 @@ mod deliveries;
 mod diff;
 mod endpoint_form;
 mod endpoints;
+mod error;
 mod flash;
-mod page;
+mod form;
+mod layout;
+mod present;
 mod session;
 mod sign_in;
 mod tokens;
@@ -30,7 +33,8 @@ use axum::middleware::Next;
 use axum::response::Response;
 use axum::routing::{get, post};
 
-pub use page::{Layout, UiError};
+pub use error::UiError;
+pub use layout::Layout;
 pub use session::{SignInThrottle, Viewer};
 
 use crate::AppState;
@@ -133,7 +137,7 @@ pub fn routes() -> Router<AppState> {
 }
 
 /// The 404 page for paths outside the API.
-pub use page::not_found;
+pub use error::not_found;
 
 /// Total bytes of CSS and JS a page loads (reported by the render benchmark).
 pub fn asset_bytes() -> usize {

@@ -15,7 +15,8 @@ use driftwatch_store::{Session, User, users};
 use serde::de::DeserializeOwned;
 use subtle::ConstantTimeEq as _;
 
-use super::page::UiError;
+use super::error::UiError;
+use super::layout::Layout;
 use crate::AppState;
 
 /// The session cookie's name.
@@ -63,6 +64,19 @@ pub fn set_cookie(name: &str, value: &str, max_age: Option<i64>, secure: bool) -
         cookie.push_str("; Secure");
     }
     cookie
+}
+
+impl Layout {
+    /// The layout of a signed-in page.
+    pub fn signed_in(viewer: &Viewer, section: &'static str, title: impl Into<String>) -> Layout {
+        Layout {
+            title: title.into(),
+            section,
+            email: Some(viewer.user.email.clone()),
+            csrf: viewer.session.csrf_token.clone(),
+            ..Layout::public("")
+        }
+    }
 }
 
 impl FromRequestParts<AppState> for Viewer {

@@ -9,24 +9,11 @@ use driftwatch_core::{hash_token, new_random_key};
 use driftwatch_store::{User, users};
 use serde::Deserialize;
 
-use super::page::{Layout, UiError, html, render};
+use super::error::UiError;
+use super::form::Field;
+use super::layout::{Layout, html, render};
 use super::session::{AnonPost, PRE_SESSION_COOKIE, Post, SESSION_COOKIE, Viewer, set_cookie};
 use crate::AppState;
-
-/// A form field's value and the error shown beside it.
-#[derive(Debug, Clone, Default)]
-pub struct Field {
-    /// What was typed (kept on error; never for passwords).
-    pub value: String,
-    /// The message shown beside the field.
-    pub error: Option<String>,
-}
-
-impl Field {
-    fn of(value: &str) -> Field {
-        Field { value: value.to_owned(), error: None }
-    }
-}
 
 #[derive(Template)]
 #[template(path = "setup.html")]
@@ -135,8 +122,8 @@ pub(super) fn password_error(password: &str, confirm: &str) -> Option<String> {
 pub(super) async fn hash(password: String) -> Result<String, UiError> {
     tokio::task::spawn_blocking(move || driftwatch_core::hash_password(&password))
         .await
-        .map_err(|e| UiError::Server(e.to_string(), false))?
-        .map_err(|e| UiError::Server(e.to_string(), false))
+        .map_err(|e| UiError::Server(e.to_string()))?
+        .map_err(|e| UiError::Server(e.to_string()))
 }
 
 /// `POST /setup`: creates the account and its first user, signs them in; works once.
@@ -257,7 +244,7 @@ pub async fn sign_in(State(state): State<AppState>, post: AnonPost<SignInForm>) 
         driftwatch_core::verify_password(&password, &stored)
     })
     .await
-    .map_err(|e| UiError::Server(e.to_string(), false))?;
+    .map_err(|e| UiError::Server(e.to_string()))?;
     match user.filter(|_| matches) {
         Some(user) => {
             state.throttle.succeeded(&email);
@@ -294,9 +281,9 @@ async fn start_session(state: &AppState, user: &User, next: &str) -> Result<Resp
     let max_age = limits.absolute.num_seconds();
     let mut headers = HeaderMap::new();
     let cookie = set_cookie(SESSION_COOKIE, &id, Some(max_age), state.ui.secure_cookies());
-    headers.append(SET_COOKIE, cookie.parse().map_err(|_| UiError::Server("cookie".into(), false))?);
+    headers.append(SET_COOKIE, cookie.parse().map_err(|_| UiError::Server("cookie".into()))?);
     let clear = set_cookie(PRE_SESSION_COOKIE, "", Some(0), state.ui.secure_cookies());
-    headers.append(SET_COOKIE, clear.parse().map_err(|_| UiError::Server("cookie".into(), false))?);
+    headers.append(SET_COOKIE, clear.parse().map_err(|_| UiError::Server("cookie".into()))?);
     Ok((headers, Redirect::to(next)).into_response())
 }
 

@@ -8,10 +8,12 @@ use axum::response::{IntoResponse, Redirect, Response};
 use driftwatch_store::{ApiToken, Page, accounts};
 use serde::Deserialize;
 
+use super::error::UiError;
 use super::flash;
-use super::page::{Layout, UiError, When, html, render};
+use super::form::Field;
+use super::layout::{Layout, html, render};
+use super::present::When;
 use super::session::{Post, Viewer};
-use super::sign_in::Field;
 use crate::AppState;
 
 /// A token as listed.

@@ -15,11 +15,12 @@ use serde::Deserialize;
 use axum::response::{IntoResponse, Redirect};
 
 use super::diff::{Block, blocks};
+use super::error::UiError;
 use super::flash;
-use super::page::{Layout, UiError, When, html};
+use super::layout::{Layout, html};
+use super::present::{DeliveryRow, When, badge, delivery_row, tags_of};
 use super::session::Post;
 use super::session::Viewer;
-use super::watches::{badge, tags_of};
 use crate::AppState;
 
 /// Snapshots listed in the timeline.
@@ -61,23 +62,6 @@ pub struct RunRow {
     pub duration_ms: i64,
     /// The error, or why a change raised no alert.
     pub detail: Option<String>,
-}
-
-/// A delivery in the list.
-#[derive(Debug, Clone)]
-pub struct DeliveryRow {
-    /// `dlv_...`.
-    pub id: String,
-    /// Event type.
-    pub event_type: String,
-    /// Status (badge).
-    pub status: String,
-    /// Attempts so far.
-    pub attempts: i32,
-    /// Last HTTP status.
-    pub last_status: Option<i32>,
-    /// Created.
-    pub at: When,
 }
 
 /// The diff shown.
@@ -144,7 +128,7 @@ pub async fn find(state: &AppState, viewer: &Viewer, id: &str) -> Result<Watch, 
 pub fn schedule_text(watch: &Watch) -> String {
     match (&watch.cron, watch.interval_seconds) {
         (Some(cron), _) => format!("cron {cron} ({})", watch.time_zone.as_deref().unwrap_or("UTC")),
-        (None, Some(seconds)) => format!("every {}", super::page::human_seconds(seconds.max(0) as u64)),
+        (None, Some(seconds)) => format!("every {}", super::present::human_seconds(seconds.max(0) as u64)),
         (None, None) => "no schedule".to_owned(),
     }
 }
@@ -295,18 +279,6 @@ fn page(state: &AppState, viewer: &Viewer, watch: Watch, loaded: Loaded, side: b
     }
 }
 
-/// A delivery as a list row.
-pub fn delivery_row(d: &driftwatch_store::Delivery, now: chrono::DateTime<chrono::Utc>, zone: &str) -> DeliveryRow {
-    DeliveryRow {
-        id: d.id.clone(),
-        event_type: d.event_type.clone(),
-        status: d.status.clone(),
-        attempts: d.attempts,
-        last_status: d.last_status_code,
-        at: When::new(d.created_at, now, zone),
-    }
-}
-
 /// `POST /watches/{id}/check`: checks now and shows the watch with the result.
 pub async fn check(
     State(state): State<AppState>,
@@ -435,7 +407,7 @@ pub async fn export(
 ) -> Result<Response, UiError> {
     let watch = find(&state, &viewer, &id).await?;
     let body = serde_json::to_string_pretty(&[driftwatch_validate::from_watch(&watch)])
-        .map_err(|e| UiError::Server(e.to_string(), false))?;
+        .map_err(|e| UiError::Server(e.to_string()))?;
     let disposition = format!("attachment; filename=\"{}.json\"", watch.id);
     Ok((
         [

@@ -3,7 +3,7 @@
 //! `driftwatch-validate`); a preview that fetches the page now and shows the text that would
 //! be compared; the next five check times of the schedule.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use askama::Template;
 use axum::extract::{Path, State};
@@ -14,10 +14,11 @@ use driftwatch_store::{Watch, watches};
 use driftwatch_validate::{FieldError, Invalid, WatchInput, WatchPatch};
 use serde::Deserialize;
 
+use super::error::UiError;
 use super::flash;
-use super::page::{Layout, UiError, html, render};
+use super::form::{Field, checked, lines, number, optional, pairs};
+use super::layout::{Layout, html, render};
 use super::session::{Post, Viewer};
-use super::sign_in::Field;
 use super::watch::find;
 use crate::AppState;
 
@@ -71,46 +72,6 @@ pub struct WatchForm {
     confirm_after_seconds: String,
     /// `save` or `preview`.
     action: String,
-}
-
-fn lines(text: &str) -> Vec<String> {
-    text.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_owned).collect()
-}
-
-fn optional(text: &str) -> Option<String> {
-    Some(text.trim().to_owned()).filter(|t| !t.is_empty())
-}
-
-fn number<T: std::str::FromStr>(field: &str, text: &str, errors: &mut Vec<FieldError>) -> Option<T> {
-    let text = text.trim();
-    if text.is_empty() {
-        return None;
-    }
-    match text.parse() {
-        Ok(n) => Some(n),
-        Err(_) => {
-            errors.push(FieldError::new(field, "enter a number"));
-            None
-        }
-    }
-}
-
-/// `Name: value` lines (headers) or `name=value` lines (cookies).
-fn pairs(field: &str, text: &str, separator: char, errors: &mut Vec<FieldError>) -> BTreeMap<String, String> {
-    let mut map = BTreeMap::new();
-    for line in lines(text) {
-        match line.split_once(separator) {
-            Some((k, v)) if !k.trim().is_empty() => {
-                map.insert(k.trim().to_owned(), v.trim().to_owned());
-            }
-            _ => errors.push(FieldError::new(field, format!("write each as name{separator}value: {line}"))),
-        }
-    }
-    map
-}
-
-fn checked(value: bool) -> Option<String> {
-    value.then(|| "on".to_owned())
 }
 
 impl WatchForm {

@@ -12,9 +12,11 @@ use driftwatch_store::watches::{self, WatchFilter, WatchSelection, WatchSort};
 use driftwatch_store::{Page, Watch, overview, users};
 use serde::Deserialize;
 
-use super::flash;
-use super::page::{Layout, UiError, When, html};
+use super::error::UiError;
+use super::layout::{Layout, html};
+use super::present::{When, badge, tags_of};
 use super::session::{Post, Viewer};
+use super::{flash, form};
 use crate::AppState;
 
 /// Watches per page.
@@ -62,23 +64,6 @@ pub struct WatchRow {
     pub recent_changes: i64,
     /// A change this user has not looked at yet.
     pub unseen: bool,
-}
-
-/// The badge of a watch: paused wins, then its health.
-pub fn badge(watch: &Watch) -> &'static str {
-    if watch.state == WatchState::Paused.as_str() {
-        return "paused";
-    }
-    match watch.health.as_str() {
-        "failing" => "failing",
-        "selector_missing" => "selector_missing",
-        _ => "ok",
-    }
-}
-
-/// The tags of a watch, from its stored form.
-pub fn tags_of(watch: &Watch) -> Vec<String> {
-    watch.tag_list().into_iter().map(str::to_owned).collect()
 }
 
 fn strip(days: &[(NaiveDate, i64)], now: DateTime<Utc>) -> (Vec<Bar>, i64) {
@@ -269,7 +254,7 @@ pub async fn list(
 /// `POST /watches/bulk`: check, pause, resume, tag, untag or delete the selected watches, or
 /// check every watch of the current filter; the same store functions as the API's bulk routes.
 pub async fn bulk(State(state): State<AppState>, post: Post<Vec<(String, String)>>) -> Result<Response, UiError> {
-    let field = |name: &str| post.form.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()).unwrap_or_default();
+    let field = |name: &str| form::value(&post.form, name);
     let ids: Vec<String> = post.form.iter().filter(|(k, _)| k == "ids").map(|(_, v)| v.clone()).collect();
     let action = field("action");
     let query = ListQuery {

@@ -1,119 +1,19 @@
-//! Cross-cutting HTTP behaviour: ETags with `If-None-Match`, a per-token rate limit, and
-//! `Idempotency-Key` replays for `POST`.
-
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::Instant;
+//! `Idempotency-Key` replays for `POST`, as the IETF Idempotency-Key draft describes them.
 
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use driftwatch_core::{hash_token, hex};
+use driftwatch_core::hex;
 use sha2::{Digest, Sha256};
 
 use driftwatch_store::idempotency::{self, Claim};
 
+use super::etag::MAX_BUFFERED;
 use crate::AppState;
-use crate::auth::{bearer_token, may_write};
-use crate::error::ApiError;
-
-/// Largest body buffered for ETags and idempotent replays.
-const MAX_BUFFERED: usize = 8 * 1024 * 1024;
-
-/// Gives every successful `GET` a strong `ETag` (a hash of the body) and answers 304 when the
-/// client's `If-None-Match` already has it.
-pub async fn etag(request: Request, next: Next) -> Response {
-    let is_get = request.method() == Method::GET;
-    let if_none_match = request.headers().get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()).map(str::to_owned);
-    let response = next.run(request).await;
-    if !is_get || response.status() != StatusCode::OK {
-        return response;
-    }
-    if axum::body::HttpBody::size_hint(response.body()).upper().is_none_or(|n| n > MAX_BUFFERED as u64) {
-        return response; // too large (or unknown) to buffer: served untagged
-    }
-    let (mut parts, body) = response.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, MAX_BUFFERED).await else {
-        return ApiError::internal(&"response too large to tag").into_response();
-    };
-    let tag = format!("\"{}\"", &hex(&Sha256::digest(&bytes))[..32]);
-    let matches = if_none_match
-        .as_deref()
-        .is_some_and(|v| v.trim() == "*" || v.split(',').any(|t| t.trim().trim_start_matches("W/") == tag));
-    if let Ok(value) = HeaderValue::from_str(&tag) {
-        parts.headers.insert(header::ETAG, value);
-    }
-    if matches {
-        parts.status = StatusCode::NOT_MODIFIED;
-        parts.headers.remove(header::CONTENT_TYPE);
-        parts.headers.remove(header::CONTENT_LENGTH);
-        return Response::from_parts(parts, Body::empty());
-    }
-    Response::from_parts(parts, Body::from(bytes))
-}
-
-/// Buckets kept before idle ones are dropped.
-const MAX_BUCKETS: usize = 100_000;
-
-/// Token buckets per API token (by hash): `per_minute` requests a minute, in bursts of as many.
-#[derive(Debug)]
-pub struct RateLimiter {
-    per_minute: u32,
-    buckets: Mutex<HashMap<String, (f64, Instant)>>,
-}
-
-impl RateLimiter {
-    /// A limiter; 0 turns limiting off.
-    pub fn new(per_minute: u32) -> RateLimiter {
-        RateLimiter { per_minute, buckets: Mutex::new(HashMap::new()) }
-    }
-
-    /// Takes one request from the key's bucket; `Err(seconds)` says when the next one is allowed.
-    fn take(&self, key: &str) -> Result<(), u64> {
-        if self.per_minute == 0 {
-            return Ok(());
-        }
-        let capacity = f64::from(self.per_minute);
-        let per_second = capacity / 60.0;
-        let now = Instant::now();
-        let mut buckets = self.buckets.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if buckets.len() > MAX_BUCKETS {
-            // Idle buckets are full again anyway; if even the busy ones are too many (a flood of
-            // made-up tokens), start over rather than scan on every request.
-            buckets.retain(|_, (_, at)| now.duration_since(*at).as_secs() < 120);
-            if buckets.len() > MAX_BUCKETS / 2 {
-                buckets.clear();
-            }
-        }
-        let (tokens, at) = buckets.entry(key.to_owned()).or_insert((capacity, now));
-        *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * per_second).min(capacity);
-        *at = now;
-        if *tokens >= 1.0 {
-            *tokens -= 1.0;
-            Ok(())
-        } else {
-            Err(((1.0 - *tokens) / per_second).ceil().max(1.0) as u64)
-        }
-    }
-}
-
-/// Answers 429 with `Retry-After` when a token goes over its rate.
-pub async fn rate_limit(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    if let Ok(token) = bearer_token(request.headers())
-        && let Err(wait) = state.limiter.take(&hash_token(token))
-    {
-        let mut response = ApiError::with_status(
-            StatusCode::TOO_MANY_REQUESTS,
-            format!("this token is over its rate of {} requests a minute", state.limits.rate_limit_per_minute),
-        )
-        .into_response();
-        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(wait));
-        return response;
-    }
-    next.run(request).await
-}
+use crate::api::auth::{bearer_token, may_write};
+use crate::api::error::ApiError;
 
 /// How long a claimed key waits for its request before a crash is assumed and the key freed:
 /// longer than the slowest handler (a check with a 300 s fetch, confirmation and refetch).
@@ -230,15 +130,4 @@ fn without_shown_once_secrets(body: &[u8]) -> Vec<u8> {
         }
         _ => body.to_vec(),
     }
-}
-
-/// Refuses a path or query that carries a NUL character (`%00`): no id or filter holds one, and
-/// PostgreSQL cannot even compare against one.
-pub async fn no_nul(request: Request, next: Next) -> Response {
-    let uri = request.uri();
-    let raw = [uri.path(), uri.query().unwrap_or("")];
-    if raw.iter().any(|part| part.as_bytes().windows(3).any(|w| w[0] == b'%' && w[1] == b'0' && w[2] == b'0')) {
-        return ApiError::bad_request("the path or query contains a NUL character (%00)").into_response();
-    }
-    next.run(request).await
 }

@@ -6,7 +6,7 @@ use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use serde::de::DeserializeOwned;
 
-use crate::error::ApiError;
+use crate::api::error::ApiError;
 
 /// A JSON body. Unreadable bodies answer problems: 415 without a JSON content type, 400 for
 /// malformed JSON, 413 when too large, 422 naming the field for a missing, unknown or mistyped

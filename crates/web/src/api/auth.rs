@@ -7,7 +7,7 @@ use axum::http::{HeaderMap, Method};
 use driftwatch_store::{ApiToken, accounts};
 
 use crate::AppState;
-use crate::error::ApiError;
+use crate::api::error::ApiError;
 
 /// The authenticated caller: the account every query is scoped to.
 #[derive(Debug, Clone)]

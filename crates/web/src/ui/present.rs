@@ -1,0 +1,121 @@
+//! How things are shown in pages, shared by every page: times, durations, a watch's badge and
+//! tags, a delivery as a row, and the address people reach this server at.
+
+use axum::http::header;
+use chrono::{DateTime, NaiveDateTime, Utc};
+use chrono_tz::Tz;
+use driftwatch_core::WatchState;
+use driftwatch_store::Watch;
+
+/// The URL people reach this server at: the configured public URL, else the request's host.
+pub fn public_base(state: &crate::AppState, headers: &axum::http::HeaderMap) -> String {
+    match &state.ui.public_url {
+        Some(url) => url.trim_end_matches('/').to_owned(),
+        None => format!("http://{}", headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost")),
+    }
+}
+
+/// "5 minutes", "2 hours": a duration for people.
+pub fn human_seconds(seconds: u64) -> String {
+    let (n, unit) = match seconds {
+        0..60 => (seconds, "second"),
+        60..3_600 => (seconds / 60, "minute"),
+        3_600..86_400 => (seconds / 3_600, "hour"),
+        _ => (seconds / 86_400, "day"),
+    };
+    format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
+}
+
+/// A time as shown in pages: relative to now, with the exact time (in the viewer's zone) for
+/// the hover title and the machine-readable `datetime`.
+#[derive(Debug, Clone)]
+pub struct When {
+    /// RFC 3339 UTC.
+    pub iso: String,
+    /// `2026-12-03 14:05:09 CET`.
+    pub exact: String,
+    /// `3 minutes ago`, `in 5 minutes`.
+    pub relative: String,
+}
+
+impl When {
+    /// Formats `t` for a viewer in `zone` at `now`.
+    pub fn new(t: NaiveDateTime, now: DateTime<Utc>, zone: &str) -> When {
+        let utc = t.and_utc();
+        let tz: Tz = zone.parse().unwrap_or(Tz::UTC);
+        let delta = (utc - now).num_seconds();
+        let relative = match delta {
+            -59..=59 => "just now".to_owned(),
+            d if d < 0 => format!("{} ago", human_seconds(d.unsigned_abs())),
+            d => format!("in {}", human_seconds(d as u64)),
+        };
+        When {
+            iso: utc.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            exact: utc.with_timezone(&tz).format("%Y-%m-%d %H:%M:%S %Z").to_string(),
+            relative,
+        }
+    }
+}
+
+/// The badge of a watch: paused wins, then its health.
+pub fn badge(watch: &Watch) -> &'static str {
+    if watch.state == WatchState::Paused.as_str() {
+        return "paused";
+    }
+    match watch.health.as_str() {
+        "failing" => "failing",
+        "selector_missing" => "selector_missing",
+        _ => "ok",
+    }
+}
+
+/// The tags of a watch, from its stored form.
+pub fn tags_of(watch: &Watch) -> Vec<String> {
+    watch.tag_list().into_iter().map(str::to_owned).collect()
+}
+
+/// A delivery in the list.
+#[derive(Debug, Clone)]
+pub struct DeliveryRow {
+    /// `dlv_...`.
+    pub id: String,
+    /// Event type.
+    pub event_type: String,
+    /// Status (badge).
+    pub status: String,
+    /// Attempts so far.
+    pub attempts: i32,
+    /// Last HTTP status.
+    pub last_status: Option<i32>,
+    /// Created.
+    pub at: When,
+}
+
+/// A delivery as a list row.
+pub fn delivery_row(d: &driftwatch_store::Delivery, now: chrono::DateTime<chrono::Utc>, zone: &str) -> DeliveryRow {
+    DeliveryRow {
+        id: d.id.clone(),
+        event_type: d.event_type.clone(),
+        status: d.status.clone(),
+        attempts: d.attempts,
+        last_status: d.last_status_code,
+        at: When::new(d.created_at, now, zone),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_times_read_naturally() {
+        assert_eq!(human_seconds(1), "1 second");
+        assert_eq!(human_seconds(150), "2 minutes");
+        assert_eq!(human_seconds(86_400 * 3), "3 days");
+        let now = DateTime::parse_from_rfc3339("2026-12-03T12:00:00Z").expect("time").with_timezone(&Utc);
+        let when = When::new((now - chrono::TimeDelta::minutes(5)).naive_utc(), now, "Europe/Paris");
+        assert_eq!(when.relative, "5 minutes ago");
+        assert_eq!(when.exact, "2026-12-03 12:55:00 CET");
+        assert_eq!(When::new((now + chrono::TimeDelta::hours(2)).naive_utc(), now, "UTC").relative, "in 2 hours");
+    }
+}
