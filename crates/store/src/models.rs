@@ -252,7 +252,27 @@ pub struct Endpoint {
     pub event_types: Option<String>,
 }
 
+/// An endpoint's circuit breaker at a given moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Circuit {
+    /// Deliveries flow.
+    Closed,
+    /// Holding deliveries until `circuit_open_until`.
+    Open,
+    /// Past its open period: one probe at a time decides whether it closes.
+    HalfOpen,
+}
+
 impl Endpoint {
+    /// Its circuit at `now`: the one rule the API's view and the UI's page both show.
+    pub fn circuit(&self, now: NaiveDateTime) -> Circuit {
+        match self.circuit_open_until {
+            Some(until) if until > now => Circuit::Open,
+            Some(_) => Circuit::HalfOpen,
+            None => Circuit::Closed,
+        }
+    }
+
     /// Whether events of `event_type` are delivered here (a test event sent to it always is).
     pub fn receives(&self, event_type: &str) -> bool {
         receives(self.event_types.as_deref(), event_type)

@@ -9,7 +9,7 @@ use driftwatch_validate::RecoveryInput;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::{PageParams, page_of};
+use super::{PageParams, page_of_with};
 use crate::AppState;
 use crate::api::auth::Caller;
 use crate::api::error::ApiError;
@@ -111,7 +111,7 @@ pub async fn update(
         .await?
         .ok_or_else(|| ApiError::not_found("no such endpoint"))?;
     state.worker.wake();
-    Ok(axum::Json(endpoint.into()))
+    Ok(axum::Json(views::Endpoint::at(endpoint, state.clock.now().naive_utc())))
 }
 
 /// Delete an endpoint with its deliveries.
@@ -160,7 +160,7 @@ pub async fn create(
     let stored = endpoint.clone();
     state.store.write(move |c| endpoints::insert_endpoint(c, &stored)).await?;
     tracing::info!(endpoint.id = %endpoint.id, account.id = %endpoint.account_id, kind = %endpoint.kind, "endpoint created");
-    Ok((StatusCode::CREATED, axum::Json(views::Endpoint::with_secret(endpoint))))
+    Ok((StatusCode::CREATED, axum::Json(views::Endpoint::with_secret(endpoint, state.clock.now().naive_utc()))))
 }
 
 /// The account's endpoints, oldest first.
@@ -179,7 +179,8 @@ pub async fn list(
 ) -> Result<axum::Json<List<views::Endpoint>>, ApiError> {
     let (page, limit) = params.to_page()?;
     let rows = state.store.read(move |c| endpoints::list_endpoints(c, &caller.account_id, &page)).await?;
-    Ok(axum::Json(page_of(rows, limit, |e| &e.id)))
+    let now = state.clock.now().naive_utc();
+    Ok(axum::Json(page_of_with(rows, limit, |e| &e.id, |e| views::Endpoint::at(e, now))))
 }
 
 async fn find(state: &AppState, caller: &Caller, id: &str) -> Result<driftwatch_store::Endpoint, ApiError> {
@@ -205,7 +206,7 @@ pub async fn get(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<axum::Json<views::Endpoint>, ApiError> {
-    Ok(axum::Json(find(&state, &caller, &id).await?.into()))
+    Ok(axum::Json(views::Endpoint::at(find(&state, &caller, &id).await?, state.clock.now().naive_utc())))
 }
 
 async fn set_enabled(
@@ -224,7 +225,7 @@ async fn set_enabled(
     if enabled {
         state.worker.wake(); // its waiting deliveries resume
     }
-    Ok(axum::Json(endpoint.into()))
+    Ok(axum::Json(views::Endpoint::at(endpoint, now)))
 }
 
 /// Enable an endpoint: its waiting deliveries resume.
@@ -284,7 +285,7 @@ pub async fn rotate_secret(
         .await?
         .ok_or_else(|| ApiError::not_found("no such endpoint"))?;
     tracing::info!(endpoint.id = %endpoint.id, "endpoint secret rotated");
-    Ok(axum::Json(views::Endpoint::with_secret(endpoint)))
+    Ok(axum::Json(views::Endpoint::with_secret(endpoint, state.clock.now().naive_utc())))
 }
 
 /// Queue an `endpoint.test` event to this endpoint alone.

@@ -99,12 +99,18 @@ impl PageParams {
 }
 
 /// Turns rows (one more than the page size when more follow) into a page of views.
-fn page_of<R, V>(mut rows: Vec<R>, limit: usize, id: impl Fn(&R) -> &str) -> List<V>
+fn page_of<R, V>(rows: Vec<R>, limit: usize, id: impl Fn(&R) -> &str) -> List<V>
 where
     V: From<R>,
 {
+    page_of_with(rows, limit, id, V::from)
+}
+
+/// [`page_of`] with the view made by `view` (for views that need more than the row, such as the
+/// time).
+fn page_of_with<R, V>(mut rows: Vec<R>, limit: usize, id: impl Fn(&R) -> &str, view: impl Fn(R) -> V) -> List<V> {
     let next_cursor = next_cursor(&mut rows, limit, id);
-    List { items: rows.into_iter().map(V::from).collect(), next_cursor }
+    List { items: rows.into_iter().map(view).collect(), next_cursor }
 }
 
 /// Drops the extra row fetched to know whether another page follows; returns the cursor of

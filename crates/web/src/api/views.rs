@@ -243,19 +243,18 @@ pub enum Circuit {
 
 impl Endpoint {
     /// The view with the signing secret, for the creation and rotation responses only.
-    pub fn with_secret(e: store::Endpoint) -> Endpoint {
+    pub fn with_secret(e: store::Endpoint, now: NaiveDateTime) -> Endpoint {
         let secret = e.secret.clone();
-        Endpoint { secret: Some(secret), ..Endpoint::from(e) }
+        Endpoint { secret: Some(secret), ..Endpoint::at(e, now) }
     }
-}
 
-impl From<store::Endpoint> for Endpoint {
-    fn from(e: store::Endpoint) -> Endpoint {
-        let now = Utc::now().naive_utc();
-        let circuit = match e.circuit_open_until {
-            Some(until) if until > now => Circuit::Open,
-            Some(_) => Circuit::HalfOpen,
-            None => Circuit::Closed,
+    /// The view of `e` at `now` (the injected clock's): its circuit and whether a rotated-out
+    /// secret still signs depend on the time.
+    pub fn at(e: store::Endpoint, now: NaiveDateTime) -> Endpoint {
+        let circuit = match e.circuit(now) {
+            store::Circuit::Closed => Circuit::Closed,
+            store::Circuit::Open => Circuit::Open,
+            store::Circuit::HalfOpen => Circuit::HalfOpen,
         };
         Endpoint {
             id: e.id,

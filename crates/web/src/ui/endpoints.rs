@@ -9,7 +9,7 @@ use chrono::{NaiveDateTime, TimeDelta, TimeZone as _};
 use driftwatch_core::{DeliveryStatus, new_webhook_secret};
 use driftwatch_delivery::RequestError;
 use driftwatch_store::overview::{self, EndpointHealth};
-use driftwatch_store::{Endpoint, Page, Recovery, deliveries, endpoints, recoveries};
+use driftwatch_store::{Circuit, Endpoint, Page, Recovery, deliveries, endpoints, recoveries};
 use driftwatch_validate::RecoveryInput;
 use serde::Deserialize;
 
@@ -41,10 +41,10 @@ fn circuit(endpoint: &Endpoint, now: NaiveDateTime) -> &'static str {
     if !endpoint.enabled {
         return "disabled";
     }
-    match endpoint.circuit_open_until {
-        Some(until) if until > now => "open",
-        Some(_) => "half_open",
-        None => "closed",
+    match endpoint.circuit(now) {
+        Circuit::Open => "open",
+        Circuit::HalfOpen => "half_open",
+        Circuit::Closed => "closed",
     }
 }
 
