@@ -12,6 +12,7 @@ mod browser;
 mod delivery;
 mod openapi;
 mod ops;
+mod pages;
 mod pipeline;
 mod scale;
 mod store;
@@ -100,6 +101,11 @@ on_both_backends!(
     ui::endpoints_deliveries_redelivery_and_recovery,
     ui::tokens_feed_and_bulk_actions,
     ui::forms_need_their_token_and_accounts_stay_apart,
+    pages::a_post_without_its_token_is_refused,
+    pages::a_foreign_origin_is_refused,
+    pages::another_accounts_ids_answer_not_found,
+    pages::form_errors_stand_beside_their_fields,
+    pages::pages_are_private_and_locked_down,
 );
 
 /// The browser harness tested on its own pages: no application or database involved.
