@@ -5,12 +5,14 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use driftwatch_core::EventType;
-use driftwatch_diff::TextChange;
+use driftwatch_diff::{LineOp, TextChange};
 use serde_json::json;
 
 mod noise;
+pub mod payload;
 
 pub use noise::{Noise, NoiseError, Quiet};
+pub use payload::v1;
 
 /// The watch an event is about, as it appears in payloads.
 #[derive(Debug, Clone, Copy)]
@@ -38,8 +40,7 @@ pub struct SnapshotPair<'a> {
     pub current: &'a str,
 }
 
-/// The JSON body of a `change.detected` event:
-/// `{"type", "timestamp", "data": {"event_id", "watch", "diff", "snapshots"}}`.
+/// The JSON body of a `change.detected` event ([`v1::ChangeDetected`]).
 pub fn change_payload(
     event_id: &str,
     watch: WatchRef<'_>,
@@ -47,25 +48,21 @@ pub fn change_payload(
     snapshots: SnapshotPair<'_>,
     at: DateTime<Utc>,
 ) -> String {
-    json!({
-        "type": EventType::ChangeDetected,
-        "timestamp": at.to_rfc3339_opts(SecondsFormat::Millis, true),
-        "data": {
-            "event_id": event_id,
-            "watch": {"id": watch.id, "name": watch.name, "url": watch.url},
-            "diff": {
-                "added": change.added,
-                "removed": change.removed,
-                "unified": change.unified,
-                "hunks": change.hunks,
-            },
-            "snapshots": {"previous": snapshots.previous, "current": snapshots.current},
-        }
-    })
-    .to_string()
+    let data = v1::ChangeDetected {
+        event_id: event_id.to_owned(),
+        watch: watch.into(),
+        diff: v1::Diff {
+            added: change.added,
+            removed: change.removed,
+            unified: change.unified.clone(),
+            hunks: change.hunks.clone(),
+        },
+        snapshots: v1::Snapshots { previous: snapshots.previous.to_owned(), current: snapshots.current.to_owned() },
+    };
+    body(EventType::ChangeDetected, at, data)
 }
 
-/// The JSON body of an endpoint event (`endpoint.disabled`, `endpoint.test`).
+/// The JSON body of an endpoint event (`endpoint.disabled`, `endpoint.test`; [`v1::EndpointEvent`]).
 pub fn endpoint_payload(
     event_type: EventType,
     event_id: &str,
@@ -73,19 +70,16 @@ pub fn endpoint_payload(
     reason: Option<&str>,
     at: DateTime<Utc>,
 ) -> String {
-    let mut data = json!({
-        "event_id": event_id,
-        "endpoint": {"id": endpoint.id, "url": endpoint.url, "description": endpoint.description},
-    });
-    if let Some(reason) = reason {
-        data["reason"] = json!(reason);
-    }
-    json!({
-        "type": event_type,
-        "timestamp": at.to_rfc3339_opts(SecondsFormat::Millis, true),
-        "data": data,
-    })
-    .to_string()
+    let data = v1::EndpointEvent {
+        event_id: event_id.to_owned(),
+        endpoint: v1::Endpoint {
+            id: endpoint.id.to_owned(),
+            url: endpoint.url.to_owned(),
+            description: endpoint.description.to_owned(),
+        },
+        reason: reason.map(str::to_owned),
+    };
+    body(event_type, at, data)
 }
 
 /// What a health event says about the check that changed the watch's health.
@@ -102,7 +96,7 @@ pub struct CheckRef<'a> {
 }
 
 /// The JSON body of a watch health event (`check.failed`, `check.selector_missing`,
-/// `check.recovered`).
+/// `check.recovered`; [`v1::CheckEvent`]).
 pub fn check_payload(
     event_type: EventType,
     event_id: &str,
@@ -110,21 +104,30 @@ pub fn check_payload(
     check: CheckRef<'_>,
     at: DateTime<Utc>,
 ) -> String {
-    json!({
-        "type": event_type,
-        "timestamp": at.to_rfc3339_opts(SecondsFormat::Millis, true),
-        "data": {
-            "event_id": event_id,
-            "watch": {"id": watch.id, "name": watch.name, "url": watch.url},
-            "check": {
-                "run_id": check.run_id,
-                "http_status": check.http_status,
-                "error": check.error,
-                "consecutive_failures": check.consecutive_failures,
-            },
-        }
-    })
-    .to_string()
+    let data = v1::CheckEvent {
+        event_id: event_id.to_owned(),
+        watch: watch.into(),
+        check: v1::Check {
+            run_id: check.run_id.to_owned(),
+            http_status: check.http_status,
+            error: check.error.map(str::to_owned),
+            consecutive_failures: check.consecutive_failures,
+        },
+    };
+    body(event_type, at, data)
+}
+
+/// Serialises an event of `event_type` at `at` with its data: the bytes stored and sent.
+fn body<D: serde::Serialize>(event_type: EventType, at: DateTime<Utc>, data: D) -> String {
+    let envelope = v1::Envelope { event_type, timestamp: at.to_rfc3339_opts(SecondsFormat::Millis, true), data };
+    // Plain structs of strings and numbers: serialising them cannot fail.
+    serde_json::to_string(&envelope).unwrap_or_default()
+}
+
+impl From<WatchRef<'_>> for v1::Watch {
+    fn from(w: WatchRef<'_>) -> v1::Watch {
+        v1::Watch { id: w.id.to_owned(), name: w.name.to_owned(), url: w.url.to_owned() }
+    }
 }
 
 /// The endpoint an endpoint event is about.
@@ -148,72 +151,69 @@ const SLACK_DIFF_CHARS: usize = 2500;
 /// For `change.detected`: the watch name linked to its URL, the counts, and the first changed
 /// lines of the diff; for endpoint events, one line saying what happened.
 pub fn slack_message(payload: &str) -> String {
-    let event: serde_json::Value = serde_json::from_str(payload).unwrap_or_default();
-    let data = &event["data"];
-    let kind = event["type"].as_str().unwrap_or("event");
-    let message = match kind {
-        "change.detected" => {
-            let name = data["watch"]["name"].as_str().unwrap_or("a watched page");
-            let url = data["watch"]["url"].as_str().unwrap_or("");
-            let (added, removed) =
-                (data["diff"]["added"].as_u64().unwrap_or(0), data["diff"]["removed"].as_u64().unwrap_or(0));
-            let mut excerpt = String::new();
-            let changed = data["diff"]["hunks"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .flat_map(|h| h["lines"].as_array().into_iter().flatten())
-                .filter_map(|l| match l["op"].as_str() {
-                    Some("added") => Some(format!("+ {}", l["text"].as_str().unwrap_or(""))),
-                    Some("removed") => Some(format!("- {}", l["text"].as_str().unwrap_or(""))),
-                    _ => None,
-                });
-            for line in changed.take(SLACK_DIFF_LINES) {
-                if excerpt.len() + line.len() > SLACK_DIFF_CHARS {
-                    break;
-                }
-                excerpt.push_str(&line);
-                excerpt.push('\n');
-            }
-            let text = format!("Change detected on {name} ({url}): +{added} / -{removed} lines");
-            json!({
-                "text": text,
-                "blocks": [
-                    {"type": "section", "text": {"type": "mrkdwn", "text": format!("*Change detected:* <{url}|{}>", slack_escape(name))}},
-                    {"type": "context", "elements": [{"type": "mrkdwn", "text": format!("+{added} lines, -{removed} lines")}]},
-                    {"type": "section", "text": {"type": "mrkdwn", "text": format!("```{}```", slack_escape(excerpt.trim_end()))}},
-                ]
-            })
-        }
-        "check.failed" | "check.selector_missing" | "check.recovered" => {
-            let name = data["watch"]["name"].as_str().unwrap_or("a watched page");
-            let url = data["watch"]["url"].as_str().unwrap_or("");
-            let error = data["check"]["error"].as_str().unwrap_or("unknown error");
-            let failures = data["check"]["consecutive_failures"].as_i64().unwrap_or(0);
-            let text = match kind {
-                "check.recovered" => format!("{name} ({url}) is being checked successfully again."),
-                "check.selector_missing" => {
+    let message = match v1::Payload::parse(payload) {
+        Some(v1::Payload::Change(event)) => slack_change(&event.data),
+        Some(v1::Payload::Check(event)) => {
+            let v1::CheckEvent { watch, check, .. } = event.data;
+            let (name, url) = (watch.name, watch.url);
+            let error = check.error.as_deref().unwrap_or("unknown error");
+            let failures = check.consecutive_failures;
+            let text = match event.event_type {
+                EventType::CheckRecovered => format!("{name} ({url}) is being checked successfully again."),
+                EventType::SelectorMissing => {
                     format!("{name} ({url}): the watched element is missing ({failures} checks in a row): {error}")
                 }
                 _ => format!("{name} ({url}) is failing ({failures} checks in a row): {error}"),
             };
-            json!({"text": text, "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": slack_escape(&text)}}]})
+            slack_text(&text)
         }
-        other => {
-            let url = data["endpoint"]["url"].as_str().unwrap_or("");
-            let text = match (other, data["reason"].as_str()) {
-                ("endpoint.disabled", reason) => {
-                    format!("driftwatch disabled the endpoint {url}: {}", reason.unwrap_or("no reason given"))
-                }
-                ("endpoint.test", _) => {
-                    "driftwatch test event: this endpoint receives driftwatch notifications.".to_owned()
-                }
-                _ => format!("driftwatch event {other}"),
+        Some(v1::Payload::Endpoint(event)) => {
+            let url = &event.data.endpoint.url;
+            let text = match event.event_type {
+                EventType::EndpointDisabled => format!(
+                    "driftwatch disabled the endpoint {url}: {}",
+                    event.data.reason.as_deref().unwrap_or("no reason given")
+                ),
+                _ => "driftwatch test event: this endpoint receives driftwatch notifications.".to_owned(),
             };
-            json!({"text": text, "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": slack_escape(&text)}}]})
+            slack_text(&text)
         }
+        None => slack_text("driftwatch event"),
     };
     message.to_string()
+}
+
+/// A `change.detected` message: the watch linked to its URL, the counts, the first changed lines.
+fn slack_change(change: &v1::ChangeDetected) -> serde_json::Value {
+    let (name, url) = (change.watch.name.as_str(), change.watch.url.as_str());
+    let (added, removed) = (change.diff.added, change.diff.removed);
+    let mut excerpt = String::new();
+    let changed = change.diff.hunks.iter().flat_map(|h| &h.lines).filter_map(|l| match l.op {
+        LineOp::Added => Some(format!("+ {}", l.text)),
+        LineOp::Removed => Some(format!("- {}", l.text)),
+        LineOp::Context => None,
+    });
+    for line in changed.take(SLACK_DIFF_LINES) {
+        if excerpt.len() + line.len() > SLACK_DIFF_CHARS {
+            break;
+        }
+        excerpt.push_str(&line);
+        excerpt.push('\n');
+    }
+    let text = format!("Change detected on {name} ({url}): +{added} / -{removed} lines");
+    json!({
+        "text": text,
+        "blocks": [
+            {"type": "section", "text": {"type": "mrkdwn", "text": format!("*Change detected:* <{url}|{}>", slack_escape(name))}},
+            {"type": "context", "elements": [{"type": "mrkdwn", "text": format!("+{added} lines, -{removed} lines")}]},
+            {"type": "section", "text": {"type": "mrkdwn", "text": format!("```{}```", slack_escape(excerpt.trim_end()))}},
+        ]
+    })
+}
+
+/// A one-line message.
+fn slack_text(text: &str) -> serde_json::Value {
+    json!({"text": text, "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": slack_escape(text)}}]})
 }
 
 /// Escapes the three characters Slack's mrkdwn treats as control characters.
@@ -247,6 +247,30 @@ mod tests {
         assert_eq!(v["data"]["diff"]["hunks"][0]["lines"][0]["op"], "removed");
         assert_eq!(v["data"]["snapshots"]["current"], "snp_b");
         assert!(!is_alert(&driftwatch_diff::diff_texts("same\n", "same\n", "a", "b")));
+    }
+
+    #[test]
+    fn payloads_read_back_as_the_types_they_were_built_from() {
+        let change = driftwatch_diff::diff_texts("price 10\n", "price 12\n", "snp_a", "snp_b");
+        let at = DateTime::parse_from_rfc3339("2026-12-02T12:00:00Z").map(|t| t.with_timezone(&Utc)).expect("time");
+        let watch = WatchRef { id: "wat_1", name: "Prices", url: "https://example.com/" };
+        let body = change_payload("evt_1", watch, &change, SnapshotPair { previous: "snp_a", current: "snp_b" }, at);
+        assert!(body.starts_with(r#"{"type":"change.detected","timestamp":"2026-12-02T12:00:00.000Z","data":{"event_id":"evt_1","watch":{"id":"wat_1""#), "wire order: {body}");
+        let Some(v1::Payload::Change(read)) = v1::Payload::parse(&body) else { panic!("a change: {body}") };
+        assert_eq!(read.data.diff.hunks, change.hunks);
+        assert_eq!(read.data.snapshots.current, "snp_b");
+        let check = CheckRef { run_id: "run_1", http_status: None, error: Some("timeout"), consecutive_failures: 3 };
+        let body = check_payload(EventType::CheckFailed, "evt_2", watch, check, at);
+        assert!(
+            body.contains(
+                r#""check":{"run_id":"run_1","http_status":null,"error":"timeout","consecutive_failures":3}"#
+            ),
+            "{body}"
+        );
+        assert!(
+            matches!(v1::Payload::parse(&body), Some(v1::Payload::Check(e)) if e.data.check.consecutive_failures == 3)
+        );
+        assert_eq!(v1::Payload::parse("{\"type\":\"nope\"}"), None);
     }
 
     #[test]

@@ -3,14 +3,14 @@
 //! Pure: no IO, no clock. [`diff_texts`] returns the stats, a unified diff and structured hunks;
 //! callers decide what a change means.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use similar::{ChangeTag, TextDiff};
 
 /// Lines of context around each hunk in the unified output.
 const CONTEXT_LINES: usize = 3;
 
 /// The difference between two texts, line by line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TextChange {
     /// Lines present only in the new text.
     pub added: usize,
@@ -30,7 +30,7 @@ impl TextChange {
 }
 
 /// One group of nearby changed lines.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Hunk {
     /// First line of the hunk in the old text (1-based).
     pub old_start: usize,
@@ -45,7 +45,7 @@ pub struct Hunk {
 }
 
 /// One line of a hunk.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct HunkLine {
     /// `context`, `added` or `removed`.
     pub op: LineOp,
@@ -53,12 +53,12 @@ pub struct HunkLine {
     pub text: String,
     /// For a line changed in place (removed and added in one replacement): the line in pieces,
     /// each marked `changed` when it differs from the other version. Empty otherwise.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub words: Vec<WordSegment>,
 }
 
 /// A piece of a changed line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct WordSegment {
     /// Whether this piece differs from the other version of the line.
     pub changed: bool,
@@ -67,7 +67,7 @@ pub struct WordSegment {
 }
 
 /// What happened to a line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LineOp {
     /// Unchanged, shown for context.

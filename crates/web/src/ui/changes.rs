@@ -5,6 +5,7 @@ use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use driftwatch_alert::v1;
 use driftwatch_core::EventType;
 use driftwatch_store::{Event, Page, events, users};
 use serde::Deserialize;
@@ -60,12 +61,20 @@ pub struct ChangeItem {
 
 /// Reads a change event for people.
 pub fn item(event: &Event, now: chrono::DateTime<chrono::Utc>, zone: &str) -> ChangeItem {
-    let payload: serde_json::Value = serde_json::from_str(&event.payload).unwrap_or_default();
-    let data = &payload["data"];
-    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
-    let lines: Vec<ExcerptLine> = data["diff"]["unified"]
-        .as_str()
-        .unwrap_or_default()
+    // A stored body this build cannot read (hand-edited, or from a future version) shows as a
+    // change without its excerpt rather than failing the page.
+    let change = match v1::Payload::parse(&event.payload) {
+        Some(v1::Payload::Change(envelope)) => Some(envelope.data),
+        _ => {
+            tracing::warn!(event.id = %event.id, "a change event's payload does not read as v1");
+            None
+        }
+    };
+    let (name, url, unified) = match &change {
+        Some(c) => (c.watch.name.clone(), c.watch.url.clone(), c.diff.unified.as_str()),
+        None => (String::new(), String::new(), ""),
+    };
+    let lines: Vec<ExcerptLine> = unified
         .lines()
         .filter(|l| !l.starts_with("---") && !l.starts_with("+++") && !l.starts_with("@@"))
         .map(|l| ExcerptLine {
@@ -81,8 +90,8 @@ pub fn item(event: &Event, now: chrono::DateTime<chrono::Utc>, zone: &str) -> Ch
     ChangeItem {
         id: event.id.clone(),
         watch_id: event.watch_id.clone(),
-        name: text(&data["watch"]["name"]),
-        url: text(&data["watch"]["url"]),
+        name,
+        url,
         at: When::new(event.created_at, now, zone),
         updated: event.created_at.and_utc().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         added: event.added,

@@ -1,0 +1,138 @@
+//! Version 1 of the payload: `{"type", "timestamp", "data"}`, where `data` depends on the type.
+//! Field order is the wire order.
+
+use driftwatch_core::EventType;
+use driftwatch_diff::Hunk;
+use serde::{Deserialize, Serialize};
+
+/// Every event: its type, when it happened (RFC 3339, milliseconds, UTC) and its data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Envelope<D> {
+    /// The event type (`change.detected`, `check.failed`, ...).
+    #[serde(rename = "type")]
+    pub event_type: EventType,
+    /// When it happened.
+    pub timestamp: String,
+    /// What happened.
+    pub data: D,
+}
+
+/// The watch an event is about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Watch {
+    /// `wat_...`.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// Its URL.
+    pub url: String,
+}
+
+/// `change.detected`: the watched text changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangeDetected {
+    /// `evt_...`.
+    pub event_id: String,
+    /// The watch.
+    pub watch: Watch,
+    /// What changed.
+    pub diff: Diff,
+    /// The snapshots on both sides.
+    pub snapshots: Snapshots,
+}
+
+/// A change's diff.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diff {
+    /// Lines added.
+    pub added: usize,
+    /// Lines removed.
+    pub removed: usize,
+    /// A unified diff.
+    pub unified: String,
+    /// The same hunks as data.
+    pub hunks: Vec<Hunk>,
+}
+
+/// The snapshot ids on both sides of a change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Snapshots {
+    /// Before.
+    pub previous: String,
+    /// After.
+    pub current: String,
+}
+
+/// `check.failed`, `check.selector_missing`, `check.recovered`: a watch's health changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckEvent {
+    /// `evt_...`.
+    pub event_id: String,
+    /// The watch.
+    pub watch: Watch,
+    /// The check that changed its health.
+    pub check: Check,
+}
+
+/// The check behind a health event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Check {
+    /// `run_...`.
+    pub run_id: String,
+    /// The page's status, when it answered.
+    pub http_status: Option<i32>,
+    /// Why the check failed (`null` on recovery).
+    pub error: Option<String>,
+    /// Failed checks in a row.
+    pub consecutive_failures: i32,
+}
+
+/// `endpoint.disabled`, `endpoint.test`: about an endpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EndpointEvent {
+    /// `evt_...`.
+    pub event_id: String,
+    /// The endpoint.
+    pub endpoint: Endpoint,
+    /// Why it was disabled (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// The endpoint an endpoint event is about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Endpoint {
+    /// `end_...`.
+    pub id: String,
+    /// Its URL.
+    pub url: String,
+    /// Its description.
+    pub description: String,
+}
+
+/// A stored payload, read back by its type.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Payload {
+    /// `change.detected`.
+    Change(Envelope<ChangeDetected>),
+    /// A watch health event.
+    Check(Envelope<CheckEvent>),
+    /// An endpoint event.
+    Endpoint(Envelope<EndpointEvent>),
+}
+
+impl Payload {
+    /// Reads a body this crate rendered; `None` for anything else.
+    pub fn parse(body: &str) -> Option<Payload> {
+        let head: Envelope<serde::de::IgnoredAny> = serde_json::from_str(body).ok()?;
+        Some(match head.event_type {
+            EventType::ChangeDetected => Payload::Change(serde_json::from_str(body).ok()?),
+            EventType::CheckFailed | EventType::SelectorMissing | EventType::CheckRecovered => {
+                Payload::Check(serde_json::from_str(body).ok()?)
+            }
+            EventType::EndpointDisabled | EventType::EndpointTest => {
+                Payload::Endpoint(serde_json::from_str(body).ok()?)
+            }
+        })
+    }
+}
