@@ -6,14 +6,19 @@
 //! attempt per delivery is in flight and a crash loses nothing (an expired lease makes the
 //! delivery claimable again).
 
+mod attempt;
+mod config;
+mod load;
 mod policy;
+mod recoveries;
 mod requests;
 mod sender;
 mod signing;
 mod worker;
 
+pub use config::DeliveryConfig;
 pub use policy::{Decision, Outcome, RetryPolicy};
-pub use requests::RequestError;
+pub use requests::{RedeliverError, RequestError};
 pub use sender::{SendResult, Sender, SenderOptions};
 pub use signing::{VerifyError, sign, verify};
-pub use worker::{DeliveryConfig, DeliveryWorker, RedeliverError};
+pub use worker::DeliveryWorker;

@@ -3,10 +3,12 @@
 //! and the browser UI both call these.
 
 use driftwatch_alert::{EndpointRef, endpoint_payload, slack_message};
-use driftwatch_core::{EventType, IdKind, RecoveryState, new_id};
+use driftwatch_core::{AttemptTrigger, EventType, IdKind, RecoveryState, new_id};
+use driftwatch_store::deliveries::{self, Redelivery};
 use driftwatch_store::outbox::{self, NewEvent};
 use driftwatch_store::{Delivery, Endpoint, Event, Recovery, StoreError, recoveries};
 use driftwatch_validate::RecoveryRequest;
+use tracing::Instrument as _;
 
 use crate::DeliveryWorker;
 
@@ -91,5 +93,66 @@ impl DeliveryWorker {
             self.wake_recoveries();
         }
         Ok(recovery)
+    }
+}
+
+/// Why a redelivery on request did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum RedeliverError {
+    /// An attempt of this delivery is in flight.
+    #[error("an attempt of this delivery is in flight")]
+    Busy,
+    /// The endpoint is disabled; enable it first.
+    #[error("the endpoint is disabled; enable it first")]
+    EndpointDisabled,
+    /// The body was removed by retention.
+    #[error("the delivery's body was purged by retention")]
+    Purged,
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl DeliveryWorker {
+    /// Sends the account's delivery `id` again now, whatever its status, as a manual attempt
+    /// with the same `webhook-id` and body; a `sent` or `dead` delivery gets a fresh attempt
+    /// budget. Returns the delivery afterwards, or `None` when there is no such delivery.
+    pub async fn redeliver(&self, account_id: &str, id: &str) -> Result<Option<Delivery>, RedeliverError> {
+        let owner = format!("{}:{}", self.inner.config.node_id, new_id(IdKind::Delivery));
+        let now = self.now();
+        let until = self.lease_until(now);
+        let budget = self.inner.config.retry.max_attempts as i32;
+        let (account, delivery_id, lease) = (account_id.to_owned(), id.to_owned(), owner.clone());
+        let claimed = self
+            .inner
+            .store
+            .write(move |c| deliveries::claim_for_redelivery(c, &account, &delivery_id, &lease, now, until, budget))
+            .await?;
+        let job = match claimed {
+            Redelivery::NotFound => return Ok(None),
+            Redelivery::Busy => return Err(RedeliverError::Busy),
+            Redelivery::EndpointDisabled => return Err(RedeliverError::EndpointDisabled),
+            Redelivery::Purged => return Err(RedeliverError::Purged),
+            Redelivery::Claimed(job) => *job,
+        };
+        // A task of its own: if the HTTP caller goes away, the attempt still completes and is
+        // recorded, and the endpoint's in-flight count is given back.
+        let worker = self.clone();
+        let endpoint_id = job.endpoint.id.clone();
+        worker.load().start(&endpoint_id);
+        // In the caller's span, so the request's id reaches the attempt's audit line.
+        let attempt = tokio::spawn(
+            async move {
+                worker.attempt(job, AttemptTrigger::Manual).await;
+                worker.load().finish(&endpoint_id);
+                worker.wake();
+            }
+            .in_current_span(),
+        );
+        if let Err(e) = attempt.await {
+            tracing::error!(error = %e, "a redelivery attempt task failed");
+        }
+        let (account, delivery_id) = (account_id.to_owned(), id.to_owned());
+        Ok(self.inner.store.read(move |c| deliveries::get_delivery(c, &account, &delivery_id)).await?)
     }
 }
