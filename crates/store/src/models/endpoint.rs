@@ -1,0 +1,113 @@
+//! Endpoints, and the rules read off one: its circuit, the events it receives.
+
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+
+use crate::schema::*;
+
+/// Where an account's events go.
+#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
+#[diesel(table_name = endpoints)]
+pub struct Endpoint {
+    /// `end_...`
+    pub id: String,
+    /// Owner.
+    pub account_id: String,
+    /// [`driftwatch_core::EndpointKind`].
+    pub kind: String,
+    /// Receiver URL.
+    pub url: String,
+    /// A label.
+    pub description: String,
+    /// Signing secret (`whsec_...`). Never logged, shown once at creation.
+    pub secret: String,
+    /// Disabled endpoints get no new deliveries, and their queued ones wait.
+    pub enabled: bool,
+    /// When it was created.
+    pub created_at: NaiveDateTime,
+    /// Last change.
+    pub updated_at: NaiveDateTime,
+    /// The secret before the last rotation; still signs until `previous_secret_expires_at`.
+    pub previous_secret: Option<String>,
+    /// End of the rotation overlap.
+    pub previous_secret_expires_at: Option<NaiveDateTime>,
+    /// Retry schedule overriding the global one (`1m,5m,...`).
+    pub retry_schedule: Option<String>,
+    /// Attempt budget overriding the global one.
+    pub max_attempts: Option<i32>,
+    /// Most requests per second to this endpoint.
+    pub rate_limit_per_second: Option<i32>,
+    /// Most deliveries in flight to this endpoint (per node) overriding the global cap.
+    pub max_in_flight: Option<i32>,
+    /// Failed attempts in a row (any node).
+    pub consecutive_failures: i32,
+    /// Start of the current failure streak.
+    pub failing_since: Option<NaiveDateTime>,
+    /// While in the future the circuit is open: nothing is sent. Past it, one probe goes out
+    /// (half-open) as long as `consecutive_failures` is at the threshold.
+    pub circuit_open_until: Option<NaiveDateTime>,
+    /// Why it was disabled (by a person, a 410, or a long failure streak).
+    pub disabled_reason: Option<String>,
+    /// The event types it receives, comma-separated; `None` for all of them.
+    pub event_types: Option<String>,
+}
+
+/// An endpoint's circuit breaker at a given moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Circuit {
+    /// Deliveries flow.
+    Closed,
+    /// Holding deliveries until `circuit_open_until`.
+    Open,
+    /// Past its open period: one probe at a time decides whether it closes.
+    HalfOpen,
+}
+
+impl Endpoint {
+    /// Its circuit at `now`: the one rule the API's view and the UI's page both show.
+    pub fn circuit(&self, now: NaiveDateTime) -> Circuit {
+        match self.circuit_open_until {
+            Some(until) if until > now => Circuit::Open,
+            Some(_) => Circuit::HalfOpen,
+            None => Circuit::Closed,
+        }
+    }
+
+    /// Whether events of `event_type` are delivered here (a test event sent to it always is).
+    pub fn receives(&self, event_type: &str) -> bool {
+        receives(self.event_types.as_deref(), event_type)
+    }
+}
+
+/// Whether a subscription (comma-separated event types, `None` for all) takes `event_type`.
+pub fn receives(event_types: Option<&str>, event_type: &str) -> bool {
+    event_types.is_none_or(|types| types.split(',').any(|t| t == event_type))
+}
+
+impl Endpoint {
+    /// A new enabled webhook endpoint with a fresh secret, healthy, with no overrides.
+    pub fn webhook(account_id: &str, url: &str, now: NaiveDateTime) -> Endpoint {
+        Endpoint {
+            id: driftwatch_core::new_id(driftwatch_core::IdKind::Endpoint),
+            account_id: account_id.to_owned(),
+            kind: driftwatch_core::EndpointKind::Webhook.as_str().to_owned(),
+            url: url.to_owned(),
+            description: String::new(),
+            secret: driftwatch_core::new_webhook_secret(),
+            enabled: true,
+            created_at: now,
+            updated_at: now,
+            previous_secret: None,
+            previous_secret_expires_at: None,
+            retry_schedule: None,
+            max_attempts: None,
+            rate_limit_per_second: None,
+            max_in_flight: None,
+            consecutive_failures: 0,
+            failing_since: None,
+            circuit_open_until: None,
+            disabled_reason: None,
+            event_types: None,
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! Rows as Rust structs, a file per table (or per pair of tables read together). Times are
+//! naive UTC (`TIMESTAMP` on both backends).
+
+mod account;
+mod delivery;
+mod endpoint;
+mod event;
+mod recovery;
+mod user;
+mod watch;
+
+pub use account::{Account, ApiToken};
+pub use delivery::{Delivery, DeliveryAttempt, NewDelivery};
+pub use endpoint::{Circuit, Endpoint, receives};
+pub use event::Event;
+pub use recovery::Recovery;
+pub use user::{Session, User};
+pub use watch::{Run, Snapshot, Watch, stored_tags};

@@ -1,0 +1,152 @@
+//! Watches, their snapshots and their runs.
+
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+
+use crate::schema::*;
+
+/// A page to watch and how.
+#[derive(Debug, Clone, Queryable, QueryableByName, Selectable, Insertable)]
+#[diesel(table_name = watches)]
+pub struct Watch {
+    /// `wat_...`
+    pub id: String,
+    /// Owner.
+    pub account_id: String,
+    /// A label (defaults to the URL).
+    pub name: String,
+    /// The page.
+    pub url: String,
+    /// CSS selector of the part that matters; the whole page when absent.
+    pub selector: Option<String>,
+    /// Seconds between checks (interval schedules).
+    pub interval_seconds: Option<i64>,
+    /// Cron expression, seconds optional (cron schedules).
+    pub cron: Option<String>,
+    /// IANA time zone the cron expression is read in (UTC when absent).
+    pub time_zone: Option<String>,
+    /// `active` or `paused` ([`driftwatch_core::WatchState`]).
+    pub state: String,
+    /// `ok`, `failing` or `selector_missing` ([`driftwatch_core::WatchHealth`]).
+    pub health: String,
+    /// [`driftwatch_core::WatchOptions`] as JSON.
+    pub options: String,
+    /// `ETag` of the last page fetched (conditional GET).
+    pub etag: Option<String>,
+    /// `Last-Modified` of the last page fetched (conditional GET).
+    pub last_modified: Option<String>,
+    /// What is fetched or extracted changed: the next check records a baseline, no alert.
+    pub rebaseline: bool,
+    /// When the runner should check next.
+    pub next_run_at: NaiveDateTime,
+    /// When it was last checked.
+    pub last_run_at: Option<NaiveDateTime>,
+    /// Failed checks in a row.
+    pub consecutive_failures: i32,
+    /// Lease holder while a check is under way.
+    pub lease_owner: Option<String>,
+    /// Lease expiry; after it another runner may claim the watch.
+    pub lease_until: Option<NaiveDateTime>,
+    /// When it was created.
+    pub created_at: NaiveDateTime,
+    /// Last change to its settings or schedule.
+    pub updated_at: NaiveDateTime,
+    /// Tags, stored as `,a,b,` (lower case, sorted, once each; empty for none).
+    pub tags: String,
+}
+
+/// Extracted content of a watch at one moment; written only when it differs from the last.
+#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
+#[diesel(table_name = snapshots)]
+pub struct Snapshot {
+    /// `snp_...`
+    pub id: String,
+    /// The watch.
+    pub watch_id: String,
+    /// Hex SHA-256 of `content`.
+    pub content_hash: String,
+    /// The normalised text.
+    pub content: String,
+    /// When it was fetched.
+    pub created_at: NaiveDateTime,
+}
+
+/// One check of a watch, whatever its outcome.
+#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
+#[diesel(table_name = runs)]
+pub struct Run {
+    /// `run_...`
+    pub id: String,
+    /// The watch.
+    pub watch_id: String,
+    /// When the fetch started.
+    pub started_at: NaiveDateTime,
+    /// When the result was known.
+    pub finished_at: NaiveDateTime,
+    /// [`driftwatch_core::RunOutcome`].
+    pub outcome: String,
+    /// The page's HTTP status, when one was received.
+    pub http_status: Option<i32>,
+    /// Fetch and extraction time.
+    pub duration_ms: i64,
+    /// Body bytes read.
+    pub bytes: i64,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// Why a change raised no alert (noise rules), when it did not.
+    pub note: Option<String>,
+    /// The snapshot written (baseline or change).
+    pub snapshot_id: Option<String>,
+    /// The event raised.
+    pub event_id: Option<String>,
+}
+
+impl Watch {
+    /// When this watch is due (a watch whose stored schedule somehow does not parse is checked
+    /// hourly).
+    pub fn timing(&self) -> driftwatch_core::Timing {
+        driftwatch_core::Timing::stored(self.interval_seconds, self.cron.as_deref(), self.time_zone.as_deref())
+    }
+
+    /// A new active watch of `url` for `account_id`, checked hourly, due at once (the baseline),
+    /// with no selector or options; callers set what differs.
+    pub fn new(account_id: &str, url: &str, now: NaiveDateTime) -> Watch {
+        Watch {
+            id: driftwatch_core::new_id(driftwatch_core::IdKind::Watch),
+            account_id: account_id.to_owned(),
+            name: url.to_owned(),
+            url: url.to_owned(),
+            selector: None,
+            interval_seconds: Some(3600),
+            cron: None,
+            time_zone: None,
+            state: driftwatch_core::WatchState::Active.as_str().to_owned(),
+            health: driftwatch_core::WatchHealth::Ok.as_str().to_owned(),
+            options: "{}".to_owned(),
+            etag: None,
+            last_modified: None,
+            rebaseline: false,
+            next_run_at: now,
+            last_run_at: None,
+            consecutive_failures: 0,
+            lease_owner: None,
+            lease_until: None,
+            created_at: now,
+            updated_at: now,
+            tags: String::new(),
+        }
+    }
+
+    /// The watch's tags.
+    pub fn tag_list(&self) -> Vec<&str> {
+        self.tags.split(',').filter(|t| !t.is_empty()).collect()
+    }
+}
+
+/// The stored form of a set of tags: `,a,b,` (already normalised), or empty for none.
+pub fn stored_tags<S: AsRef<str>>(tags: &[S]) -> String {
+    if tags.is_empty() {
+        return String::new();
+    }
+    format!(",{},", tags.iter().map(AsRef::as_ref).collect::<Vec<_>>().join(","))
+}

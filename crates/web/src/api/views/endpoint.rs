@@ -1,0 +1,165 @@
+//! Endpoints, their health and circuit, and recoveries.
+
+use chrono::{DateTime, NaiveDateTime, Utc};
+use driftwatch_core::{DeliveryStatus, EndpointKind, EventType, RecoveryState};
+use driftwatch_store as store;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::utc;
+
+/// An endpoint; `secret` only in the answers to its creation and rotation.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Endpoint {
+    /// `end_...`.
+    id: String,
+    /// Webhook or Slack.
+    #[schema(value_type = EndpointKind)]
+    kind: String,
+    /// Where deliveries are sent.
+    url: String,
+    /// A note for people.
+    description: String,
+    /// Whether deliveries are sent.
+    enabled: bool,
+    /// Why it was disabled (by request, 410 Gone, or failing too long).
+    disabled_reason: Option<String>,
+    /// The signing secret (`whsec_...`); only in the answers to creation and rotation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    secret: Option<String>,
+    /// After a rotation: until when the previous secret also signs.
+    previous_secret_expires_at: Option<DateTime<Utc>>,
+    /// Its retry delays; null for the global schedule.
+    retry_schedule: Option<String>,
+    /// Its attempt budget; null for the global one.
+    max_attempts: Option<i32>,
+    /// Its request rate limit; null for none.
+    rate_limit_per_second: Option<i32>,
+    /// Its cap on concurrent requests; null for the global one.
+    max_in_flight: Option<i32>,
+    /// The event types it receives; null for all of them.
+    #[schema(value_type = Option<Vec<EventType>>)]
+    event_types: Option<Vec<String>>,
+    /// Its circuit breaker and failure streak.
+    health: EndpointHealth,
+    /// Creation time.
+    created_at: DateTime<Utc>,
+    /// Last change.
+    updated_at: DateTime<Utc>,
+}
+
+/// An endpoint's circuit breaker and failure streak.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EndpointHealth {
+    /// `closed` (sending), `open` (holding deliveries) or `half_open` (one probe at a time).
+    circuit: Circuit,
+    /// While open: when a probe may go.
+    circuit_open_until: Option<DateTime<Utc>>,
+    /// Failed attempts in a row.
+    consecutive_failures: i32,
+    /// Start of the current failure streak.
+    failing_since: Option<DateTime<Utc>>,
+}
+
+/// An endpoint's circuit breaker.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Circuit {
+    /// Sending.
+    Closed,
+    /// Holding deliveries until `circuit_open_until`.
+    Open,
+    /// One probe at a time decides whether it closes.
+    HalfOpen,
+}
+
+impl Endpoint {
+    /// The view with the signing secret, for the creation and rotation responses only.
+    pub fn with_secret(e: store::Endpoint, now: NaiveDateTime) -> Endpoint {
+        let secret = e.secret.clone();
+        Endpoint { secret: Some(secret), ..Endpoint::at(e, now) }
+    }
+
+    /// The view of `e` at `now` (the injected clock's): its circuit and whether a rotated-out
+    /// secret still signs depend on the time.
+    pub fn at(e: store::Endpoint, now: NaiveDateTime) -> Endpoint {
+        let circuit = match e.circuit(now) {
+            store::Circuit::Closed => Circuit::Closed,
+            store::Circuit::Open => Circuit::Open,
+            store::Circuit::HalfOpen => Circuit::HalfOpen,
+        };
+        Endpoint {
+            id: e.id,
+            kind: e.kind,
+            url: e.url,
+            description: e.description,
+            enabled: e.enabled,
+            disabled_reason: e.disabled_reason,
+            secret: None,
+            previous_secret_expires_at: e.previous_secret_expires_at.filter(|t| *t > now).map(utc),
+            retry_schedule: e.retry_schedule,
+            max_attempts: e.max_attempts,
+            rate_limit_per_second: e.rate_limit_per_second,
+            max_in_flight: e.max_in_flight,
+            event_types: e.event_types.map(|t| t.split(',').filter(|s| !s.is_empty()).map(str::to_owned).collect()),
+            health: EndpointHealth {
+                circuit,
+                circuit_open_until: e.circuit_open_until.map(utc),
+                consecutive_failures: e.consecutive_failures,
+                failing_since: e.failing_since.map(utc),
+            },
+            created_at: utc(e.created_at),
+            updated_at: utc(e.updated_at),
+        }
+    }
+}
+
+/// A recovery (bulk re-queue) and its progress.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Recovery {
+    /// `rec_...`.
+    id: String,
+    /// The endpoint whose deliveries are re-queued.
+    endpoint_id: String,
+    /// Deliveries created at or after this time...
+    since: DateTime<Utc>,
+    /// ...and before this time.
+    until: Option<DateTime<Utc>>,
+    /// Which deliveries: `failed`, `dead` or both.
+    #[schema(value_type = Vec<DeliveryStatus>)]
+    statuses: Vec<String>,
+    /// Only counted, nothing re-queued.
+    dry_run: bool,
+    /// Progress.
+    #[schema(value_type = RecoveryState)]
+    state: String,
+    /// Deliveries found so far.
+    matched: i64,
+    /// Deliveries re-queued so far.
+    requeued: i64,
+    /// Creation time.
+    created_at: DateTime<Utc>,
+    /// Last progress.
+    updated_at: DateTime<Utc>,
+    /// When it finished.
+    finished_at: Option<DateTime<Utc>>,
+}
+
+impl From<store::Recovery> for Recovery {
+    fn from(r: store::Recovery) -> Recovery {
+        Recovery {
+            id: r.id,
+            endpoint_id: r.endpoint_id,
+            since: utc(r.since),
+            until: r.until.map(utc),
+            statuses: r.statuses.split(',').filter(|s| !s.is_empty()).map(str::to_owned).collect(),
+            dry_run: r.dry_run,
+            state: r.state,
+            matched: r.matched,
+            requeued: r.requeued,
+            created_at: utc(r.created_at),
+            updated_at: utc(r.updated_at),
+            finished_at: r.finished_at.map(utc),
+        }
+    }
+}

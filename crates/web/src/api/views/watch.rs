@@ -1,0 +1,172 @@
+//! Watches, their runs and snapshots, and a diff between two snapshots.
+
+use chrono::{DateTime, Utc};
+use driftwatch_core::{RunOutcome, WatchHealth, WatchState};
+use driftwatch_store as store;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::utc;
+
+/// A watch.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Watch {
+    /// `wat_...`.
+    id: String,
+    /// A name for people.
+    name: String,
+    /// The page.
+    url: String,
+    /// CSS selector of the part that matters; null for the whole page.
+    selector: Option<String>,
+    /// Checked every this many seconds (null with a cron schedule).
+    interval_seconds: Option<i64>,
+    /// Cron schedule (null with an interval).
+    cron: Option<String>,
+    /// Time zone of the cron schedule.
+    time_zone: Option<String>,
+    /// `active` (checked on schedule) or `paused`.
+    #[schema(value_type = WatchState)]
+    state: String,
+    /// Whether recent checks succeed.
+    #[schema(value_type = WatchHealth)]
+    health: String,
+    /// How the page is fetched, extracted and compared.
+    options: driftwatch_core::WatchOptions,
+    /// When the next scheduled check is due.
+    next_run_at: DateTime<Utc>,
+    /// When it was last checked.
+    last_run_at: Option<DateTime<Utc>>,
+    /// Failed checks in a row.
+    consecutive_failures: i32,
+    /// Creation time.
+    created_at: DateTime<Utc>,
+    /// Last change by a request.
+    updated_at: DateTime<Utc>,
+    /// Tags, sorted.
+    tags: Vec<String>,
+}
+
+impl From<store::Watch> for Watch {
+    fn from(w: store::Watch) -> Watch {
+        Watch {
+            tags: w.tag_list().into_iter().map(str::to_owned).collect(),
+            id: w.id,
+            name: w.name,
+            url: w.url,
+            selector: w.selector,
+            interval_seconds: w.interval_seconds,
+            cron: w.cron,
+            time_zone: w.time_zone,
+            state: w.state,
+            health: w.health,
+            options: serde_json::from_str(&w.options).unwrap_or_default(),
+            next_run_at: utc(w.next_run_at),
+            last_run_at: w.last_run_at.map(utc),
+            consecutive_failures: w.consecutive_failures,
+            created_at: utc(w.created_at),
+            updated_at: utc(w.updated_at),
+        }
+    }
+}
+
+/// One check of a watch.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Run {
+    /// `run_...`.
+    id: String,
+    /// The watch checked.
+    watch_id: String,
+    /// What the check found.
+    #[schema(value_type = RunOutcome)]
+    outcome: String,
+    /// The page's HTTP status, when one came.
+    http_status: Option<i32>,
+    /// How long the check took.
+    duration_ms: i64,
+    /// Size of the page body.
+    bytes: i64,
+    /// Why the check failed.
+    error: Option<String>,
+    /// Why a change raised no alert (noise rules), or other detail.
+    note: Option<String>,
+    /// The snapshot the check recorded (baseline or change).
+    snapshot_id: Option<String>,
+    /// The event the check raised.
+    event_id: Option<String>,
+    /// Start time.
+    started_at: DateTime<Utc>,
+    /// End time.
+    finished_at: DateTime<Utc>,
+}
+
+impl From<store::Run> for Run {
+    fn from(r: store::Run) -> Run {
+        Run {
+            id: r.id,
+            watch_id: r.watch_id,
+            outcome: r.outcome,
+            http_status: r.http_status,
+            duration_ms: r.duration_ms,
+            bytes: r.bytes,
+            error: r.error,
+            note: r.note,
+            snapshot_id: r.snapshot_id,
+            event_id: r.event_id,
+            started_at: utc(r.started_at),
+            finished_at: utc(r.finished_at),
+        }
+    }
+}
+
+/// A snapshot; `content` only on the single-resource read.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Snapshot {
+    /// `snp_...`.
+    id: String,
+    /// The watch.
+    watch_id: String,
+    /// SHA-256 of the content.
+    content_hash: String,
+    /// The extracted text; only on `GET /snapshots/{id}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content: Option<String>,
+    /// When it was recorded.
+    created_at: DateTime<Utc>,
+}
+
+impl From<store::Snapshot> for Snapshot {
+    fn from(s: store::Snapshot) -> Snapshot {
+        Snapshot {
+            id: s.id,
+            watch_id: s.watch_id,
+            content_hash: s.content_hash,
+            content: Some(s.content),
+            created_at: utc(s.created_at),
+        }
+    }
+}
+
+impl From<store::watches::SnapshotInfo> for Snapshot {
+    fn from(s: store::watches::SnapshotInfo) -> Snapshot {
+        Snapshot {
+            id: s.id,
+            watch_id: s.watch_id,
+            content_hash: s.content_hash,
+            content: None,
+            created_at: utc(s.created_at),
+        }
+    }
+}
+
+/// The difference between two snapshots of a watch.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Diff {
+    /// The older snapshot.
+    pub from: String,
+    /// The newer snapshot.
+    pub to: String,
+    /// Lines, hunks and the unified text.
+    #[serde(flatten)]
+    pub change: driftwatch_diff::TextChange,
+}
