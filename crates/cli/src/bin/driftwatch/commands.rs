@@ -1,0 +1,289 @@
+//! The commands that are not the server: accounts, users, tokens, import and export, a one-off
+//! check, verifying a webhook signature, and the benchmarks.
+
+use std::io::Read as _;
+
+use anyhow::{Context as _, bail};
+use driftwatch::Settings;
+use driftwatch_core::{Clock as _, SystemClock};
+use driftwatch_store::accounts;
+
+use crate::args::{AccountCommand, BenchCommand, TokenCommand, UserCommand};
+use crate::print_out;
+
+/// `driftwatch account create`.
+pub(crate) async fn account(command: AccountCommand) -> anyhow::Result<()> {
+    let AccountCommand::Create { name, settings } = command;
+    let name = name.trim().to_owned();
+    if name.is_empty() {
+        bail!("the account name must not be empty");
+    }
+    let store = driftwatch::open_store(&settings).await?;
+    let now = SystemClock.now().naive_utc();
+    let account = store.write(move |c| accounts::create_account(c, &name, now)).await?;
+    println!("created account {} ({})", account.name, account.id);
+    Ok(())
+}
+
+/// `driftwatch token list|revoke|create`.
+pub(crate) async fn token(command: TokenCommand) -> anyhow::Result<()> {
+    match command {
+        TokenCommand::List { account, settings } => {
+            let store = driftwatch::open_store(&settings).await?;
+            let id = account_id(&store, &account).await?;
+            let page = driftwatch_store::Page { after: None, limit: 1000 };
+            for t in store.read(move |c| accounts::list_tokens(c, &id, &page)).await? {
+                let state = if t.revoked_at.is_some() { "revoked" } else { "live" };
+                println!("{}  {}…  {:<20} {:<11} {state}", t.id, t.prefix, t.name, t.scopes);
+            }
+        }
+        TokenCommand::Revoke { account, id, settings } => {
+            let store = driftwatch::open_store(&settings).await?;
+            let account_id = account_id(&store, &account).await?;
+            let now = SystemClock.now().naive_utc();
+            let token = id.clone();
+            if !store.write(move |c| accounts::revoke_token(c, &account_id, &token, now)).await? {
+                bail!("no live token {id} in account {account}");
+            }
+            println!("revoked {id}");
+        }
+        TokenCommand::Create { account, name, read_only, settings } => {
+            let store = driftwatch::open_store(&settings).await?;
+            let now = SystemClock.now().naive_utc();
+            let lookup = account.clone();
+            let found = store.read(move |c| accounts::find_account_by_name(c, &lookup)).await?;
+            let Some(found) = found else {
+                bail!("no account named `{account}`; create it with `driftwatch account create`")
+            };
+            let scopes = if read_only { "read" } else { "read write" };
+            let (token, plaintext) =
+                store.write(move |c| accounts::create_token(c, &found.id, &name, scopes, now)).await?;
+            println!("created token {} for account {account}; it is shown only now:", token.id);
+            println!("{plaintext}");
+        }
+    }
+    Ok(())
+}
+
+/// `driftwatch bench checks|retention|pages|delivery`: prints the report.
+pub(crate) async fn bench(command: BenchCommand) -> anyhow::Result<()> {
+    match command {
+        BenchCommand::Checks { watches, concurrency, idle_seconds, database_url } => {
+            let bench = driftwatch_bench::ChecksBench { watches, concurrency, idle_seconds, database_url };
+            println!("{}", driftwatch_bench::checks(&bench).await?);
+        }
+        BenchCommand::Retention { runs, watches, database_url } => {
+            let bench = driftwatch_bench::RetentionBench { runs, watches, database_url };
+            println!("{}", driftwatch_bench::retention(&bench).await?);
+        }
+        BenchCommand::Pages { watches, requests, database_url } => {
+            let bench = driftwatch_bench::PagesBench { watches, requests, database_url };
+            println!("{}", driftwatch_bench::pages(&bench).await?);
+        }
+        BenchCommand::Delivery {
+            count,
+            concurrency,
+            batch,
+            producers,
+            database_url,
+            endpoints,
+            unlimited,
+            backlog,
+            open_loop,
+            seconds,
+        } => {
+            let bench = driftwatch_bench::DeliveryBench {
+                count,
+                concurrency,
+                database_url,
+                batch,
+                producers,
+                endpoints,
+                unlimited,
+                backlog,
+                open_loop,
+                seconds,
+            };
+            println!("{}", driftwatch_bench::delivery(&bench).await?);
+        }
+    }
+    Ok(())
+}
+
+/// A new password: asked twice on a terminal, else the first line of standard input; hashed
+/// with Argon2id before anything else sees it.
+fn read_password() -> anyhow::Result<String> {
+    use std::io::IsTerminal as _;
+    let password = if std::io::stdin().is_terminal() {
+        let first = rpassword::prompt_password("Password: ")?;
+        let again = rpassword::prompt_password("Password again: ")?;
+        if first != again {
+            bail!("the two passwords differ");
+        }
+        first
+    } else {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line)?;
+        line.trim_end_matches(['\r', '\n']).to_owned()
+    };
+    driftwatch_core::hash_password(&password).map_err(|e| anyhow::anyhow!("the password {e}"))
+}
+
+pub(crate) async fn user(command: UserCommand) -> anyhow::Result<()> {
+    use driftwatch_store::users;
+    match command {
+        UserCommand::Create { account, email, settings } => {
+            let email = email.trim().to_lowercase();
+            if !email.contains('@') || email.chars().any(char::is_whitespace) {
+                bail!("`{email}` is not an email address");
+            }
+            let password_hash = read_password()?;
+            let store = driftwatch::open_store(&settings).await?;
+            let now = SystemClock.now().naive_utc();
+            let name = account.trim().to_owned();
+            let user = store
+                .write(move |c| {
+                    let account = match accounts::find_account_by_name(c, &name)? {
+                        Some(account) => account,
+                        None => accounts::create_account(c, &name, now)?,
+                    };
+                    users::create_user(c, &account.id, &email, &password_hash, now)
+                })
+                .await?;
+            println!("created user {} ({}) in account {account}", user.email, user.id);
+        }
+        UserCommand::List { settings } => {
+            let store = driftwatch::open_store(&settings).await?;
+            for (user, account) in store.read(users::list_all_users).await? {
+                println!("{}  {:<32} {account}", user.id, user.email);
+            }
+        }
+        UserCommand::SetPassword { email, settings } => {
+            let password_hash = read_password()?;
+            let store = driftwatch::open_store(&settings).await?;
+            let lookup = email.clone();
+            let Some(user) = store.read(move |c| users::find_user_by_email(c, &lookup)).await? else {
+                bail!("no user {email}")
+            };
+            let now = SystemClock.now().naive_utc();
+            let id = user.id.clone();
+            store.write(move |c| users::set_password(c, &id, &password_hash, None, now)).await?;
+            println!("password set for {}; their sessions were ended", user.email);
+        }
+    }
+    Ok(())
+}
+
+async fn account_id(store: &driftwatch_store::Store, name: &str) -> anyhow::Result<String> {
+    let lookup = name.to_owned();
+    match store.read(move |c| accounts::find_account_by_name(c, &lookup)).await? {
+        Some(account) => Ok(account.id),
+        None => bail!("no account named `{name}`; create it with `driftwatch account create`"),
+    }
+}
+
+pub(crate) async fn import(account: &str, file: &std::path::Path, settings: &Settings) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let parsed = driftwatch::import::parse(&text)?;
+    let store = driftwatch::open_store(settings).await?;
+    let account_id = account_id(&store, account).await?;
+    let policy = driftwatch_net::TargetPolicy { allow_private: settings.allow_private_targets };
+    let limits = driftwatch_validate::Limits {
+        min_interval_seconds: settings.min_interval_seconds,
+        ..driftwatch_validate::Limits::default()
+    };
+    let mut problems = parsed.problems;
+    let mut created = 0;
+    for watch in parsed.watches {
+        match driftwatch::import::to_watch(&watch, &account_id, &limits, policy, SystemClock.now()) {
+            Ok(row) => {
+                store.write(move |c| driftwatch_store::watches::insert_watch(c, &row)).await?;
+                created += 1;
+            }
+            Err(reason) => problems.push(format!("{}: {reason}; skipped", watch.url)),
+        }
+    }
+    for problem in &problems {
+        eprintln!("{problem}");
+    }
+    println!("imported {created} watches into {account}; {} problems", problems.len());
+    Ok(())
+}
+
+pub(crate) async fn export(account: &str, settings: &Settings) -> anyhow::Result<()> {
+    let store = driftwatch::open_store(settings).await?;
+    let account_id = account_id(&store, account).await?;
+    let mut all = Vec::new();
+    let mut after = None;
+    loop {
+        let (id, page) = (account_id.clone(), driftwatch_store::Page { after: after.clone(), limit: 500 });
+        let rows =
+            store.read(move |c| driftwatch_store::watches::list_watches(c, &id, &Default::default(), &page)).await?;
+        let Some(last) = rows.last() else { break };
+        after = Some(last.id.clone());
+        all.extend(rows.iter().map(driftwatch::import::from_watch));
+    }
+    print_out(&serde_json::to_string_pretty(&all)?);
+    Ok(())
+}
+
+pub(crate) async fn check(
+    url: &str,
+    selector: Option<&str>,
+    options: Option<&str>,
+    diff_against: Option<&std::path::Path>,
+    allow_private: bool,
+) -> anyhow::Result<()> {
+    use driftwatch_scrape::Fetcher;
+    let options: driftwatch_core::WatchOptions = match options {
+        Some(text) => {
+            let json = match text.strip_prefix('@') {
+                Some(path) => std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?,
+                None => text.to_owned(),
+            };
+            serde_json::from_str(&json).context("--options")?
+        }
+        None => driftwatch_core::WatchOptions::default(),
+    };
+    if let Some(selector) = selector {
+        driftwatch_scrape::validate_selector(selector)?;
+    }
+    let fetcher = Fetcher::new(driftwatch_scrape::FetchOptions {
+        policy: driftwatch_net::TargetPolicy { allow_private },
+        ..driftwatch_scrape::FetchOptions::default()
+    })?;
+    let text = driftwatch_scrape::read_page(&fetcher, url, selector, &options).await?;
+    match diff_against {
+        None => print!("{text}"),
+        Some(path) => {
+            let old = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            let change = driftwatch_diff::diff_texts(&old, &text, &path.display().to_string(), url);
+            if change.is_change() {
+                print!("{}", change.unified);
+            } else {
+                eprintln!("no change");
+            }
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn verify(secret: &str, headers: &[String], tolerance: i64) -> anyhow::Result<()> {
+    let header = |name: &str| {
+        headers
+            .iter()
+            .filter_map(|h| h.split_once(':'))
+            .find(|(k, _)| k.trim().eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.trim().to_owned())
+            .with_context(|| format!("missing --header '{name}: ...'"))
+    };
+    let (id, timestamp, signature) =
+        (header("webhook-id")?, header("webhook-timestamp")?, header("webhook-signature")?);
+    let mut body = Vec::new();
+    std::io::stdin().read_to_end(&mut body).context("reading the body from standard input")?;
+    let now = SystemClock.now().timestamp();
+    driftwatch_delivery::verify(secret, &id, &timestamp, &signature, &body, now, tolerance)
+        .context("the webhook does not verify")?;
+    println!("valid");
+    Ok(())
+}

@@ -1,0 +1,85 @@
+//! `driftwatch`: watch web pages, deliver signed webhooks when they change.
+
+mod args;
+mod commands;
+mod signals;
+
+use clap::{CommandFactory as _, FromArgMatches as _};
+use driftwatch::Roles;
+
+use args::{Cli, Command};
+use signals::run_until_signal;
+
+fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let wanted =
+        std::env::var("DRIFTWATCH_LOG").or_else(|_| std::env::var("RUST_LOG")).unwrap_or_else(|_| "info".into());
+    // The job scheduler narrates its own start at info; keep it to warnings unless asked for.
+    let directives =
+        if wanted.contains("tokio_cron_scheduler") { wanted } else { format!("{wanted},tokio_cron_scheduler=warn") };
+    let filter = EnvFilter::try_new(&directives).unwrap_or_else(|e| {
+        eprintln!("DRIFTWATCH_LOG `{directives}` is not a valid filter ({e}); logging at info");
+        EnvFilter::new("info,tokio_cron_scheduler=warn")
+    });
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    if std::env::var("DRIFTWATCH_LOG_FORMAT").is_ok_and(|f| f == "json") {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let file = match driftwatch::config::path_from(&args, std::env::var_os("DRIFTWATCH_CONFIG")) {
+        Some(path) => driftwatch::config::load(&path, &driftwatch::config::setting_names())?,
+        None => driftwatch::config::FileSettings::default(),
+    };
+    let matches = driftwatch::config::with_defaults(Cli::command(), &file).get_matches_from(args);
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    init_tracing();
+    match cli.command {
+        Command::Config(settings) => {
+            let settings_matches = matches.subcommand_matches("config").unwrap_or(&matches);
+            print_out(driftwatch::config::describe(settings_matches, &file).trim_end());
+            settings.validate()?;
+            Ok(())
+        }
+        Command::Serve(settings) => run_until_signal(&settings, Roles { web: true, background: true }).await,
+        Command::Worker(settings) => run_until_signal(&settings, Roles { web: false, background: true }).await,
+        Command::Migrate(settings) => {
+            driftwatch::open_store(&settings).await?;
+            println!("migrations applied");
+            Ok(())
+        }
+        Command::Account(command) => commands::account(command).await,
+        Command::User(command) => commands::user(command).await,
+        Command::Token(command) => commands::token(command).await,
+        Command::Verify { secret, headers, tolerance } => commands::verify(&secret, &headers, tolerance),
+        Command::Openapi => {
+            print_out(&format!("{:#}", driftwatch_web::openapi()));
+            Ok(())
+        }
+        Command::Import { account, file, settings } => commands::import(&account, &file, &settings).await,
+        Command::Export { account, settings } => commands::export(&account, &settings).await,
+        Command::Check { url, selector, options, diff_against, allow_private_targets } => {
+            commands::check(
+                &url,
+                selector.as_deref(),
+                options.as_deref(),
+                diff_against.as_deref(),
+                allow_private_targets,
+            )
+            .await
+        }
+        Command::Bench(command) => commands::bench(command).await,
+    }
+}
+
+/// Prints a document to standard output; a reader that stops early (`| head`) is not an error.
+pub(crate) fn print_out(text: &str) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{text}").and_then(|()| out.flush());
+}
