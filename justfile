@@ -23,10 +23,11 @@ test-browser *args:
 fuzz examples="50" seed="1":
     DRIFTWATCH_FUZZ_EXAMPLES={{examples}} DRIFTWATCH_FUZZ_SEED={{seed}} .ci/fuzz
 
-# Formatting, lints as errors, and repeated code in the current change.
+# Formatting, lints and doc comments as errors (what CI checks first).
 lint:
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets -- -D warnings
+    RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --quiet
 
 # Benchmarks: extraction and diffing, then durable delivery on SQLite and PostgreSQL.
 bench count="20000":

@@ -14,8 +14,8 @@ pub struct Settings {
     #[arg(long, env = "DRIFTWATCH_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: String,
 
-    /// The URL people open driftwatch at (e.g. https://watch.example.com): used in the setup
-    /// URL, and an https URL makes session cookies `Secure`. Default: http://<listen address>.
+    /// The URL people open driftwatch at (e.g. `https://watch.example.com`): used in the setup
+    /// URL, and an https URL makes session cookies `Secure`. Default: `http://` and the listen address.
     #[arg(long, env = "DRIFTWATCH_PUBLIC_URL")]
     pub public_url: Option<String>,
 

@@ -22,7 +22,7 @@ pub struct Ops {
     /// When set, `/metrics` asks for `Authorization: Bearer <token>`.
     pub metrics_token: Option<String>,
     /// Whether the main router serves `/metrics` (false when it has a listener of its own,
-    /// see [`metrics_router`]).
+    /// see [`crate::metrics_router`]).
     pub metrics_on_main: bool,
     /// Cancelled when this node starts to drain: `/readyz` answers 503 from then on, so a load
     /// balancer stops sending it work before it exits.

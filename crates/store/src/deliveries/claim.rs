@@ -20,7 +20,7 @@ use crate::{DbConn, StoreResult};
 /// endpoints at their per-node concurrency cap). The skipped ids are bound as one parameter: an
 /// array on PostgreSQL, a JSON array on SQLite. Endpoints with a limit that holds across nodes
 /// (`max_in_flight`, `rate_limit_per_second`, or a circuit past its open period waiting for its
-/// probe) are left to [`claim_limited`].
+/// probe) are left to [`super::claim_limited`].
 pub fn claim_due(
     conn: &mut DbConn,
     owner: &str,
