@@ -102,8 +102,12 @@ async fn the_grace_bounds_a_stuck_drain_and_a_second_signal_exits_at_once() {
     assert!(took >= Duration::from_millis(900), "it waited for the grace: {took:?}");
     drop(lines);
 
-    // A second signal: no waiting for the grace (60 s).
-    let (child, _, lines) = serve_logged(dir.path(), &[("DRIFTWATCH_SHUTDOWN_GRACE", "60s")]).await;
+    // A second signal: no waiting for the grace (60 s). The drain is stuck on an attempt the
+    // receiver holds (the first node's deliveries are still leased to it), so only the second
+    // signal can end it; without one in flight the drain could finish before that signal.
+    let (child, base, lines) = serve_logged(dir.path(), &[("DRIFTWATCH_SHUTDOWN_GRACE", "60s")]).await;
+    queue_tests(&http, &base, &token, &endpoint_id, 1).await;
+    receiver.wait_arrived(5).await;
     signal(&child, "TERM");
     let _lines = log_line(lines, "shutting down").await.0;
     signal(&child, "TERM");
