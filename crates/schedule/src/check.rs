@@ -7,7 +7,7 @@ use driftwatch_core::{EventType, IdKind, RunOutcome, WatchHealth, WatchOptions, 
 use driftwatch_scrape::{ExtractError, Fetched, PageRequest, Rules, extract_with};
 use driftwatch_store::checks::CheckResult;
 use driftwatch_store::outbox::NewEvent;
-use driftwatch_store::{Event, Run, Snapshot, StoreError, Watch, watches};
+use driftwatch_store::{Event, Run, Snapshot, StoreError, Watch, runs, snapshots, watches};
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
@@ -90,7 +90,7 @@ impl Runner {
         loop {
             if let Some(before) = &joined {
                 let id = watch_id.to_owned();
-                let newest = self.store().read(move |c| watches::newest_run(c, &id)).await?;
+                let newest = self.store().read(move |c| runs::newest_run(c, &id)).await?;
                 if let Some(run) = newest.filter(|r| Some(&r.id) != before.as_ref()) {
                     return Ok(Some(run));
                 }
@@ -111,7 +111,7 @@ impl Runner {
                 Some(None) if joined.is_none() => {
                     // Busy: the run to join is the first one newer than the newest run of now.
                     let id = watch_id.to_owned();
-                    let newest = self.store().read(move |c| watches::newest_run(c, &id)).await?;
+                    let newest = self.store().read(move |c| runs::newest_run(c, &id)).await?;
                     joined = Some(newest.map(|r| r.id));
                 }
                 Some(None) => {}
@@ -208,7 +208,7 @@ impl Runner {
         };
         let hash = hex(&Sha256::digest(text.as_bytes()));
         let watch_id = watch.id.clone();
-        let previous = self.store().read(move |c| watches::latest_snapshot(c, &watch_id)).await?;
+        let previous = self.store().read(move |c| snapshots::latest_snapshot(c, &watch_id)).await?;
         let now = self.now();
         let snapshot = |content: String| Snapshot {
             id: new_id(IdKind::Snapshot),
@@ -274,7 +274,7 @@ impl Runner {
         let known = match options.noise.known_states.filter(|n| *n > 0) {
             Some(n) => {
                 let (watch_id, hash) = (watch.id.clone(), hex(&Sha256::digest(after.as_bytes())));
-                self.store().read(move |c| watches::is_recent_state(c, &watch_id, &hash, i64::from(n))).await?
+                self.store().read(move |c| snapshots::is_recent_state(c, &watch_id, &hash, i64::from(n))).await?
             }
             None => false,
         };

@@ -24,6 +24,8 @@ pub mod overview;
 mod predicates;
 pub mod recoveries;
 pub mod retention;
+pub mod runs;
+pub mod snapshots;
 pub mod stats;
 pub mod users;
 pub mod watches;

@@ -4,8 +4,8 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use driftwatch_core::WatchState;
 
-use crate::schema::{runs, snapshots, watches};
-use crate::{DbConn, Page, Run, Snapshot, StoreResult, Watch};
+use crate::schema::watches;
+use crate::{DbConn, Page, StoreResult, Watch};
 
 /// Inserts a new watch.
 pub fn insert_watch(conn: &mut DbConn, watch: &Watch) -> StoreResult<()> {
@@ -343,40 +343,6 @@ pub fn next_wake(conn: &mut DbConn, now: NaiveDateTime) -> StoreResult<Option<Na
         .optional()?)
 }
 
-/// The newest run of a watch.
-pub fn newest_run(conn: &mut DbConn, watch_id: &str) -> StoreResult<Option<Run>> {
-    Ok(runs::table
-        .filter(runs::watch_id.eq(watch_id))
-        .order(runs::id.desc())
-        .select(Run::as_select())
-        .first(conn)
-        .optional()?)
-}
-
-/// The newest snapshot of a watch.
-pub fn latest_snapshot(conn: &mut DbConn, watch_id: &str) -> StoreResult<Option<Snapshot>> {
-    Ok(snapshots::table
-        .filter(snapshots::watch_id.eq(watch_id))
-        .order(snapshots::id.desc())
-        .select(Snapshot::as_select())
-        .first(conn)
-        .optional()?)
-}
-
-/// The runs of the account's watch `watch_id`, newest first (none for another account's).
-pub fn list_runs(conn: &mut DbConn, account_id: &str, watch_id: &str, page: &Page) -> StoreResult<Vec<Run>> {
-    let mut query = runs::table
-        .inner_join(watches::table)
-        .filter(watches::account_id.eq(account_id))
-        .filter(runs::watch_id.eq(watch_id))
-        .select(Run::as_select())
-        .into_boxed();
-    if let Some(after) = &page.after {
-        query = query.filter(runs::id.lt(after));
-    }
-    Ok(query.order(runs::id.desc()).limit(page.limit).load(conn)?)
-}
-
 /// The changes `PATCH /watches/{id}` may make; `None` leaves a column as it is.
 #[derive(Debug, Clone, Default, AsChangeset)]
 #[diesel(table_name = watches)]
@@ -433,72 +399,4 @@ pub fn delete_watch(conn: &mut DbConn, account_id: &str, id: &str) -> StoreResul
     let deleted = diesel::delete(watches::table.filter(watches::account_id.eq(account_id)).filter(watches::id.eq(id)))
         .execute(conn)?;
     Ok(deleted == 1)
-}
-
-/// A snapshot's metadata, for listings.
-#[derive(Debug, Clone, Queryable, Selectable)]
-#[diesel(table_name = snapshots)]
-pub struct SnapshotInfo {
-    /// `snp_...`
-    pub id: String,
-    /// The watch.
-    pub watch_id: String,
-    /// Hex SHA-256 of the content.
-    pub content_hash: String,
-    /// When it was fetched.
-    pub created_at: NaiveDateTime,
-}
-
-/// The snapshots of the account's watch `watch_id`, newest first, without their content (none
-/// for another account's).
-pub fn list_snapshots(
-    conn: &mut DbConn,
-    account_id: &str,
-    watch_id: &str,
-    page: &Page,
-) -> StoreResult<Vec<SnapshotInfo>> {
-    let mut query = snapshots::table
-        .inner_join(watches::table)
-        .filter(watches::account_id.eq(account_id))
-        .filter(snapshots::watch_id.eq(watch_id))
-        .select(SnapshotInfo::as_select())
-        .into_boxed();
-    if let Some(after) = &page.after {
-        query = query.filter(snapshots::id.lt(after));
-    }
-    Ok(query.order(snapshots::id.desc()).limit(page.limit).load(conn)?)
-}
-
-/// The account's snapshot `id`, with its content.
-pub fn get_snapshot(conn: &mut DbConn, account_id: &str, id: &str) -> StoreResult<Option<Snapshot>> {
-    Ok(snapshots::table
-        .inner_join(watches::table)
-        .filter(watches::account_id.eq(account_id))
-        .filter(snapshots::id.eq(id))
-        .select(Snapshot::as_select())
-        .first(conn)
-        .optional()?)
-}
-
-/// The two newest snapshots of a watch (newest first).
-pub fn latest_two_snapshots(conn: &mut DbConn, watch_id: &str) -> StoreResult<Vec<Snapshot>> {
-    Ok(snapshots::table
-        .filter(snapshots::watch_id.eq(watch_id))
-        .order(snapshots::id.desc())
-        .limit(2)
-        .select(Snapshot::as_select())
-        .load(conn)?)
-}
-
-/// Whether `hash` is the content hash of one of the watch's `n` newest snapshots before the
-/// newest one (the page went back to a recent state).
-pub fn is_recent_state(conn: &mut DbConn, watch_id: &str, hash: &str, n: i64) -> StoreResult<bool> {
-    let recent: Vec<String> = snapshots::table
-        .filter(snapshots::watch_id.eq(watch_id))
-        .order(snapshots::id.desc())
-        .offset(1)
-        .limit(n)
-        .select(snapshots::content_hash)
-        .load(conn)?;
-    Ok(recent.iter().any(|h| h == hash))
 }

@@ -7,7 +7,9 @@ use chrono::TimeDelta;
 use driftwatch_core::{Clock as _, IdKind, RunOutcome, SystemClock, new_id};
 use driftwatch_store::checks::{self, CheckResult};
 use driftwatch_store::outbox::NewEvent;
-use driftwatch_store::{Endpoint, Event, PoolOptions, Run, Store, Watch, accounts, deliveries, endpoints, watches};
+use driftwatch_store::{
+    Endpoint, Event, PoolOptions, Run, Store, Watch, accounts, deliveries, endpoints, runs, watches,
+};
 
 use crate::support::{Backend, TestDb};
 
@@ -112,12 +114,8 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
             let answers = checks::record_all(c, &[lost.clone(), written.clone()])?;
             assert!(matches!(answers[0], Err(driftwatch_store::StoreError::LeaseLost)), "{answers:?}");
             assert!(matches!(answers[1], Ok(0)), "{answers:?}");
-            assert_eq!(watches::newest_run(c, &other.id)?.map(|r| r.id), Some(written.run.id));
-            assert_eq!(
-                watches::newest_run(c, &watch.id)?.map(|r| r.id),
-                Some(result.run.id.clone()),
-                "not the lost one"
-            );
+            assert_eq!(runs::newest_run(c, &other.id)?.map(|r| r.id), Some(written.run.id));
+            assert_eq!(runs::newest_run(c, &watch.id)?.map(|r| r.id), Some(result.run.id.clone()), "not the lost one");
             let released = watches::get_watch(c, &result.account_id, &other.id)?.expect("watch");
             assert_eq!(released.lease_owner, None, "the batch released the written watch's lease");
 
@@ -149,10 +147,10 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
                 checks::record_all(c, &[check_of(&broken, Some("snp_missing".into())), check_of(&fine, None)])?;
             assert!(matches!(answers[0], Err(driftwatch_store::StoreError::Query(_))), "{answers:?}");
             assert!(matches!(answers[1], Ok(0)), "{answers:?}");
-            assert!(watches::newest_run(c, &broken.id)?.is_none(), "the failed check wrote nothing");
+            assert!(runs::newest_run(c, &broken.id)?.is_none(), "the failed check wrote nothing");
             let still = watches::get_watch(c, &result.account_id, &broken.id)?.expect("watch");
             assert_eq!(still.lease_owner.as_deref(), Some("runner-3"), "and kept its lease");
-            assert!(watches::newest_run(c, &fine.id)?.is_some(), "the other check was written");
+            assert!(runs::newest_run(c, &fine.id)?.is_some(), "the other check was written");
             Ok(queued)
         })
         .await
@@ -465,10 +463,10 @@ pub async fn another_accounts_ids_find_nothing_in_the_store(backend: Backend) {
             let mut counts = Vec::new();
             for name in ["acme", "other"] {
                 let account = accounts::find_account_by_name(c, name)?.expect("the account").id;
-                let snapshots = driftwatch_store::watches::list_snapshots(c, &account, &watch_id, &page)?;
+                let snapshots = driftwatch_store::snapshots::list_snapshots(c, &account, &watch_id, &page)?;
                 let snapshot = snapshots.first().map(|s| s.id.clone()).unwrap_or_default();
                 counts.push([
-                    driftwatch_store::watches::list_runs(c, &account, &watch_id, &page)?.len(),
+                    driftwatch_store::runs::list_runs(c, &account, &watch_id, &page)?.len(),
                     snapshots.len(),
                     deliveries::list_attempts(c, &account, &delivery_id)?.len(),
                     usize::from(deliveries::get_delivery(c, &account, &delivery_id)?.is_some()),
@@ -478,7 +476,7 @@ pub async fn another_accounts_ids_find_nothing_in_the_store(backend: Backend) {
                 // The owner's snapshot, asked for by the other account, is not found either.
                 if name == "acme" {
                     let other = accounts::find_account_by_name(c, "other")?.expect("the account").id;
-                    assert!(driftwatch_store::watches::get_snapshot(c, &other, &snapshot)?.is_none());
+                    assert!(driftwatch_store::snapshots::get_snapshot(c, &other, &snapshot)?.is_none());
                 }
             }
             Ok(counts)

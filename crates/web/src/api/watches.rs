@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use driftwatch_core::{WatchHealth, WatchOptions, WatchState};
 use driftwatch_schedule::CheckError;
 use driftwatch_store::watches::{self, WatchChanges, WatchFilter, WatchSort};
-use driftwatch_store::{Page, Watch};
+use driftwatch_store::{Page, Watch, runs, snapshots};
 use driftwatch_validate::{WatchInput, WatchPatch};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
@@ -362,7 +362,7 @@ pub async fn runs(
 ) -> Result<axum::Json<List<views::Run>>, ApiError> {
     let watch = find(&state, &caller, &id).await?;
     let (page, limit): (Page, usize) = params.to_page()?;
-    let rows = state.store.read(move |c| watches::list_runs(c, &caller.account_id, &watch.id, &page)).await?;
+    let rows = state.store.read(move |c| runs::list_runs(c, &caller.account_id, &watch.id, &page)).await?;
     Ok(axum::Json(page_of(rows, limit, |r| &r.id)))
 }
 
@@ -383,7 +383,7 @@ pub async fn snapshots(
 ) -> Result<axum::Json<List<views::Snapshot>>, ApiError> {
     let watch = find(&state, &caller, &id).await?;
     let (page, limit) = params.to_page()?;
-    let rows = state.store.read(move |c| watches::list_snapshots(c, &caller.account_id, &watch.id, &page)).await?;
+    let rows = state.store.read(move |c| snapshots::list_snapshots(c, &caller.account_id, &watch.id, &page)).await?;
     Ok(axum::Json(page_of(rows, limit, |s| &s.id)))
 }
 
@@ -403,7 +403,7 @@ pub async fn snapshot(
 ) -> Result<axum::Json<views::Snapshot>, ApiError> {
     let snapshot = state
         .store
-        .read(move |c| watches::get_snapshot(c, &caller.account_id, &id))
+        .read(move |c| snapshots::get_snapshot(c, &caller.account_id, &id))
         .await?
         .ok_or_else(|| ApiError::not_found("no such snapshot"))?;
     Ok(axum::Json(snapshot.into()))
@@ -456,10 +456,10 @@ pub async fn diff(
         .store
         .read(move |c| {
             // Newest first: by default, the newest snapshot against the one before it.
-            let mut latest = watches::latest_two_snapshots(c, &watch.id)?.into_iter();
+            let mut latest = snapshots::latest_two_snapshots(c, &watch.id)?.into_iter();
             let (newest, previous) = (latest.next(), latest.next());
             let mut pick = |id: Option<String>, default: Option<driftwatch_store::Snapshot>| match id {
-                Some(id) => watches::get_snapshot(c, &account, &id).map(|s| s.filter(|s| s.watch_id == watch.id)),
+                Some(id) => snapshots::get_snapshot(c, &account, &id).map(|s| s.filter(|s| s.watch_id == watch.id)),
                 None => Ok(default),
             };
             let to = pick(params.to, newest)?;

@@ -8,8 +8,9 @@ use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use driftwatch_core::EventType;
 use driftwatch_store::deliveries::{self, DeliveryFilter};
-use driftwatch_store::watches::{self, SnapshotInfo};
-use driftwatch_store::{Event, Page, Run, Snapshot, Watch, events, users};
+use driftwatch_store::snapshots::{self, SnapshotInfo};
+use driftwatch_store::watches;
+use driftwatch_store::{Event, Page, Run, Snapshot, Watch, events, runs, users};
 use serde::Deserialize;
 
 use axum::response::{IntoResponse, Redirect};
@@ -158,7 +159,7 @@ pub async fn show(
     let loaded = state
         .store
         .read(move |c| {
-            let snapshots = watches::list_snapshots(c, &account, &watch_id, &Page { after: None, limit: TIMELINE })?;
+            let snapshots = snapshots::list_snapshots(c, &account, &watch_id, &Page { after: None, limit: TIMELINE })?;
             let changes = events::list_events(
                 c,
                 &account,
@@ -166,7 +167,7 @@ pub async fn show(
                 Some(EventType::ChangeDetected),
                 &Page { after: None, limit: TIMELINE },
             )?;
-            let runs = watches::list_runs(c, &account, &watch_id, &Page { after: None, limit: RUNS })?;
+            let runs = runs::list_runs(c, &account, &watch_id, &Page { after: None, limit: RUNS })?;
             let filter = DeliveryFilter { watch_id: Some(watch_id.clone()), ..DeliveryFilter::default() };
             let deliveries =
                 deliveries::list_deliveries(c, &account, &filter, &Page { after: None, limit: DELIVERIES })?;
@@ -184,7 +185,7 @@ pub async fn show(
             };
             let mut side = |id: Option<String>| -> driftwatch_store::StoreResult<Option<Snapshot>> {
                 match id {
-                    Some(id) => Ok(watches::get_snapshot(c, &account, &id)?.filter(|s| s.watch_id == watch_id)),
+                    Some(id) => Ok(snapshots::get_snapshot(c, &account, &id)?.filter(|s| s.watch_id == watch_id)),
                     None => Ok(None),
                 }
             };
@@ -193,7 +194,7 @@ pub async fn show(
                 _ => None,
             };
             let baseline = match (&sides, &newest) {
-                (None, Some(newest)) => watches::get_snapshot(c, &account, newest)?.map(|s| s.content),
+                (None, Some(newest)) => snapshots::get_snapshot(c, &account, newest)?.map(|s| s.content),
                 _ => None,
             };
             Ok(Loaded { snapshots, changes, runs, deliveries, seen, sides, baseline })
@@ -374,7 +375,7 @@ pub async fn confirm_delete(
     let (account, watch_id) = (viewer.account_id().to_owned(), watch.id.clone());
     let snapshots = state
         .store
-        .read(move |c| watches::list_snapshots(c, &account, &watch_id, &Page { after: None, limit: 1000 }))
+        .read(move |c| snapshots::list_snapshots(c, &account, &watch_id, &Page { after: None, limit: 1000 }))
         .await?
         .len();
     Ok(html(&DeletePage {

@@ -147,8 +147,8 @@ impl From<store::Snapshot> for Snapshot {
     }
 }
 
-impl From<store::watches::SnapshotInfo> for Snapshot {
-    fn from(s: store::watches::SnapshotInfo) -> Snapshot {
+impl From<store::snapshots::SnapshotInfo> for Snapshot {
+    fn from(s: store::snapshots::SnapshotInfo) -> Snapshot {
         Snapshot {
             id: s.id,
             watch_id: s.watch_id,
