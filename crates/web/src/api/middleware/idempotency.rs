@@ -46,78 +46,104 @@ pub async fn idempotency(State(state): State<AppState>, request: Request, next: 
         return next.run(request).await; // the handler answers 403; nothing is replayed to a reader
     }
     let (parts, body) = request.into_parts();
-    let bytes = match axum::body::to_bytes(body, MAX_BUFFERED).await {
+    let bytes = match read_body(body).await {
         Ok(bytes) => bytes,
-        Err(e) if std::error::Error::source(&e).is_some_and(|s| s.is::<http_body_util::LengthLimitError>()) => {
-            return ApiError::with_status(StatusCode::PAYLOAD_TOO_LARGE, "the body is too large").into_response();
-        }
-        Err(_) => return ApiError::bad_request("the body could not be read").into_response(),
+        Err(refused) => return refused,
     };
+    let key = Held { account: found.account_id, key: hex(&Sha256::digest(format!("{} {key}", parts.uri.path()))), now };
     let fingerprint = hex(&Sha256::digest(&bytes));
-    let key = hex(&Sha256::digest(format!("{} {key}", parts.uri.path())));
-    let account = found.account_id;
-    let since = now - chrono::TimeDelta::hours(24);
-    let abandoned_before = now - chrono::TimeDelta::minutes(ABANDONED_AFTER_MINUTES);
-    let (claim_account, claim_key) = (account.clone(), key.clone());
-    let claim = state
-        .store
-        .write(move |c| idempotency::claim(c, &claim_account, &claim_key, &fingerprint, now, since, abandoned_before))
-        .await;
-    match claim {
-        Ok(Claim::Claimed) => {}
-        Ok(Claim::Replay(stored)) => {
-            let mut response =
-                (StatusCode::from_u16(stored.status as u16).unwrap_or(StatusCode::OK), stored.body).into_response();
-            response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-            response.headers_mut().insert("idempotent-replayed", HeaderValue::from_static("true"));
-            return response;
-        }
-        Ok(Claim::InFlight) => {
-            return ApiError::conflict("a request with this Idempotency-Key is still being handled; retry shortly")
-                .into_response();
-        }
-        Ok(Claim::Mismatch) => {
-            return ApiError::invalid("Idempotency-Key", "this key was used for a different request").into_response();
-        }
-        Err(e) => return ApiError::from(e).into_response(),
+    if let Some(answer) = claim(&state, &key, fingerprint).await {
+        return answer;
     }
     // The handler and the answer's bookkeeping run in a task of their own: a client that hangs
     // up does not cancel them halfway, which would leave the key claimed with the work done.
     let store = state.store.clone();
     let request = Request::from_parts(parts, Body::from(bytes));
-    let (task_account, task_key) = (account.clone(), key.clone());
-    let handled = tokio::spawn(async move {
-        let (account, key) = (task_account, task_key);
-        let response = next.run(request).await;
-        let (parts, body) = response.into_parts();
-        let bytes = match axum::body::to_bytes(body, MAX_BUFFERED).await {
-            Ok(bytes) if parts.status.is_success() => bytes,
-            result => {
-                // Not an answer to replay (a failure, or too large to keep): free the key.
-                if let Err(e) = store.write(move |c| idempotency::release(c, &account, &key, now)).await {
-                    tracing::warn!(error = %e, "releasing an idempotency key failed");
-                }
-                return match result {
-                    Ok(bytes) => Response::from_parts(parts, Body::from(bytes)),
-                    Err(_) => ApiError::internal(&"response too large to buffer").into_response(),
-                };
-            }
-        };
-        let status = i32::from(parts.status.as_u16());
-        let stored = without_shown_once_secrets(&bytes);
-        if let Err(e) = store.write(move |c| idempotency::complete(c, &account, &key, now, status, &stored)).await {
-            tracing::warn!(error = %e, "storing an idempotent response failed");
-        }
-        Response::from_parts(parts, Body::from(bytes))
-    });
-    match handled.await {
+    let held = key.clone();
+    match tokio::spawn(async move { run_and_keep(&store, &held, next, request).await }).await {
         Ok(response) => response,
         Err(e) => {
-            let store = state.store.clone();
-            let _ = store.write(move |c| idempotency::release(c, &account, &key, now)).await;
+            let Held { account, key, now } = key;
+            let _ = state.store.write(move |c| idempotency::release(c, &account, &key, now)).await;
             ApiError::internal(&format!("the request's task failed: {e}")).into_response()
         }
     }
+}
+
+/// A claimed key: the account, the key as stored (`sha256("<path> <key>")`) and the request's time.
+#[derive(Clone)]
+struct Held {
+    account: String,
+    key: String,
+    now: chrono::NaiveDateTime,
+}
+
+/// The request's body, buffered to fingerprint it; a refusal when it is too large or unreadable.
+async fn read_body(body: Body) -> Result<axum::body::Bytes, Response> {
+    match axum::body::to_bytes(body, MAX_BUFFERED).await {
+        Ok(bytes) => Ok(bytes),
+        Err(e) if std::error::Error::source(&e).is_some_and(|s| s.is::<http_body_util::LengthLimitError>()) => {
+            Err(ApiError::with_status(StatusCode::PAYLOAD_TOO_LARGE, "the body is too large").into_response())
+        }
+        Err(_) => Err(ApiError::bad_request("the body could not be read").into_response()),
+    }
+}
+
+/// Claims the key for this request; `None` when the handler should run, else the answer: the
+/// stored one replayed, 409 while the first request runs, 422 for another body, or an error.
+async fn claim(state: &AppState, held: &Held, fingerprint: String) -> Option<Response> {
+    let Held { account, key, now } = held.clone();
+    let since = now - chrono::TimeDelta::hours(24);
+    let abandoned_before = now - chrono::TimeDelta::minutes(ABANDONED_AFTER_MINUTES);
+    let claim = state
+        .store
+        .write(move |c| idempotency::claim(c, &account, &key, &fingerprint, now, since, abandoned_before))
+        .await;
+    Some(match claim {
+        Ok(Claim::Claimed) => return None,
+        Ok(Claim::Replay(stored)) => {
+            let mut response =
+                (StatusCode::from_u16(stored.status as u16).unwrap_or(StatusCode::OK), stored.body).into_response();
+            response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            response.headers_mut().insert("idempotent-replayed", HeaderValue::from_static("true"));
+            response
+        }
+        Ok(Claim::InFlight) => {
+            ApiError::conflict("a request with this Idempotency-Key is still being handled; retry shortly")
+                .into_response()
+        }
+        Ok(Claim::Mismatch) => {
+            ApiError::invalid("Idempotency-Key", "this key was used for a different request").into_response()
+        }
+        Err(e) => ApiError::from(e).into_response(),
+    })
+}
+
+/// Runs the handler and keeps its answer for replays when it succeeded (without shown-once
+/// secrets); any other answer frees the key.
+async fn run_and_keep(store: &driftwatch_store::Store, held: &Held, next: Next, request: Request) -> Response {
+    let Held { account, key, now } = held.clone();
+    let response = next.run(request).await;
+    let (parts, body) = response.into_parts();
+    let bytes = match axum::body::to_bytes(body, MAX_BUFFERED).await {
+        Ok(bytes) if parts.status.is_success() => bytes,
+        result => {
+            // Not an answer to replay (a failure, or too large to keep): free the key.
+            if let Err(e) = store.write(move |c| idempotency::release(c, &account, &key, now)).await {
+                tracing::warn!(error = %e, "releasing an idempotency key failed");
+            }
+            return match result {
+                Ok(bytes) => Response::from_parts(parts, Body::from(bytes)),
+                Err(_) => ApiError::internal(&"response too large to buffer").into_response(),
+            };
+        }
+    };
+    let status = i32::from(parts.status.as_u16());
+    let stored = without_shown_once_secrets(&bytes);
+    if let Err(e) = store.write(move |c| idempotency::complete(c, &account, &key, now, status, &stored)).await {
+        tracing::warn!(error = %e, "storing an idempotent response failed");
+    }
+    Response::from_parts(parts, Body::from(bytes))
 }
 
 /// The answer as stored for replays: an API token's plaintext (shown once, stored nowhere else
