@@ -119,19 +119,10 @@ impl Sender {
         if let Err(e) = check_url(&url, self.options.policy) {
             return failure(AttemptErrorKind::Blocked, e.to_string());
         }
-        let now = chrono::DateTime::from_timestamp(timestamp, 0).map(|t| t.naive_utc());
-        let previous = endpoint
-            .previous_secret
-            .as_deref()
-            .filter(|_| endpoint.previous_secret_expires_at.zip(now).is_some_and(|(until, now)| until > now));
-        let mut signatures = Vec::with_capacity(2);
-        for secret in std::iter::once(endpoint.secret.as_str()).chain(previous) {
-            match sign(secret, delivery_id, timestamp, body) {
-                Ok(signature) => signatures.push(signature),
-                Err(e) => return failure(AttemptErrorKind::Secret, e.to_string()),
-            }
-        }
-        let signature = signatures.join(" ");
+        let signature = match signatures(endpoint, delivery_id, timestamp, body) {
+            Ok(signature) => signature,
+            Err(e) => return failure(AttemptErrorKind::Secret, e),
+        };
         let request = self
             .client
             .post(url)
@@ -159,15 +150,7 @@ impl Sender {
                 let now = std::time::UNIX_EPOCH + Duration::from_secs(u64::try_from(timestamp).unwrap_or(0));
                 parse_retry_after(v, now)
             });
-        let mut read = Vec::new();
-        // The receiver's body is only for diagnosis: read a bounded prefix and stop.
-        while read.len() < self.options.max_response_bytes {
-            match response.chunk().await {
-                Ok(Some(chunk)) => read.extend_from_slice(&chunk),
-                Ok(None) | Err(_) => break,
-            }
-        }
-        let snippet: String = String::from_utf8_lossy(&read).chars().take(self.options.snippet_chars).collect();
+        let snippet = self.snippet(&mut response).await;
         let (error_kind, error) = match status {
             200..=299 => (None, None),
             300..=399 => {
@@ -184,6 +167,37 @@ impl Sender {
             retry_after,
         }
     }
+}
+
+impl Sender {
+    /// The start of the receiver's answer, for diagnosis only: a bounded prefix is read and the
+    /// rest left unread.
+    async fn snippet(&self, response: &mut reqwest::Response) -> String {
+        let mut read = Vec::new();
+        while read.len() < self.options.max_response_bytes {
+            match response.chunk().await {
+                Ok(Some(chunk)) => read.extend_from_slice(&chunk),
+                Ok(None) | Err(_) => break,
+            }
+        }
+        String::from_utf8_lossy(&read).chars().take(self.options.snippet_chars).collect()
+    }
+}
+
+/// The `webhook-signature` header: a signature with the endpoint's secret and, during a
+/// rotation's overlap (until `previous_secret_expires_at`, judged at `timestamp`), one with its
+/// previous secret too, space-separated.
+fn signatures(endpoint: &Endpoint, delivery_id: &str, timestamp: i64, body: &[u8]) -> Result<String, String> {
+    let now = chrono::DateTime::from_timestamp(timestamp, 0).map(|t| t.naive_utc());
+    let previous = endpoint
+        .previous_secret
+        .as_deref()
+        .filter(|_| endpoint.previous_secret_expires_at.zip(now).is_some_and(|(until, now)| until > now));
+    let signed: Result<Vec<String>, _> = std::iter::once(endpoint.secret.as_str())
+        .chain(previous)
+        .map(|secret| sign(secret, delivery_id, timestamp, body))
+        .collect();
+    signed.map(|s| s.join(" ")).map_err(|e| e.to_string())
 }
 
 /// A `Retry-After` value: delay seconds, or an HTTP date (a date in the past means now).
