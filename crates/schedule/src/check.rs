@@ -139,7 +139,7 @@ impl Runner {
     ) -> Result<Option<Run>, StoreError> {
         let started = self.now();
         let clock = std::time::Instant::now();
-        let options: WatchOptions = serde_json::from_str(&watch.options).unwrap_or_default();
+        let options: WatchOptions = watch.options();
         let needed = self.lease_for(&options);
         if needed > self.lease_length() {
             // Its own long timeout or a confirming refetch: hold the watch long enough that no

@@ -61,7 +61,7 @@ pub fn from_watch(watch: &driftwatch_store::Watch) -> PortableWatch {
         interval_seconds: watch.interval_seconds,
         cron: watch.cron.clone(),
         time_zone: watch.time_zone.clone(),
-        options: serde_json::from_str(&watch.options).unwrap_or_default(),
+        options: watch.options(),
         paused: watch.state == driftwatch_core::WatchState::Paused.as_str(),
         tags: watch.tag_list().into_iter().map(str::to_owned).collect(),
     }

@@ -102,6 +102,16 @@ pub struct Run {
 }
 
 impl Watch {
+    /// Its options, read from their stored JSON. Stored options that do not read (written
+    /// behind the API's back, or by a future version) are logged once per read and taken as
+    /// the defaults, so the watch is still checked and shown rather than failing every time.
+    pub fn options(&self) -> driftwatch_core::WatchOptions {
+        serde_json::from_str(&self.options).unwrap_or_else(|e| {
+            tracing::warn!(watch.id = %self.id, error = %e, "a watch's stored options do not read; using the defaults");
+            driftwatch_core::WatchOptions::default()
+        })
+    }
+
     /// When this watch is due (a watch whose stored schedule somehow does not parse is checked
     /// hourly).
     pub fn timing(&self) -> driftwatch_core::Timing {

@@ -77,7 +77,7 @@ pub struct WatchForm {
 impl WatchForm {
     /// The form filled from a stored watch.
     fn of(watch: &Watch) -> WatchForm {
-        let options: WatchOptions = serde_json::from_str(&watch.options).unwrap_or_default();
+        let options: WatchOptions = watch.options();
         let (every, unit) = match watch.interval_seconds {
             Some(s) if s % 86_400 == 0 => ((s / 86_400).to_string(), "days"),
             Some(s) if s % 3600 == 0 => ((s / 3600).to_string(), "hours"),

@@ -49,6 +49,7 @@ pub struct Watch {
 
 impl From<store::Watch> for Watch {
     fn from(w: store::Watch) -> Watch {
+        let options = w.options();
         Watch {
             tags: w.tag_list().into_iter().map(str::to_owned).collect(),
             id: w.id,
@@ -60,7 +61,7 @@ impl From<store::Watch> for Watch {
             time_zone: w.time_zone,
             state: w.state,
             health: w.health,
-            options: serde_json::from_str(&w.options).unwrap_or_default(),
+            options,
             next_run_at: utc(w.next_run_at),
             last_run_at: w.last_run_at.map(utc),
             consecutive_failures: w.consecutive_failures,
