@@ -74,14 +74,7 @@ pub fn claim_limited(
     let horizon = now + chrono::TimeDelta::milliseconds(PACING_HORIZON_MS);
     let max_endpoints = max_endpoints.max(1);
     conn.transaction(|conn| {
-        let mut limited = limited_candidates(conn, now, horizon, after, max_endpoints)?;
-        if (limited.len() as i64) < max_endpoints && !after.is_empty() {
-            // Wrap around to the start; an endpoint already taken is not looked at twice.
-            let wrapped = limited_candidates(conn, now, horizon, "", max_endpoints)?;
-            let seen: HashSet<String> = limited.iter().map(|l| l.0.clone()).collect();
-            let room = max_endpoints as usize - limited.len();
-            limited.extend(wrapped.into_iter().filter(|l| !seen.contains(&l.0)).take(room));
-        }
+        let limited = candidates(conn, now, horizon, after, max_endpoints)?;
         if limited.is_empty() {
             // The common case (no endpoint has a limit): one query, no session settings.
             return Ok(LimitedClaim { jobs: Vec::new(), cursor: after.to_owned() });
@@ -103,32 +96,11 @@ pub fn claim_limited(
             }
             // Past its open period and not yet closed by a success: one probe at a time.
             let cap = if circuit.is_some() { 1 } else { max_in_flight.map_or(default_cap, |n| i64::from(n.max(1))) };
-            // The deliveries in flight are the front of the endpoint's pending rows in due
-            // order: this claim leases oldest due first, and whatever joins later (a new event,
-            // a retry, a recovery) is due at or after the time it joins, so after every leased
-            // row. Counting among the first rows is exact and costs O(cap), not O(backlog); the
-            // window leaves room for expired leases and ties at the front.
-            let front: Vec<Option<NaiveDateTime>> = deliveries::table
-                .filter(deliveries::endpoint_id.eq(&endpoint_id))
-                .filter(pending_limited())
-                .order((deliveries::next_attempt_at.asc(), deliveries::id.asc()))
-                .limit(2 * cap + 64)
-                .select(deliveries::lease_until)
-                .load(conn)?;
-            let in_flight = front.iter().filter(|until| until.is_some_and(|u| u >= now)).count() as i64;
-            let mut allowed = (cap - in_flight).min(budget);
-            let mut send_times = Vec::new();
-            let start = paced_until.map_or(now, |p| p.max(now));
-            let gap = rate.filter(|r| *r > 0).map(|r| chrono::TimeDelta::microseconds(1_000_000 / i64::from(r)));
-            if let Some(gap) = gap {
-                let mut at = start;
-                while allowed > 0 && at < horizon {
-                    send_times.push(at);
-                    at += gap;
-                    allowed -= 1;
-                }
-                allowed = send_times.len() as i64;
-            }
+            let allowed = (cap - in_flight(conn, &endpoint_id, cap, now)?).min(budget);
+            let (allowed, send_times, gap) = match plan_sends(rate, paced_until, allowed, now, horizon) {
+                Some((times, gap)) => (times.len() as i64, times, Some(gap)),
+                None => (allowed, Vec::new(), None),
+            };
             if allowed <= 0 {
                 continue;
             }
@@ -152,6 +124,61 @@ pub fn claim_limited(
         }
         Ok(claim)
     })
+}
+
+/// Up to `max_endpoints` limited endpoints with work, starting after `after` and wrapping
+/// around to the start; an endpoint already taken is not looked at twice.
+fn candidates(
+    conn: &mut DbConn,
+    now: NaiveDateTime,
+    horizon: NaiveDateTime,
+    after: &str,
+    max_endpoints: i64,
+) -> StoreResult<Vec<Limits>> {
+    let mut limited = limited_candidates(conn, now, horizon, after, max_endpoints)?;
+    if (limited.len() as i64) < max_endpoints && !after.is_empty() {
+        let wrapped = limited_candidates(conn, now, horizon, "", max_endpoints)?;
+        let seen: HashSet<String> = limited.iter().map(|l| l.0.clone()).collect();
+        let room = max_endpoints as usize - limited.len();
+        limited.extend(wrapped.into_iter().filter(|l| !seen.contains(&l.0)).take(room));
+    }
+    Ok(limited)
+}
+
+/// How many of the endpoint's deliveries are in flight on any node. They are the front of its
+/// pending rows in due order: a claim leases oldest due first, and whatever joins later (a new
+/// event, a retry, a recovery) is due at or after the time it joins, so after every leased row.
+/// Counting among the first rows is exact and costs O(cap), not O(backlog); the window leaves
+/// room for expired leases and ties at the front.
+fn in_flight(conn: &mut DbConn, endpoint_id: &str, cap: i64, now: NaiveDateTime) -> StoreResult<i64> {
+    let front: Vec<Option<NaiveDateTime>> = deliveries::table
+        .filter(deliveries::endpoint_id.eq(endpoint_id))
+        .filter(pending_limited())
+        .order((deliveries::next_attempt_at.asc(), deliveries::id.asc()))
+        .limit(2 * cap + 64)
+        .select(deliveries::lease_until)
+        .load(conn)?;
+    Ok(front.iter().filter(|until| until.is_some_and(|u| u >= now)).count() as i64)
+}
+
+/// The send times of a rate-limited endpoint's next deliveries: `1/rate` apart from its
+/// `paced_until` (or now, if that has passed), at most `allowed` of them and all before
+/// `horizon`; with the gap. `None` for an endpoint without a rate.
+fn plan_sends(
+    rate: Option<i32>,
+    paced_until: Option<NaiveDateTime>,
+    allowed: i64,
+    now: NaiveDateTime,
+    horizon: NaiveDateTime,
+) -> Option<(Vec<NaiveDateTime>, chrono::TimeDelta)> {
+    let gap = rate.filter(|r| *r > 0).map(|r| chrono::TimeDelta::microseconds(1_000_000 / i64::from(r)))?;
+    let mut at = paced_until.map_or(now, |p| p.max(now));
+    let mut times = Vec::new();
+    while (times.len() as i64) < allowed && at < horizon {
+        times.push(at);
+        at += gap;
+    }
+    Some((times, gap))
 }
 
 /// Up to `limit` enabled endpoints after `after` in id order that have a `limited` delivery
@@ -239,3 +266,24 @@ pub(super) const CLAIM_ENDPOINT_SQLITE: &str = "UPDATE deliveries SET lease_owne
     WHERE endpoint_id = ?5 AND status IN ('queued', 'failed') AND limited = TRUE AND next_attempt_at <= ?3 \
     AND (lease_until IS NULL OR lease_until < ?3) AND body_purged_at IS NULL \
     ORDER BY next_attempt_at, id LIMIT ?4) RETURNING *";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sends_are_planned_a_gap_apart_within_the_horizon() {
+        let now = chrono::DateTime::from_timestamp(1_700_000_000, 0).map(|t| t.naive_utc()).unwrap_or_default();
+        let horizon = now + chrono::TimeDelta::milliseconds(PACING_HORIZON_MS);
+        let ms = chrono::TimeDelta::milliseconds;
+        let (times, gap) = plan_sends(Some(5), Some(now - ms(3_000)), 10, now, horizon).expect("a rate");
+        assert_eq!(gap, ms(200));
+        assert_eq!(times, (0..5).map(|i| now + ms(200 * i)).collect::<Vec<_>>(), "a stale pace starts now");
+        let (times, _) = plan_sends(Some(5), Some(now + ms(500)), 10, now, horizon).expect("a rate");
+        assert_eq!(times, vec![now + ms(500), now + ms(700), now + ms(900)], "paced ahead: fewer fit");
+        let (times, _) = plan_sends(Some(5), None, 2, now, horizon).expect("a rate");
+        assert_eq!(times.len(), 2, "never more than allowed");
+        assert!(plan_sends(Some(5), None, -1, now, horizon).is_some_and(|(t, _)| t.is_empty()), "at its cap");
+        assert!(plan_sends(None, None, 10, now, horizon).is_none(), "no rate: no plan");
+    }
+}
