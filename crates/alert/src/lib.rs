@@ -25,8 +25,8 @@ pub struct WatchRef<'a> {
     pub url: &'a str,
 }
 
-/// Whether a diff should raise an alert. Every real change does for now; noise rules (trigger
-/// text, thresholds, masks) will narrow this.
+/// Whether a diff is a change at all (some line added or removed). Whether a change is worth
+/// an alert is then [`Noise::decide`]'s to say.
 pub fn is_alert(change: &TextChange) -> bool {
     change.is_change()
 }

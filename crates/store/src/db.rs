@@ -204,6 +204,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn both_backends_have_the_same_migrations() {
+        let names = |source: EmbeddedMigrations| -> Vec<String> {
+            let migrations =
+                diesel::migration::MigrationSource::<diesel::pg::Pg>::migrations(&source).expect("embedded migrations");
+            migrations.iter().map(|m| m.name().to_string()).collect()
+        };
+        let (postgres, sqlite) = (names(POSTGRES_MIGRATIONS), names(SQLITE_MIGRATIONS));
+        assert!(!postgres.is_empty());
+        assert_eq!(postgres, sqlite, "migrations/postgres and migrations/sqlite must hold the same names");
+    }
+
+    #[test]
     fn parses_database_urls() {
         assert_eq!(
             DatabaseUrl::parse("sqlite://driftwatch.db").ok(),
