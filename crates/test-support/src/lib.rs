@@ -1,0 +1,28 @@
+//! What driftwatch's test suites share: a database of its own per test on SQLite or
+//! PostgreSQL ([`TestDb`]), a webhook receiver ([`Receiver`]), a web page whose content a test
+//! changes ([`PageServer`]), and waiting for something to become true ([`eventually`]).
+//!
+//! Used by the end-to-end suite (`tests/`) and the binary's process tests
+//! (`crates/cli/tests/`); never linked into the binary.
+
+mod db;
+mod page;
+mod receiver;
+mod wait;
+
+pub use db::{Backend, TestDb};
+pub use page::{PageRequest, PageServer};
+pub use receiver::{Received, Receiver};
+pub use wait::{eventually, eventually_within};
+
+use std::net::SocketAddr;
+
+/// Serves `app` on a loopback port of its own for the rest of the test.
+pub async fn serve(app: axum::Router) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    addr
+}

@@ -1,0 +1,109 @@
+//! A web page whose status and content the test changes.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::http::{HeaderMap, StatusCode};
+
+/// A request the page server got.
+#[derive(Debug, Clone)]
+pub struct PageRequest {
+    /// When it arrived.
+    pub at: std::time::Instant,
+    /// Its method.
+    pub method: String,
+    /// Its headers, names lower case.
+    pub headers: HashMap<String, String>,
+    /// Its body.
+    pub body: String,
+}
+
+#[derive(Debug, Clone)]
+struct PageState {
+    status: u16,
+    html: String,
+    etag: Option<String>,
+    delay: Duration,
+}
+
+/// A web page whose status and content the test changes; it answers conditional requests when
+/// given an ETag, and records every request.
+pub struct PageServer {
+    /// The page's URL.
+    pub url: String,
+    state: Arc<Mutex<PageState>>,
+    requests: Arc<Mutex<Vec<PageRequest>>>,
+}
+
+impl PageServer {
+    /// Serves `html` with status 200 on a loopback port of its own.
+    pub async fn start(html: &str) -> PageServer {
+        let state =
+            Arc::new(Mutex::new(PageState { status: 200, html: html.to_owned(), etag: None, delay: Duration::ZERO }));
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let (shared, log) = (Arc::clone(&state), Arc::clone(&requests));
+        let app = axum::Router::new().route(
+            "/page",
+            axum::routing::any(move |method: axum::http::Method, headers: HeaderMap, body: String| {
+                let (shared, log) = (Arc::clone(&shared), Arc::clone(&log));
+                async move {
+                    let headers: HashMap<String, String> = headers
+                        .iter()
+                        .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
+                        .collect();
+                    let page = shared.lock().expect("lock").clone();
+                    let not_modified = page
+                        .etag
+                        .as_deref()
+                        .is_some_and(|etag| headers.get("if-none-match").map(String::as_str) == Some(etag));
+                    log.lock().expect("lock").push(PageRequest {
+                        at: std::time::Instant::now(),
+                        method: method.to_string(),
+                        headers,
+                        body,
+                    });
+                    if !page.delay.is_zero() {
+                        tokio::time::sleep(page.delay).await;
+                    }
+                    let mut response = axum::response::IntoResponse::into_response((
+                        StatusCode::from_u16(if not_modified { 304 } else { page.status }).expect("status"),
+                        [("content-type", "text/html; charset=utf-8")],
+                        if not_modified { String::new() } else { page.html },
+                    ));
+                    if let Some(etag) = page.etag {
+                        response.headers_mut().insert("etag", etag.parse().expect("etag"));
+                    }
+                    response
+                }
+            }),
+        );
+        let addr = crate::serve(app).await;
+        PageServer { url: format!("http://{addr}/page"), state, requests }
+    }
+
+    /// Serves `html` from now on.
+    pub fn set(&self, html: &str) {
+        self.state.lock().expect("lock").html = html.to_owned();
+    }
+
+    /// Answers with `status` from now on.
+    pub fn set_status(&self, status: u16) {
+        self.state.lock().expect("lock").status = status;
+    }
+
+    /// Answers only after `delay` (a slow page).
+    pub fn set_delay(&self, delay: Duration) {
+        self.state.lock().expect("lock").delay = delay;
+    }
+
+    /// Serves this ETag and answers 304 to requests that send it back.
+    pub fn set_etag(&self, etag: Option<&str>) {
+        self.state.lock().expect("lock").etag = etag.map(str::to_owned);
+    }
+
+    /// Every request so far, in order.
+    pub fn requests(&self) -> Vec<PageRequest> {
+        self.requests.lock().expect("lock").clone()
+    }
+}
