@@ -3,9 +3,10 @@
 use axum::http::StatusCode;
 use std::time::Duration;
 
+use driftwatch_test_support::{Backend, PageServer, Receiver, eventually};
 use serde_json::{Value, json};
 
-use crate::support::{Backend, PageServer, Receiver, SendChecked, TestApp, eventually};
+use crate::support::{SendChecked, TestApp};
 
 pub async fn tokens_are_managed_and_scoped(backend: Backend) {
     let app = TestApp::start(backend).await;

@@ -1,9 +1,10 @@
 //! The REST API's contract: scoping, errors, pagination, the target guard.
 
 use axum::http::StatusCode;
+use driftwatch_test_support::{Backend, PageServer};
 use serde_json::json;
 
-use crate::support::{Backend, PageServer, SendChecked, TestApp};
+use crate::support::{SendChecked, TestApp};
 
 pub async fn owners_cannot_see_each_other(backend: Backend) {
     let app = TestApp::start(backend).await;

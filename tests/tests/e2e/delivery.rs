@@ -4,9 +4,10 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use axum::http::StatusCode;
+use driftwatch_test_support::{Backend, PageServer, Receiver, eventually};
 use serde_json::{Value, json};
 
-use crate::support::{Backend, PageServer, Receiver, SendChecked, TestApp, eventually};
+use crate::support::{SendChecked, TestApp};
 
 async fn endpoint(app: &TestApp, token: &str, url: &str, extra: Value) -> (String, String) {
     let mut body = json!({"url": url});

@@ -27,7 +27,7 @@ macro_rules! on_both_backends {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    crate::$module::$name(crate::support::Backend::Sqlite).await
+                    crate::$module::$name(driftwatch_test_support::Backend::Sqlite).await
                 }
             )*
         }
@@ -36,7 +36,7 @@ macro_rules! on_both_backends {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    crate::$module::$name(crate::support::Backend::Postgres).await
+                    crate::$module::$name(driftwatch_test_support::Backend::Postgres).await
                 }
             )*
         }

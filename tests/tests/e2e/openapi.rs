@@ -4,7 +4,9 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use crate::conformance::document;
-use crate::support::{Backend, SendChecked, TestApp};
+use driftwatch_test_support::Backend;
+
+use crate::support::{SendChecked, TestApp};
 
 const METHODS: [&str; 5] = ["get", "post", "put", "patch", "delete"];
 

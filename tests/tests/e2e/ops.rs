@@ -2,10 +2,11 @@
 //! receiver, a dead letter) and parses as Prometheus text; `/readyz` answers for the database.
 
 use axum::http::StatusCode;
+use driftwatch_test_support::{Backend, PageServer, Receiver, eventually};
 use openmetrics_parser::{MetricsExposition, OpenMetricsType, OpenMetricsValue};
 use serde_json::json;
 
-use crate::support::{Backend, PageServer, Receiver, TestApp, eventually};
+use crate::support::TestApp;
 
 diesel::table! {
     /// diesel_migrations' own table.

@@ -3,9 +3,10 @@
 //! posts need their token and this site's origin; another account's ids are the 404 page;
 //! form errors stand beside their fields; signed-in pages are not cached and carry the CSP.
 
+use driftwatch_test_support::{Backend, PageServer, Receiver};
 use serde_json::{Value, json};
 
-use crate::support::{Backend, PageServer, Receiver, TestApp};
+use crate::support::TestApp;
 
 const PASSWORD: &str = "correct horse battery";
 
@@ -226,7 +227,7 @@ pub async fn another_accounts_ids_answer_not_found(backend: Backend) {
     assert!(status.is_success(), "{delivery}");
     let d = delivery["id"].as_str().expect("id").to_owned();
     receiver.wait_for(1).await;
-    crate::support::eventually("the test delivery to be sent", || async {
+    driftwatch_test_support::eventually("the test delivery to be sent", || async {
         (app.ok(&format!("/deliveries/{d}"), &acme).await["status"] == "sent").then_some(())
     })
     .await;

@@ -1,9 +1,10 @@
 //! watch -> scrape -> diff -> alert -> signed webhook.
 
 use axum::http::StatusCode;
+use driftwatch_test_support::{Backend, PageServer, Receiver, eventually};
 use serde_json::{Value, json};
 
-use crate::support::{Backend, PageServer, Receiver, TestApp, eventually};
+use crate::support::TestApp;
 
 fn page(price: &str) -> String {
     format!(

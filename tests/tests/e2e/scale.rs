@@ -7,8 +7,9 @@ use driftwatch::{App, Roles};
 use driftwatch_core::{Clock as _, EventType, IdKind, SystemClock, new_id};
 use driftwatch_store::outbox::{NewEvent, Target};
 use driftwatch_store::{Endpoint, Event, PoolOptions, Store, accounts, deliveries, endpoints, outbox};
+use driftwatch_test_support::{Backend, Receiver, TestDb, eventually};
 
-use crate::support::{Backend, Receiver, TestDb, eventually, test_settings};
+use crate::support::test_settings;
 
 const DELIVERIES: usize = 2000;
 const NODES: usize = 3;
@@ -149,7 +150,7 @@ pub async fn limits_hold_across_three_nodes(backend: Backend) {
         node.shutdown().await;
     }
 
-    let times = |hooks: &[crate::support::Received]| hooks.iter().map(|h| h.at).collect::<Vec<_>>();
+    let times = |hooks: &[driftwatch_test_support::Received]| hooks.iter().map(|h| h.at).collect::<Vec<_>>();
     let a = times(&a);
     let in_a_second = most_within(&a, Duration::from_secs(1));
     let spread = a[a.len() - 1] - a[0];

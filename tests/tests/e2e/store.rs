@@ -10,8 +10,7 @@ use driftwatch_store::outbox::NewEvent;
 use driftwatch_store::{
     Endpoint, Event, PoolOptions, Run, Store, Watch, accounts, deliveries, endpoints, runs, watches,
 };
-
-use crate::support::{Backend, TestDb};
+use driftwatch_test_support::{Backend, TestDb};
 
 const DELIVERIES: usize = 120;
 
@@ -435,7 +434,8 @@ pub async fn outbox_statements_use_their_indexes(backend: Backend) {
 /// Every list under a watch or a delivery takes the account id: another account's ids find
 /// nothing at the store level, not only behind the API's ownership check.
 pub async fn another_accounts_ids_find_nothing_in_the_store(backend: Backend) {
-    use crate::support::{PageServer, Receiver, TestApp};
+    use crate::support::TestApp;
+    use driftwatch_test_support::{PageServer, Receiver};
     use serde_json::json;
 
     let app = TestApp::start(backend).await;
@@ -449,7 +449,7 @@ pub async fn another_accounts_ids_find_nothing_in_the_store(backend: Backend) {
     let (_, delivery) = app.post(&format!("/endpoints/{endpoint_id}/test"), &token, json!({})).await;
     let delivery_id = delivery["id"].as_str().expect("id").to_owned();
     receiver.wait_for(1).await;
-    crate::support::eventually("the attempt recorded", || async {
+    driftwatch_test_support::eventually("the attempt recorded", || async {
         let d = app.ok(&format!("/deliveries/{delivery_id}"), &token).await;
         (d["status"] == "sent").then_some(())
     })

@@ -4,7 +4,9 @@
 //! cookie flags; axe-core on each main page; screenshots under `target/screenshots/`.
 
 use crate::browser::Browser;
-use crate::support::{Backend, PageServer, Receiver, TestApp, eventually};
+use driftwatch_test_support::{Backend, PageServer, Receiver, eventually};
+
+use crate::support::TestApp;
 
 const EMAIL: &str = "ada@example.com";
 const PASSWORD: &str = "correct horse battery";

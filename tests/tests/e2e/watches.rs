@@ -1,9 +1,10 @@
 //! Watches as a resource (update, pause, delete, schedules, snapshots, diffs) and their health.
 
 use axum::http::StatusCode;
+use driftwatch_test_support::{Backend, PageServer, Receiver, eventually};
 use serde_json::{Value, json};
 
-use crate::support::{Backend, PageServer, Receiver, SendChecked, TestApp, eventually};
+use crate::support::{SendChecked, TestApp};
 
 /// Waits until the watch has `n` runs; returns the newest.
 async fn wait_for_runs(app: &TestApp, token: &str, id: &str, n: usize) -> Value {

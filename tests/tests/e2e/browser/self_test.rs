@@ -58,7 +58,7 @@ async fn serve_pages() -> String {
             "/unlabelled",
             get(|| async { page("Unlabelled", r#"<h1>Search</h1><form><input type="text" name="q"></form>"#) }),
         );
-    format!("http://{}", crate::support::serve(app).await)
+    format!("http://{}", driftwatch_test_support::serve(app).await)
 }
 
 pub async fn drives_a_form_on_a_strict_csp_page() {
