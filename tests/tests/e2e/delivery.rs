@@ -9,30 +9,12 @@ use serde_json::{Value, json};
 
 use crate::support::{SendChecked, TestApp};
 
-async fn endpoint(app: &TestApp, token: &str, url: &str, extra: Value) -> (String, String) {
-    let mut body = json!({"url": url});
-    if let (Some(body), Some(extra)) = (body.as_object_mut(), extra.as_object()) {
-        body.extend(extra.clone());
-    }
-    let (status, created) = app.post("/endpoints", token, body).await;
-    assert_eq!(status, StatusCode::CREATED, "{created}");
-    (created["id"].as_str().expect("id").to_owned(), created["secret"].as_str().expect("secret").to_owned())
-}
-
 /// Queues a test event to the endpoint; returns the delivery id.
 async fn send_test(app: &TestApp, token: &str, endpoint_id: &str) -> String {
     let (status, delivery) = app.post(&format!("/endpoints/{endpoint_id}/test"), token, json!({})).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{delivery}");
     assert_eq!(delivery["event_type"], "endpoint.test");
     delivery["id"].as_str().expect("id").to_owned()
-}
-
-async fn wait_status(app: &TestApp, token: &str, delivery_id: &str, status: &str) -> Value {
-    eventually(&format!("delivery {delivery_id} to be {status}"), || async {
-        let d = app.ok(&format!("/deliveries/{delivery_id}"), token).await;
-        (d["status"] == status).then_some(d)
-    })
-    .await
 }
 
 fn statuses(delivery: &Value) -> Vec<i64> {
@@ -52,10 +34,10 @@ pub async fn retries_follow_the_schedule_then_dead_letter(backend: Backend) {
     .await;
     let token = app.account("acme").await;
     let receiver = Receiver::start(500).await;
-    let (endpoint_id, secret) = endpoint(&app, &token, &receiver.url, json!({})).await;
+    let (endpoint_id, secret) = app.endpoint(&token, &receiver.url, json!({})).await;
     let id = send_test(&app, &token, &endpoint_id).await;
 
-    let dead = wait_status(&app, &token, &id, "dead").await;
+    let dead = app.wait_delivery(&token, &id, "dead").await;
     assert_eq!(dead["attempts"], 3, "exactly max_attempts attempts");
     assert_eq!(statuses(&dead), vec![500, 500, 500]);
     let received = receiver.wait_for(3).await;
@@ -81,11 +63,11 @@ pub async fn a_recovering_endpoint_succeeds_on_retry(backend: Backend) {
     let app = TestApp::start_with(backend, |s| s.retry_schedule = "200ms".into()).await;
     let token = app.account("acme").await;
     let receiver = Receiver::start(503).await;
-    let (endpoint_id, _) = endpoint(&app, &token, &receiver.url, json!({})).await;
+    let (endpoint_id, _) = app.endpoint(&token, &receiver.url, json!({})).await;
     let id = send_test(&app, &token, &endpoint_id).await;
     receiver.wait_for(1).await;
     receiver.set_status(200);
-    let sent = wait_status(&app, &token, &id, "sent").await;
+    let sent = app.wait_delivery(&token, &id, "sent").await;
     assert_eq!(statuses(&sent).first(), Some(&503));
     assert_eq!(statuses(&sent).last(), Some(&200));
     assert_eq!(sent["last_status_code"], 200);
@@ -95,11 +77,11 @@ pub async fn redelivery_resends_the_same_bytes(backend: Backend) {
     let app = TestApp::start(backend).await;
     let token = app.account("acme").await;
     let receiver = Receiver::start(404).await;
-    let (endpoint_id, secret) = endpoint(&app, &token, &receiver.url, json!({})).await;
+    let (endpoint_id, secret) = app.endpoint(&token, &receiver.url, json!({})).await;
     let id = send_test(&app, &token, &endpoint_id).await;
 
     // 404 is permanent: dead after one attempt.
-    let dead = wait_status(&app, &token, &id, "dead").await;
+    let dead = app.wait_delivery(&token, &id, "dead").await;
     assert_eq!(dead["attempts"], 1);
 
     receiver.set_status(200);
@@ -131,11 +113,11 @@ pub async fn gone_disables_the_endpoint(backend: Backend) {
     let token = app.account("acme").await;
     let gone = Receiver::start(410).await;
     let watcher = Receiver::start(200).await;
-    let (gone_id, _) = endpoint(&app, &token, &gone.url, json!({})).await;
-    let (_, watcher_secret) = endpoint(&app, &token, &watcher.url, json!({})).await;
+    let (gone_id, _) = app.endpoint(&token, &gone.url, json!({})).await;
+    let (_, watcher_secret) = app.endpoint(&token, &watcher.url, json!({})).await;
     let id = send_test(&app, &token, &gone_id).await;
 
-    let dead = wait_status(&app, &token, &id, "dead").await;
+    let dead = app.wait_delivery(&token, &id, "dead").await;
     assert_eq!(dead["attempts"], 1);
     let endpoint = app.ok(&format!("/endpoints/{gone_id}"), &token).await;
     assert_eq!(endpoint["enabled"], false);
@@ -162,11 +144,11 @@ pub async fn retry_after_is_honoured(backend: Backend) {
     let token = app.account("acme").await;
     let receiver = Receiver::start(429).await;
     receiver.set_retry_after(Some("1"));
-    let (endpoint_id, _) = endpoint(&app, &token, &receiver.url, json!({})).await;
+    let (endpoint_id, _) = app.endpoint(&token, &receiver.url, json!({})).await;
     let id = send_test(&app, &token, &endpoint_id).await;
     receiver.wait_for(1).await;
     receiver.set_status(200);
-    let sent = wait_status(&app, &token, &id, "sent").await;
+    let sent = app.wait_delivery(&token, &id, "sent").await;
     assert_eq!(statuses(&sent), vec![429, 200], "retried after Retry-After, not after the 1h schedule");
     let received = receiver.received();
     assert!(received[1].at - received[0].at >= Duration::from_millis(950), "waited the second Retry-After asked for");
@@ -181,9 +163,9 @@ pub async fn a_hanging_receiver_times_out(backend: Backend) {
     let token = app.account("acme").await;
     let receiver = Receiver::start(200).await;
     receiver.set_delay(Duration::from_secs(5));
-    let (endpoint_id, _) = endpoint(&app, &token, &receiver.url, json!({})).await;
+    let (endpoint_id, _) = app.endpoint(&token, &receiver.url, json!({})).await;
     let id = send_test(&app, &token, &endpoint_id).await;
-    let dead = wait_status(&app, &token, &id, "dead").await;
+    let dead = app.wait_delivery(&token, &id, "dead").await;
     let attempt = &dead["attempt_log"][0];
     assert_eq!(attempt["error_kind"], "timeout", "{dead}");
     assert!(attempt["status_code"].is_null());
@@ -200,7 +182,7 @@ pub async fn the_circuit_opens_holds_and_closes(backend: Backend) {
     .await;
     let token = app.account("acme").await;
     let receiver = Receiver::start(500).await;
-    let (endpoint_id, _) = endpoint(&app, &token, &receiver.url, json!({})).await;
+    let (endpoint_id, _) = app.endpoint(&token, &receiver.url, json!({})).await;
     let first = send_test(&app, &token, &endpoint_id).await;
 
     let open = eventually("the circuit to open", || async {
@@ -220,9 +202,9 @@ pub async fn the_circuit_opens_holds_and_closes(backend: Backend) {
 
     // The receiver recovers; after the open period one probe goes out and closes the circuit.
     receiver.set_status(200);
-    let sent = wait_status(&app, &token, &first, "sent").await;
+    let sent = app.wait_delivery(&token, &first, "sent").await;
     assert_eq!(sent["attempts"], 3, "one probe");
-    let second = wait_status(&app, &token, &second, "sent").await;
+    let second = app.wait_delivery(&token, &second, "sent").await;
     assert_eq!(second["attempts"], 1, "the held delivery spent no attempt while waiting");
     let closed = app.ok(&format!("/endpoints/{endpoint_id}"), &token).await;
     assert_eq!(closed["health"]["circuit"], "closed");
@@ -233,7 +215,7 @@ pub async fn rotation_signs_with_both_secrets(backend: Backend) {
     let app = TestApp::start(backend).await;
     let token = app.account("acme").await;
     let receiver = Receiver::start(200).await;
-    let (endpoint_id, old_secret) = endpoint(&app, &token, &receiver.url, json!({})).await;
+    let (endpoint_id, old_secret) = app.endpoint(&token, &receiver.url, json!({})).await;
     let (status, rotated) = app.post(&format!("/endpoints/{endpoint_id}/rotate-secret"), &token, json!({})).await;
     assert_eq!(status, StatusCode::OK);
     let new_secret = rotated["secret"].as_str().expect("new secret").to_owned();
@@ -252,17 +234,17 @@ pub async fn recover_requeues_exactly_the_matching_set(backend: Backend) {
     let app = TestApp::start(backend).await;
     let token = app.account("acme").await;
     let receiver = Receiver::start(404).await;
-    let (endpoint_id, _) = endpoint(&app, &token, &receiver.url, json!({})).await;
+    let (endpoint_id, _) = app.endpoint(&token, &receiver.url, json!({})).await;
     let since = chrono::Utc::now() - chrono::TimeDelta::seconds(5);
     let mut dead = Vec::new();
     for _ in 0..3 {
         let id = send_test(&app, &token, &endpoint_id).await;
-        wait_status(&app, &token, &id, "dead").await;
+        app.wait_delivery(&token, &id, "dead").await;
         dead.push(id);
     }
     receiver.set_status(200);
     let sent = send_test(&app, &token, &endpoint_id).await;
-    wait_status(&app, &token, &sent, "sent").await;
+    app.wait_delivery(&token, &sent, "sent").await;
     let before = receiver.received().len();
 
     let path = format!("/endpoints/{endpoint_id}/recover");
@@ -284,7 +266,7 @@ pub async fn recover_requeues_exactly_the_matching_set(backend: Backend) {
     .await;
     assert_eq!(done["requeued"], 3);
     for id in &dead {
-        let d = wait_status(&app, &token, id, "sent").await;
+        let d = app.wait_delivery(&token, id, "sent").await;
         assert_eq!(d["attempt_log"][1]["trigger"], "manual", "{d}");
     }
     let resent: HashSet<String> =
@@ -315,7 +297,7 @@ pub async fn slack_endpoints_get_slack_messages(backend: Backend) {
     let token = app.account("acme").await;
     let site = PageServer::start("<div id=price>Price: 10 EUR</div>").await;
     let slack = Receiver::start(200).await;
-    endpoint(&app, &token, &slack.url, json!({"kind": "slack"})).await;
+    app.endpoint(&token, &slack.url, json!({"kind": "slack"})).await;
     let watch = app.watch_with_baseline(&token, json!({"url": site.url, "name": "Widget", "selector": "#price"})).await;
     site.set("<div id=price>Price: 12 EUR</div>");
     let (status, run) =
@@ -342,9 +324,9 @@ pub async fn per_endpoint_settings_are_validated_and_used(backend: Backend) {
         assert_eq!(problem["errors"][0]["field"], field, "{problem}");
     }
     let (endpoint_id, _) =
-        endpoint(&app, &token, &receiver.url, json!({"max_attempts": 2, "retry_schedule": "100ms"})).await;
+        app.endpoint(&token, &receiver.url, json!({"max_attempts": 2, "retry_schedule": "100ms"})).await;
     let id = send_test(&app, &token, &endpoint_id).await;
-    let dead = wait_status(&app, &token, &id, "dead").await;
+    let dead = app.wait_delivery(&token, &id, "dead").await;
     assert_eq!((dead["attempts"].as_i64(), dead["max_attempts"].as_i64()), (Some(2), Some(2)), "the endpoint's budget");
 
     // Settings change with PATCH (null returns to the global default), and endpoints go with DELETE.
@@ -376,9 +358,9 @@ pub async fn retention_purges_bodies_but_keeps_rows(backend: Backend) {
     let app = TestApp::start(backend).await;
     let token = app.account("acme").await;
     let receiver = Receiver::start(200).await;
-    let (endpoint_id, _) = endpoint(&app, &token, &receiver.url, json!({})).await;
+    let (endpoint_id, _) = app.endpoint(&token, &receiver.url, json!({})).await;
     let id = send_test(&app, &token, &endpoint_id).await;
-    wait_status(&app, &token, &id, "sent").await;
+    app.wait_delivery(&token, &id, "sent").await;
 
     let store = app.app.as_ref().expect("running").store.clone();
     let future = chrono::Utc::now().naive_utc() + chrono::TimeDelta::days(1);
@@ -405,7 +387,7 @@ pub async fn retention_purges_bodies_but_keeps_rows(backend: Backend) {
 
     // A refused redelivery to a disabled endpoint leaves the delivery as it was too.
     let second = send_test(&app, &token, &endpoint_id).await;
-    wait_status(&app, &token, &second, "sent").await;
+    app.wait_delivery(&token, &second, "sent").await;
     app.post(&format!("/endpoints/{endpoint_id}/disable"), &token, json!({})).await;
     assert_eq!(app.post(&format!("/deliveries/{second}/redeliver"), &token, json!({})).await.0, StatusCode::CONFLICT);
     app.post(&format!("/endpoints/{endpoint_id}/enable"), &token, json!({})).await;
@@ -424,7 +406,7 @@ pub async fn a_long_failing_endpoint_is_disabled(backend: Backend) {
     .await;
     let token = app.account("acme").await;
     let failing = Receiver::start(500).await;
-    let (endpoint_id, _) = endpoint(&app, &token, &failing.url, json!({})).await;
+    let (endpoint_id, _) = app.endpoint(&token, &failing.url, json!({})).await;
     let id = send_test(&app, &token, &endpoint_id).await;
     let disabled = eventually("the endpoint to be disabled", || async {
         let e = app.ok(&format!("/endpoints/{endpoint_id}"), &token).await;
@@ -439,7 +421,7 @@ pub async fn a_long_failing_endpoint_is_disabled(backend: Backend) {
     assert_eq!(app.ok(&format!("/deliveries/{id}"), &token).await["attempts"], attempts, "no attempts while disabled");
     failing.set_status(200);
     app.post(&format!("/endpoints/{endpoint_id}/enable"), &token, json!({})).await;
-    let sent = wait_status(&app, &token, &id, "sent").await;
+    let sent = app.wait_delivery(&token, &id, "sent").await;
     assert_eq!(sent["attempts"].as_i64(), Some(attempts + 1), "enabling resumed the waiting delivery");
     let events = app.ok("/events", &token).await;
     assert!(events["items"].as_array().expect("items").iter().any(|e| e["type"] == "endpoint.disabled"));
@@ -456,15 +438,15 @@ pub async fn a_hanging_endpoint_does_not_delay_healthy_ones(backend: Backend) {
     let hanging = Receiver::start(200).await;
     hanging.set_delay(Duration::from_secs(4));
     let healthy = Receiver::start(200).await;
-    let (hanging_id, _) = endpoint(&app, &token, &hanging.url, json!({})).await;
-    let (healthy_id, _) = endpoint(&app, &token, &healthy.url, json!({})).await;
+    let (hanging_id, _) = app.endpoint(&token, &hanging.url, json!({})).await;
+    let (healthy_id, _) = app.endpoint(&token, &healthy.url, json!({})).await;
     let mut stuck = Vec::new();
     for _ in 0..12 {
         stuck.push(send_test(&app, &token, &hanging_id).await);
     }
     hanging.wait_for(2).await;
     let quick = send_test(&app, &token, &healthy_id).await;
-    wait_status(&app, &token, &quick, "sent").await;
+    app.wait_delivery(&token, &quick, "sent").await;
     assert_eq!(hanging.received().len(), 2, "at most the per-endpoint cap is spent on the hanging endpoint");
     let mut pending = 0;
     for id in &stuck {
@@ -477,14 +459,14 @@ pub async fn a_rate_limited_endpoint_is_paced(backend: Backend) {
     let app = TestApp::start(backend).await;
     let token = app.account("acme").await;
     let receiver = Receiver::start(200).await;
-    let (endpoint_id, _) = endpoint(&app, &token, &receiver.url, json!({"rate_limit_per_second": 5})).await;
+    let (endpoint_id, _) = app.endpoint(&token, &receiver.url, json!({"rate_limit_per_second": 5})).await;
     let mut ids = Vec::new();
     for _ in 0..6 {
         ids.push(send_test(&app, &token, &endpoint_id).await);
     }
     let received = receiver.wait_for(6).await;
     for id in &ids {
-        wait_status(&app, &token, id, "sent").await;
+        app.wait_delivery(&token, id, "sent").await;
     }
     let span = received[5].at - received[0].at;
     assert!(span >= Duration::from_millis(900), "6 requests at 5/s span at least a second: {span:?}");
@@ -506,9 +488,9 @@ pub async fn endpoints_receive_only_their_event_types(backend: Backend) {
     let site = PageServer::start("<div id=price>10</div>").await;
     let everything = Receiver::start(200).await;
     let failures = Receiver::start(200).await;
-    endpoint(&app, &token, &everything.url, json!({})).await;
+    app.endpoint(&token, &everything.url, json!({})).await;
     let (failures_id, _) =
-        endpoint(&app, &token, &failures.url, json!({"event_types": ["check.failed", "check.failed"]})).await;
+        app.endpoint(&token, &failures.url, json!({"event_types": ["check.failed", "check.failed"]})).await;
     let shown = app.ok(&format!("/endpoints/{failures_id}"), &token).await;
     assert_eq!(shown["event_types"], json!(["check.failed"]), "stored once");
     for (bad, field) in [(json!([]), "event_types"), (json!(["change.maybe"]), "event_types[0]")] {

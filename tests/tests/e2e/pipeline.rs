@@ -14,17 +14,9 @@ fn page(price: &str) -> String {
 }
 
 async fn endpoint(app: &TestApp, token: &str, url: &str) -> (String, String) {
-    let (status, body) = app.post("/endpoints", token, json!({"url": url, "description": "test receiver"})).await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let secret = body["secret"].as_str().expect("secret shown at creation").to_owned();
+    let (id, secret) = app.endpoint(token, url, json!({"description": "test receiver"})).await;
     assert!(secret.starts_with("whsec_"));
-    (body["id"].as_str().expect("id").to_owned(), secret)
-}
-
-async fn check(app: &TestApp, token: &str, watch_id: &str) -> Value {
-    let (status, run) = app.post(&format!("/watches/{watch_id}/check"), token, json!({})).await;
-    assert_eq!(status, StatusCode::OK, "{run}");
-    run
+    (id, secret)
 }
 
 fn items(list: &Value) -> &Vec<Value> {
@@ -46,17 +38,17 @@ pub async fn a_change_is_delivered_once_and_signed(backend: Backend) {
     assert_eq!(items(&runs)[0]["http_status"], 200);
 
     // Unchanged page: nothing is raised.
-    let run = check(&app, &token, watch_id).await;
+    let run = app.check(&token, watch_id).await;
     assert_eq!(run["outcome"], "unchanged", "{run}");
     assert!(run["event_id"].is_null());
 
     // A change outside the selector is not a change.
     site.set(&page("10 EUR").replace("visited now", "visited later"));
-    assert_eq!(check(&app, &token, watch_id).await["outcome"], "unchanged");
+    assert_eq!(app.check(&token, watch_id).await["outcome"], "unchanged");
 
     // The watched element changes: one event, one delivery, one signed webhook.
     site.set(&page("12 EUR"));
-    let run = check(&app, &token, watch_id).await;
+    let run = app.check(&token, watch_id).await;
     assert_eq!(run["outcome"], "changed", "{run}");
     let event_id = run["event_id"].as_str().expect("a change raises an event").to_owned();
 
@@ -86,11 +78,7 @@ pub async fn a_change_is_delivered_once_and_signed(backend: Backend) {
     assert_eq!(hook.header("webhook-id"), delivery_id, "webhook-id is the delivery id");
     assert_eq!(items(&deliveries)[0]["endpoint_id"], endpoint_id.as_str());
 
-    let delivery = eventually("the delivery to be marked sent", || async {
-        let d = app.ok(&format!("/deliveries/{delivery_id}"), &token).await;
-        (d["status"] == "sent").then_some(d)
-    })
-    .await;
+    let delivery = app.wait_delivery(&token, delivery_id, "sent").await;
     assert_eq!(delivery["attempts"], 1);
     let log = delivery["attempt_log"].as_array().expect("attempts");
     assert_eq!(log.len(), 1);
@@ -107,7 +95,7 @@ pub async fn a_change_is_delivered_once_and_signed(backend: Backend) {
     assert_eq!(app.get(&format!("/events/{event_id}"), &other).await.0, StatusCode::NOT_FOUND);
 
     // Checking the changed page again raises nothing more.
-    assert_eq!(check(&app, &token, watch_id).await["outcome"], "unchanged");
+    assert_eq!(app.check(&token, watch_id).await["outcome"], "unchanged");
     let deliveries = app.ok("/deliveries", &token).await;
     assert_eq!(items(&deliveries).len(), 1, "no new delivery for an unchanged page");
     assert_eq!(receiver.received().len(), 1);
@@ -126,15 +114,11 @@ pub async fn a_failing_receiver_is_retried_then_dead_lettered(backend: Backend) 
     let watch = app.watch_with_baseline(&token, json!({"url": site.url, "selector": "#price"})).await;
     let watch_id = watch["id"].as_str().expect("id");
     site.set(&page("2"));
-    assert_eq!(check(&app, &token, watch_id).await["outcome"], "changed");
+    assert_eq!(app.check(&token, watch_id).await["outcome"], "changed");
 
     let deliveries = app.ok("/deliveries", &token).await;
     let delivery_id = items(&deliveries)[0]["id"].as_str().expect("id").to_owned();
-    let delivery = eventually("the delivery to go dead", || async {
-        let d = app.ok(&format!("/deliveries/{delivery_id}"), &token).await;
-        (d["status"] == "dead").then_some(d)
-    })
-    .await;
+    let delivery = app.wait_delivery(&token, &delivery_id, "dead").await;
     assert_eq!(delivery["attempts"], 3, "exactly max_attempts attempts");
     assert_eq!(delivery["last_status_code"], 500);
     assert!(delivery["finished_at"].is_string() && delivery["next_attempt_at"].is_null());
@@ -165,7 +149,7 @@ pub async fn a_failing_page_is_a_failed_run_not_a_change(backend: Backend) {
     let watch_id = watch["id"].as_str().expect("id");
 
     site.set_status(500);
-    let run = check(&app, &token, watch_id).await;
+    let run = app.check(&token, watch_id).await;
     assert_eq!(run["outcome"], "failed");
     assert_eq!(run["http_status"], 500);
     assert_eq!(run["error"], "HTTP 500");
@@ -173,20 +157,20 @@ pub async fn a_failing_page_is_a_failed_run_not_a_change(backend: Backend) {
 
     site.set_status(200);
     site.set("<html><body><p>no price here</p></body></html>");
-    let run = check(&app, &token, watch_id).await;
+    let run = app.check(&token, watch_id).await;
     assert_eq!(run["outcome"], "failed");
     assert!(run["error"].as_str().is_some_and(|e| e.contains("matched nothing")), "{run}");
     assert_eq!(app.ok(&format!("/watches/{watch_id}"), &token).await["consecutive_failures"], 2);
 
     site.set("<html><body>   </body></html>");
-    let run = check(&app, &token, watch_id).await;
+    let run = app.check(&token, watch_id).await;
     assert_eq!(run["outcome"], "failed", "an empty page is a failed run, not a change");
     site.set("<html><body><div id=\"price\"> </div></body></html>");
-    assert_eq!(check(&app, &token, watch_id).await["error"], "the page has no text");
+    assert_eq!(app.check(&token, watch_id).await["error"], "the page has no text");
 
     // Back to the original content: not a change, and the failure streak resets.
     site.set(&page("1"));
-    assert_eq!(check(&app, &token, watch_id).await["outcome"], "unchanged");
+    assert_eq!(app.check(&token, watch_id).await["outcome"], "unchanged");
     assert_eq!(app.ok(&format!("/watches/{watch_id}"), &token).await["consecutive_failures"], 0);
     let events = app.ok("/events", &token).await;
     let types: Vec<&str> = items(&events).iter().filter_map(|e| e["type"].as_str()).collect();
@@ -215,7 +199,7 @@ pub async fn each_endpoint_of_the_owner_gets_one_delivery(backend: Backend) {
 
     let watch = app.watch_with_baseline(&alice, json!({"url": site.url})).await;
     site.set(&page("2"));
-    assert_eq!(check(&app, &alice, watch["id"].as_str().expect("id")).await["outcome"], "changed");
+    assert_eq!(app.check(&alice, watch["id"].as_str().expect("id")).await["outcome"], "changed");
 
     let a = first.wait_for(1).await;
     let b = second.wait_for(1).await;

@@ -9,7 +9,7 @@ use driftwatch::{App, Roles, Settings};
 use driftwatch_core::{Clock as _, SystemClock};
 use driftwatch_store::accounts;
 use driftwatch_test_support::{Backend, TestDb, eventually};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// Settings for tests: loopback allowed, a short retry schedule, quick polling.
 pub fn test_settings(db: &TestDb) -> Settings {
@@ -142,6 +142,34 @@ impl TestApp {
         })
         .await;
         watch
+    }
+
+    /// Checks the watch now; the check must succeed. Returns the run.
+    pub async fn check(&self, token: &str, watch_id: &str) -> Value {
+        let (status, run) = self.post(&format!("/watches/{watch_id}/check"), token, json!({})).await;
+        assert_eq!(status, StatusCode::OK, "{run}");
+        run
+    }
+
+    /// Creates an endpoint to `url` with the fields of `extra` on top; returns its id and
+    /// secret.
+    pub async fn endpoint(&self, token: &str, url: &str, extra: Value) -> (String, String) {
+        let mut body = json!({"url": url});
+        if let (Some(body), Some(extra)) = (body.as_object_mut(), extra.as_object()) {
+            body.extend(extra.clone());
+        }
+        let (status, created) = self.post("/endpoints", token, body).await;
+        assert_eq!(status, StatusCode::CREATED, "{created}");
+        (created["id"].as_str().expect("id").to_owned(), created["secret"].as_str().expect("secret").to_owned())
+    }
+
+    /// Waits until the delivery is `status`; returns it.
+    pub async fn wait_delivery(&self, token: &str, delivery_id: &str, status: &str) -> Value {
+        eventually(&format!("delivery {delivery_id} to be {status}"), || async {
+            let d = self.ok(&format!("/deliveries/{delivery_id}"), token).await;
+            (d["status"] == status).then_some(d)
+        })
+        .await
     }
 }
 

@@ -16,12 +16,6 @@ async fn wait_for_runs(app: &TestApp, token: &str, id: &str, n: usize) -> Value 
     .await
 }
 
-async fn check(app: &TestApp, token: &str, id: &str) -> Value {
-    let (status, run) = app.post(&format!("/watches/{id}/check"), token, json!({})).await;
-    assert_eq!(status, StatusCode::OK, "{run}");
-    run
-}
-
 pub async fn watches_can_be_updated_paused_and_deleted(backend: Backend) {
     let app = TestApp::start(backend).await;
     let token = app.account("acme").await;
@@ -101,9 +95,9 @@ pub async fn snapshots_and_diffs_are_readable(backend: Backend) {
     let watch = app.watch_with_baseline(&token, json!({"url": site.url})).await;
     let id = watch["id"].as_str().expect("id");
     site.set("<ul><li>apples</li><li>plums</li></ul>");
-    assert_eq!(check(&app, &token, id).await["outcome"], "changed");
+    assert_eq!(app.check(&token, id).await["outcome"], "changed");
     site.set("<ul><li>apples</li><li>plums</li><li>figs</li></ul>");
-    assert_eq!(check(&app, &token, id).await["outcome"], "changed");
+    assert_eq!(app.check(&token, id).await["outcome"], "changed");
 
     let list = app.ok(&format!("/watches/{id}/snapshots"), &token).await;
     let items = list["items"].as_array().expect("items");
@@ -168,12 +162,12 @@ pub async fn failing_checks_raise_failed_then_recovered(backend: Backend) {
 
     site.set_status(500);
     for n in 1..=3 {
-        let run = check(&app, &token, id).await;
+        let run = app.check(&token, id).await;
         assert_eq!(run["outcome"], "failed");
         let health = app.ok(&format!("/watches/{id}"), &token).await["health"].clone();
         assert_eq!(health, if n < 3 { "ok" } else { "failing" }, "after {n} failures");
     }
-    check(&app, &token, id).await;
+    app.check(&token, id).await;
     let failed = receiver.wait_for(1).await;
     failed[0].verify(&secret).expect("signed");
     let event = failed[0].json();
@@ -192,13 +186,13 @@ pub async fn failing_checks_raise_failed_then_recovered(backend: Backend) {
     site.set_status(200);
     site.set("<div id=other>10</div>");
     for _ in 0..3 {
-        check(&app, &token, id).await;
+        app.check(&token, id).await;
     }
     assert_eq!(app.ok(&format!("/watches/{id}"), &token).await["health"], "selector_missing");
     assert_eq!(receiver.wait_for(2).await[1].json()["type"], "check.selector_missing");
 
     site.set("<div id=price>10</div>");
-    assert_eq!(check(&app, &token, id).await["outcome"], "unchanged");
+    assert_eq!(app.check(&token, id).await["outcome"], "unchanged");
     let recovered = receiver.wait_for(3).await;
     assert_eq!(recovered[2].json()["type"], "check.recovered");
     let watch = app.ok(&format!("/watches/{id}"), &token).await;
@@ -237,11 +231,11 @@ pub async fn noise_is_filtered_and_real_changes_alert_once(backend: Backend) {
 
     // Counters, dates and ads change: not a change at all.
     site.set(&page("10", 977, "2026-12-02 16:45", "Sale!"));
-    assert_eq!(check(&app, &token, id).await["outcome"], "unchanged");
+    assert_eq!(app.check(&token, id).await["outcome"], "unchanged");
 
     // The price changes: exactly one alert.
     site.set(&page("12", 1200, "2026-12-02 17:00", "Sale!"));
-    let run = check(&app, &token, id).await;
+    let run = app.check(&token, id).await;
     assert_eq!(run["outcome"], "changed");
     assert!(run["event_id"].is_string());
     let hook = &receiver.wait_for(1).await[0];
@@ -250,7 +244,7 @@ pub async fn noise_is_filtered_and_real_changes_alert_once(backend: Backend) {
 
     // Flapping back to a recent state records the change but raises nothing.
     site.set(&page("10", 5, "2026-12-03 09:00", "x"));
-    let run = check(&app, &token, id).await;
+    let run = app.check(&token, id).await;
     assert_eq!(run["outcome"], "changed");
     assert!(run["event_id"].is_null(), "{run}");
     assert_eq!(run["note"], "no alert: back to a recent state");
@@ -272,9 +266,9 @@ pub async fn noise_is_filtered_and_real_changes_alert_once(backend: Backend) {
     assert_eq!(status, StatusCode::OK);
     wait_for_runs(&app, &token, id, runs_before + 1).await;
     site.set(&page("11", 5, "2026-12-03 09:00", "x"));
-    assert_eq!(check(&app, &token, id).await["note"], "no alert: no trigger text present");
+    assert_eq!(app.check(&token, id).await["note"], "no alert: no trigger text present");
     site.set(&page("9", 5, "2026-12-03 09:00", "x"));
-    assert!(check(&app, &token, id).await["event_id"].is_string(), "the trigger text appeared");
+    assert!(app.check(&token, id).await["event_id"].is_string(), "the trigger text appeared");
 
     for (options, field) in [
         (json!({"rules": {"ignore_lines": ["(unclosed"]}}), "options.rules.ignore_lines[0]"),
@@ -315,14 +309,14 @@ pub async fn requests_follow_the_watch_and_304_costs_nothing(backend: Backend) {
     // Changed options make the runner fetch again at once, in full.
     let refetch = wait_for_runs(&app, &token, id, 2).await;
     assert_eq!(refetch["http_status"], 200, "{refetch}");
-    let run = check(&app, &token, id).await;
+    let run = app.check(&token, id).await;
     assert_eq!((run["outcome"].as_str(), run["http_status"].as_i64()), (Some("unchanged"), Some(304)), "{run}");
     assert_eq!(site.requests().last().expect("request").headers["if-none-match"], "\"v1\"");
 
     // A new version with a new ETag is fetched and compared as usual.
     site.set("<p>v2</p>");
     site.set_etag(Some("\"v2\""));
-    assert_eq!(check(&app, &token, id).await["outcome"], "changed");
+    assert_eq!(app.check(&token, id).await["outcome"], "changed");
 
     let (status, problem) = app
         .post("/watches", &token, json!({"url": site.url, "options": {"fetch": {"headers": {"bad header": "x"}}}}))
@@ -389,7 +383,7 @@ pub async fn check_now_joins_a_running_check(backend: Backend) {
     let id = watch["id"].as_str().expect("id");
     // The first check runs at once and is still fetching the slow page: check now joins it.
     eventually("the first check to start", || async { (!site.requests().is_empty()).then_some(()) }).await;
-    let run = check(&app, &token, id).await;
+    let run = app.check(&token, id).await;
     assert_eq!(run["outcome"], "baseline", "the joined check's run: {run}");
     assert_eq!(site.requests().len(), 1, "one fetch, not two");
     let runs = app.ok(&format!("/watches/{id}/runs"), &token).await;
@@ -397,7 +391,7 @@ pub async fn check_now_joins_a_running_check(backend: Backend) {
     assert_eq!(runs["items"][0]["id"], run["id"]);
     // With nothing running, check now runs a check of its own.
     site.set_delay(std::time::Duration::ZERO);
-    let second = check(&app, &token, id).await;
+    let second = app.check(&token, id).await;
     assert_ne!(second["id"], run["id"]);
     assert_eq!(site.requests().len(), 2);
 }
@@ -496,7 +490,7 @@ pub async fn failing_watches_back_off_until_a_success(backend: Backend) {
     let mut waits = Vec::new();
     for _ in 0..5 {
         let started = std::time::Instant::now();
-        assert_eq!(check(&app, &token, id).await["outcome"], "failed", "a check now runs at once, backed off or not");
+        assert_eq!(app.check(&token, id).await["outcome"], "failed", "a check now runs at once, backed off or not");
         assert!(started.elapsed() < std::time::Duration::from_secs(10));
         waits.push(wait().await);
     }
@@ -510,6 +504,6 @@ pub async fn failing_watches_back_off_until_a_success(backend: Backend) {
     assert_eq!(health, "failing");
 
     site.set_status(200);
-    assert_eq!(check(&app, &token, id).await["outcome"], "unchanged");
+    assert_eq!(app.check(&token, id).await["outcome"], "unchanged");
     assert!(wait().await <= 60, "a success restores the schedule");
 }
