@@ -104,11 +104,7 @@ async fn check_prints_the_text_and_its_diff() {
             )
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let url = format!("http://{}/page", listener.local_addr().expect("addr"));
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
+    let url = format!("http://{}/page", driftwatch_test_support::serve(app).await);
     let dir = tempfile::tempdir().expect("temp dir");
     let check = |args: Vec<String>| {
         let dir = dir.path().to_owned();

@@ -17,16 +17,16 @@ async fn a_killed_server_loses_no_delivery() {
         Queued::start(Duration::from_millis(150), &[], DELIVERIES).await;
 
     // Kill it mid-flight: some deliveries are done, some in flight, most still queued.
-    receiver.gate.send_replace(true);
-    receiver.wait_for(40, Duration::from_secs(30), "deliveries flow").await;
+    receiver.open_gate();
+    receiver.wait_answered(40, Duration::from_secs(30), "deliveries flow").await;
     child.kill().expect("SIGKILL");
     child.wait().expect("reaped");
-    let before_restart = receiver.seen.lock().expect("lock").len();
+    let before_restart = receiver.answered().len();
     assert!(before_restart < DELIVERIES, "the kill happened mid-flight ({before_restart} seen)");
 
     let (mut child, base) = serve(dir.path(), &[]).await;
-    receiver.wait_for(DELIVERIES, Duration::from_secs(90), "every delivery arrives after the restart").await;
-    let received = receiver.seen.lock().expect("lock").clone();
+    receiver.wait_answered(DELIVERIES, Duration::from_secs(90), "every delivery arrives after the restart").await;
+    let received = receiver.answered();
     let unique: HashSet<&String> = received.iter().collect();
     assert!(queued.iter().all(|id| unique.contains(id)), "the receiver saw every queued delivery");
 

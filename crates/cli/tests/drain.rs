@@ -9,9 +9,8 @@ use std::collections::HashSet;
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
-use common::{
-    Queued, SlowReceiver, account_and_token, endpoint, log_line, queue_tests, serve, serve_logged, wait_all_sent,
-};
+use common::{Queued, account_and_token, endpoint, log_line, queue_tests, serve, serve_logged, wait_all_sent};
+use driftwatch_test_support::Receiver;
 
 const DELIVERIES: usize = 400;
 
@@ -40,23 +39,15 @@ async fn sigterm_finishes_work_in_flight_and_loses_nothing() {
 
     // Let deliveries flow, then ask it to stop with a full set in flight (32 at a time, each
     // held 400 ms by the receiver) and most still queued.
-    receiver.gate.send_replace(true);
-    receiver.wait_for(64, Duration::from_secs(30), "deliveries flow").await;
-    let mut arrived = receiver.arrived.clone();
-    let seen = std::sync::Arc::clone(&receiver.seen);
-    tokio::time::timeout(
-        Duration::from_secs(10),
-        arrived.wait_for(|a| a.saturating_sub(seen.lock().expect("lock").len()) >= 8),
-    )
-    .await
-    .expect("a batch in flight")
-    .expect("alive");
+    receiver.open_gate();
+    receiver.wait_answered(64, Duration::from_secs(30), "deliveries flow").await;
+    receiver.wait_in_flight(8, Duration::from_secs(10)).await;
     signal(&child, "TERM");
-    let at_signal = receiver.seen.lock().expect("lock").len();
-    let in_flight = *receiver.arrived.borrow() - at_signal;
+    let at_signal = receiver.answered().len();
+    let in_flight = receiver.received().len() - at_signal;
     let (status, took) = exit_within(child, Duration::from_secs(25)).await;
     assert!(status.success(), "a drain that finishes exits 0: {status:?}");
-    let at_exit = receiver.seen.lock().expect("lock").len();
+    let at_exit = receiver.answered().len();
     assert!(
         at_exit >= at_signal + in_flight,
         "every delivery in flight at the signal was answered before the exit ({at_signal} + {in_flight} -> {at_exit})"
@@ -69,10 +60,10 @@ async fn sigterm_finishes_work_in_flight_and_loses_nothing() {
     // Everything sent before the exit was recorded: after a restart the rest arrive, and no
     // delivery arrives twice.
     let (mut child, base) = serve(dir.path(), &grace).await;
-    receiver.wait_for(DELIVERIES, Duration::from_secs(60), "every delivery arrives after the restart").await;
+    receiver.wait_answered(DELIVERIES, Duration::from_secs(60), "every delivery arrives after the restart").await;
     let sent = wait_all_sent(&http, &base, &token, DELIVERIES).await;
     assert_eq!(sent, queued);
-    let received = receiver.seen.lock().expect("lock").clone();
+    let received = receiver.answered();
     let unique: HashSet<&String> = received.iter().collect();
     assert_eq!(unique.len(), DELIVERIES);
     assert_eq!(received.len(), DELIVERIES, "no delivery was sent twice");
@@ -86,16 +77,16 @@ async fn sigterm_finishes_work_in_flight_and_loses_nothing() {
 async fn the_grace_bounds_a_stuck_drain_and_a_second_signal_exits_at_once() {
     let dir = tempfile::tempdir().expect("temp dir");
     let token = account_and_token(dir.path());
-    let receiver = SlowReceiver::start(Duration::from_secs(3600)).await;
-    receiver.gate.send_replace(true);
+    let receiver = Receiver::start(200).await;
+    receiver.set_delay(Duration::from_secs(3600));
     let http = reqwest::Client::new();
 
     // The grace runs out.
     let (child, base, lines) = serve_logged(dir.path(), &[("DRIFTWATCH_SHUTDOWN_GRACE", "1s")]).await;
-    let endpoint_id = endpoint(&http, &base, &token, &receiver.url()).await;
+    let endpoint_id = endpoint(&http, &base, &token, &receiver.url).await;
     queue_tests(&http, &base, &token, &endpoint_id, 4).await;
     // The four attempts are in flight once the receiver holds them.
-    receiver.wait_arrived(4).await;
+    receiver.wait_for_within(4, Duration::from_secs(30)).await;
     signal(&child, "TERM");
     let (status, took) = exit_within(child, Duration::from_secs(10)).await;
     assert!(!status.success(), "a drain cut short by the grace is not a clean exit: {status:?}");
@@ -107,7 +98,7 @@ async fn the_grace_bounds_a_stuck_drain_and_a_second_signal_exits_at_once() {
     // signal can end it; without one in flight the drain could finish before that signal.
     let (child, base, lines) = serve_logged(dir.path(), &[("DRIFTWATCH_SHUTDOWN_GRACE", "60s")]).await;
     queue_tests(&http, &base, &token, &endpoint_id, 1).await;
-    receiver.wait_arrived(5).await;
+    receiver.wait_for_within(5, Duration::from_secs(30)).await;
     signal(&child, "TERM");
     let _lines = log_line(lines, "shutting down").await.0;
     signal(&child, "TERM");

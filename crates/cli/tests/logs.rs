@@ -7,21 +7,21 @@ mod common;
 
 use std::time::Duration;
 
-use common::{SlowReceiver, account_and_token, endpoint, log_line, serve_logged};
+use common::{account_and_token, endpoint, log_line, serve_logged};
+use driftwatch_test_support::Receiver;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_attempt_writes_one_audit_line_and_start_up_is_quiet() {
     let dir = tempfile::tempdir().expect("temp dir");
     let token = account_and_token(dir.path());
-    let receiver = SlowReceiver::start(Duration::ZERO).await;
-    receiver.gate.send_replace(true);
+    let receiver = Receiver::start(200).await;
     let (mut child, base, lines) = serve_logged(dir.path(), &[("DRIFTWATCH_LOG_FORMAT", "json")]).await;
     let (lines, start_up) = log_line(lines, "\"listening\"").await;
     assert!(start_up.len() <= 6, "start-up is a few lines: {start_up:#?}");
     assert!(!start_up.iter().any(|l| l.contains("tokio_cron_scheduler")), "no library chatter: {start_up:#?}");
 
     let http = reqwest::Client::new();
-    let endpoint_id = endpoint(&http, &base, &token, &receiver.url()).await;
+    let endpoint_id = endpoint(&http, &base, &token, &receiver.url).await;
     let delivery: serde_json::Value = http
         .post(format!("{base}/api/v1/endpoints/{endpoint_id}/test"))
         .bearer_auth(&token)
@@ -33,7 +33,7 @@ async fn each_attempt_writes_one_audit_line_and_start_up_is_quiet() {
         .await
         .expect("json");
     let delivery_id = delivery["id"].as_str().expect("id").to_owned();
-    receiver.wait_for(1, Duration::from_secs(20), "the test event").await;
+    receiver.wait_answered(1, Duration::from_secs(20), "the test event").await;
     let (lines, read) = log_line(lines, "\"delivery attempt\"").await;
     let json = |line: &String| serde_json::from_str::<serde_json::Value>(line).expect("a JSON line");
     let audit = json(read.last().expect("the audit line"));

@@ -1,20 +1,17 @@
 //! What the binary's process tests share: running `driftwatch` in a directory, starting
-//! `serve` and reading its address, queueing test events through the API, and a slow receiver
-//! that records webhook ids.
+//! `serve` and reading its address, and queueing test events through the API to a receiver
+//! (`driftwatch_test_support`'s) that holds them until the test lets them through.
 
 #![allow(dead_code)] // each test binary uses its own part
 
 use std::collections::HashSet;
 use std::io::{BufRead as _, BufReader};
-use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::http::HeaderMap;
+use driftwatch_test_support::{Receiver, eventually_within};
 use futures_util::StreamExt as _;
-use tokio::sync::watch;
 
 /// `driftwatch` in `dir` on its SQLite default, with settings that let many deliveries go
 /// to one loopback endpoint at once.
@@ -98,89 +95,6 @@ pub async fn queue_tests(
     futures_util::stream::iter(0..n).map(queue).buffer_unordered(16).collect().await
 }
 
-/// A receiver that holds every request until the gate opens, then answers after `delay` (so
-/// many deliveries are in flight at once), and records webhook ids.
-pub struct SlowReceiver {
-    /// Where it listens.
-    pub addr: SocketAddr,
-    /// Every webhook id received, in order, repeats included.
-    pub seen: Arc<Mutex<Vec<String>>>,
-    /// The number of distinct ids seen, so waiting for all of them costs nothing per request.
-    pub distinct: watch::Receiver<usize>,
-    /// Open to let requests through.
-    pub gate: watch::Sender<bool>,
-    /// Requests that passed the gate (answered or still being held).
-    pub arrived: watch::Receiver<usize>,
-}
-
-impl SlowReceiver {
-    /// Starts it, its gate closed.
-    pub async fn start(delay: Duration) -> SlowReceiver {
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let (tx, distinct_rx) = watch::channel(0);
-        let (gate, gate_rx) = watch::channel(false);
-        let (arrivals, arrived) = watch::channel(0);
-        let (tx, arrivals) = (Arc::new(tx), Arc::new(arrivals));
-        let record = Arc::clone(&seen);
-        let distinct = Arc::new(Mutex::new(HashSet::new()));
-        let app = axum::Router::new().route(
-            "/hook",
-            axum::routing::post(move |headers: HeaderMap| {
-                let (record, distinct, tx, mut gate, arrivals) = (
-                    Arc::clone(&record),
-                    Arc::clone(&distinct),
-                    Arc::clone(&tx),
-                    gate_rx.clone(),
-                    Arc::clone(&arrivals),
-                );
-                async move {
-                    let _ = gate.wait_for(|open| *open).await;
-                    arrivals.send_modify(|n| *n += 1);
-                    tokio::time::sleep(delay).await;
-                    let id = headers.get("webhook-id").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
-                    record.lock().expect("lock").push(id.clone());
-                    let n = {
-                        let mut distinct = distinct.lock().expect("lock");
-                        distinct.insert(id);
-                        distinct.len()
-                    };
-                    tx.send_replace(n);
-                    "ok"
-                }
-            }),
-        );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("addr");
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        SlowReceiver { addr, seen, distinct: distinct_rx, gate, arrived }
-    }
-
-    /// The hook's URL.
-    pub fn url(&self) -> String {
-        format!("http://{}/hook", self.addr)
-    }
-
-    /// Waits (at most 30 s) until `n` requests passed the gate.
-    pub async fn wait_arrived(&self, n: usize) {
-        let mut arrived = self.arrived.clone();
-        tokio::time::timeout(Duration::from_secs(30), arrived.wait_for(|a| *a >= n))
-            .await
-            .unwrap_or_else(|_| panic!("{} of {n} requests arrived", *self.arrived.borrow()))
-            .expect("alive");
-    }
-
-    /// Waits (at most `limit`) until `n` distinct ids were answered.
-    pub async fn wait_for(&self, n: usize, limit: Duration, what: &str) {
-        let mut distinct = self.distinct.clone();
-        tokio::time::timeout(limit, distinct.wait_for(|seen| *seen >= n))
-            .await
-            .unwrap_or_else(|_| panic!("{what}: {} of {n} arrived", *self.distinct.borrow()))
-            .expect("alive");
-    }
-}
-
 /// The ids of every delivery listed with `status`, across pages.
 pub async fn delivery_ids(http: &reqwest::Client, base: &str, token: &str, status: &str) -> HashSet<String> {
     let mut ids = HashSet::new();
@@ -207,26 +121,22 @@ pub async fn delivery_ids(http: &reqwest::Client, base: &str, token: &str, statu
 /// Waits (at most 30 s) until `n` deliveries are listed `sent`; returns their ids. The last
 /// completions may still be committing when the receiver has seen everything.
 pub async fn wait_all_sent(http: &reqwest::Client, base: &str, token: &str, n: usize) -> HashSet<String> {
-    let list_sent = async {
-        loop {
-            let ids = delivery_ids(http, base, token, "sent").await;
-            if ids.len() == n {
-                break ids;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(30), list_sent).await.expect("every delivery recorded sent")
+    eventually_within("every delivery recorded sent", Duration::from_secs(30), || async {
+        let ids = delivery_ids(http, base, token, "sent").await;
+        (ids.len() == n).then_some(ids)
+    })
+    .await
 }
 
-/// A server in a fresh directory with `n` test events queued to a slow receiver (gate closed).
+/// A server in a fresh directory with `n` test events queued to a receiver that answers late,
+/// its gate closed.
 pub struct Queued {
     /// The directory of the SQLite file (kept until dropped).
     pub dir: tempfile::TempDir,
     /// The API token.
     pub token: String,
-    /// The receiver.
-    pub receiver: SlowReceiver,
+    /// The receiver, its gate closed.
+    pub receiver: Receiver,
     /// The server.
     pub child: Child,
     /// Its base URL.
@@ -242,10 +152,12 @@ impl Queued {
     pub async fn start(delay: Duration, env: &[(&str, &str)], n: usize) -> Queued {
         let dir = tempfile::tempdir().expect("temp dir");
         let token = account_and_token(dir.path());
-        let receiver = SlowReceiver::start(delay).await;
+        let receiver = Receiver::start(200).await;
+        receiver.set_delay(delay);
+        receiver.close_gate();
         let (child, base) = serve(dir.path(), env).await;
         let http = reqwest::Client::new();
-        let endpoint_id = endpoint(&http, &base, &token, &receiver.url()).await;
+        let endpoint_id = endpoint(&http, &base, &token, &receiver.url).await;
         let queued = queue_tests(&http, &base, &token, &endpoint_id, n).await;
         assert_eq!(queued.len(), n);
         Queued { dir, token, receiver, child, base, http, queued }
