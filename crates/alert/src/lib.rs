@@ -120,8 +120,10 @@ pub fn check_payload(
 /// Serialises an event of `event_type` at `at` with its data: the bytes stored and sent.
 fn body<D: serde::Serialize>(event_type: EventType, at: DateTime<Utc>, data: D) -> String {
     let envelope = v1::Envelope { event_type, timestamp: at.to_rfc3339_opts(SecondsFormat::Millis, true), data };
-    // Plain structs of strings and numbers: serialising them cannot fail.
-    serde_json::to_string(&envelope).unwrap_or_default()
+    // Through a `Value`, as the `json!` builders of earlier versions wrote bodies: keys sorted,
+    // so a body is byte for byte what it always was. Plain structs of strings and numbers:
+    // serialising them cannot fail.
+    serde_json::to_value(&envelope).map(|body| body.to_string()).unwrap_or_default()
 }
 
 impl From<WatchRef<'_>> for v1::Watch {
@@ -255,7 +257,8 @@ mod tests {
         let at = DateTime::parse_from_rfc3339("2026-12-02T12:00:00Z").map(|t| t.with_timezone(&Utc)).expect("time");
         let watch = WatchRef { id: "wat_1", name: "Prices", url: "https://example.com/" };
         let body = change_payload("evt_1", watch, &change, SnapshotPair { previous: "snp_a", current: "snp_b" }, at);
-        assert!(body.starts_with(r#"{"type":"change.detected","timestamp":"2026-12-02T12:00:00.000Z","data":{"event_id":"evt_1","watch":{"id":"wat_1""#), "wire order: {body}");
+        assert!(body.starts_with(r#"{"data":{"diff":{"added":1,"hunks":[{"lines":"#), "keys sorted: {body}");
+        assert!(body.ends_with(r#""timestamp":"2026-12-02T12:00:00.000Z","type":"change.detected"}"#), "{body}");
         let Some(v1::Payload::Change(read)) = v1::Payload::parse(&body) else { panic!("a change: {body}") };
         assert_eq!(read.data.diff.hunks, change.hunks);
         assert_eq!(read.data.snapshots.current, "snp_b");
@@ -263,7 +266,7 @@ mod tests {
         let body = check_payload(EventType::CheckFailed, "evt_2", watch, check, at);
         assert!(
             body.contains(
-                r#""check":{"run_id":"run_1","http_status":null,"error":"timeout","consecutive_failures":3}"#
+                r#""check":{"consecutive_failures":3,"error":"timeout","http_status":null,"run_id":"run_1"}"#
             ),
             "{body}"
         );
@@ -271,6 +274,53 @@ mod tests {
             matches!(v1::Payload::parse(&body), Some(v1::Payload::Check(e)) if e.data.check.consecutive_failures == 3)
         );
         assert_eq!(v1::Payload::parse("{\"type\":\"nope\"}"), None);
+    }
+
+    /// The bodies built from `payload::v1` are byte for byte the bodies the `json!` builders of
+    /// earlier versions wrote (stored bodies are re-sent, and receivers may hash them).
+    #[test]
+    fn typed_payloads_write_the_bytes_the_json_builders_wrote() {
+        let change = driftwatch_diff::diff_texts("a\nprice 10\n", "a\nprice 12\n", "snp_a", "snp_b");
+        let at = DateTime::parse_from_rfc3339("2026-12-02T12:00:00Z").map(|t| t.with_timezone(&Utc)).expect("time");
+        let ts = at.to_rfc3339_opts(SecondsFormat::Millis, true);
+        let watch = WatchRef { id: "wat_1", name: "Prices \"EU\"", url: "https://example.com/?a=1&b=<2>" };
+        let old_change = json!({
+            "type": EventType::ChangeDetected,
+            "timestamp": ts,
+            "data": {
+                "event_id": "evt_1",
+                "watch": {"id": watch.id, "name": watch.name, "url": watch.url},
+                "diff": {"added": change.added, "removed": change.removed, "unified": change.unified, "hunks": change.hunks},
+                "snapshots": {"previous": "snp_a", "current": "snp_b"},
+            }
+        })
+        .to_string();
+        let pair = SnapshotPair { previous: "snp_a", current: "snp_b" };
+        assert_eq!(change_payload("evt_1", watch, &change, pair, at), old_change);
+        let check = CheckRef { run_id: "run_1", http_status: Some(503), error: None, consecutive_failures: 0 };
+        let old_check = json!({
+            "type": EventType::CheckRecovered,
+            "timestamp": ts,
+            "data": {
+                "event_id": "evt_2",
+                "watch": {"id": watch.id, "name": watch.name, "url": watch.url},
+                "check": {"run_id": "run_1", "http_status": 503, "error": null, "consecutive_failures": 0},
+            }
+        })
+        .to_string();
+        assert_eq!(check_payload(EventType::CheckRecovered, "evt_2", watch, check, at), old_check);
+        let endpoint = EndpointRef { id: "end_1", url: "https://hooks.example/x", description: "ops" };
+        for reason in [None, Some("410 Gone")] {
+            let mut data = json!({
+                "event_id": "evt_3",
+                "endpoint": {"id": endpoint.id, "url": endpoint.url, "description": endpoint.description},
+            });
+            if let Some(reason) = reason {
+                data["reason"] = json!(reason);
+            }
+            let old = json!({"type": EventType::EndpointDisabled, "timestamp": ts, "data": data}).to_string();
+            assert_eq!(endpoint_payload(EventType::EndpointDisabled, "evt_3", endpoint, reason, at), old);
+        }
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Version 1 of the payload: `{"type", "timestamp", "data"}`, where `data` depends on the type.
-//! Field order is the wire order.
+//! On the wire every object's keys are sorted (`data`, `timestamp`, `type`), as they always were.
 
 use driftwatch_core::EventType;
 use driftwatch_diff::Hunk;
