@@ -1,18 +1,19 @@
-//! The outbox's deliveries, a file per step: [`history`] (what the API and the UI list),
-//! [`claim`] (the outbox claim, giving back, the next wake-up), [`limited`] (endpoints whose
-//! limits hold across nodes), [`complete`] (recording attempts), [`redeliver`] (on request) and
-//! [`plans`] (the query plans tests and benchmarks check). Queueing is in [`crate::outbox`],
+//! The outbox's deliveries, a file per step: `history` (what the API and the UI list), `claim`
+//! (the outbox claim, giving back, the next wake-up), `limited` (endpoints whose limits hold
+//! across nodes), `complete` (recording attempts), `redeliver` (on request) and `plans` (the
+//! query plans tests and benchmarks check). Queueing is in [`crate::outbox`],
 //! endpoint health in [`crate::endpoints`], recoveries in [`crate::recoveries`].
 //!
-//! Every step's public items are re-exported here, so callers name `deliveries::claim_due`.
+//! The steps are private; their public items are re-exported here, so there is one path to
+//! each: `deliveries::claim_due`.
 
-pub mod claim;
-pub mod complete;
-pub mod history;
+mod claim;
+mod complete;
+mod history;
 mod job;
-pub mod limited;
-pub mod plans;
-pub mod redeliver;
+mod limited;
+mod plans;
+pub(crate) mod redeliver;
 
 pub use claim::{claim_due, next_wake, release};
 pub use complete::{AttemptRecord, Completion, complete_all};
