@@ -200,8 +200,11 @@ pub async fn show(
             Ok(Loaded { snapshots, changes, runs, deliveries, seen, sides, baseline })
         })
         .await?;
-    // The user has now seen the newest snapshot (a write: on SQLite it takes its turn).
-    if let Some(newest) = loaded.snapshots.first().map(|s| s.id.clone()) {
+    // The user has now seen the newest snapshot: a write (on SQLite it takes its turn at the
+    // write gate), so only when that is news. Nothing reads `seen_at`.
+    if let Some(newest) = loaded.snapshots.first().map(|s| s.id.clone())
+        && loaded.seen.as_ref() != Some(&newest)
+    {
         let (user, watch_id) = (viewer.user.id.clone(), watch.id.clone());
         state.store.write(move |c| users::mark_seen(c, &user, &watch_id, &newest, now)).await?;
     }
