@@ -19,8 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use diesel::Connection as _;
 use driftwatch_core::{Clock as _, EventType, IdKind, SystemClock, new_id};
-use driftwatch_delivery::{DeliveryConfig, DeliveryWorker, RetryPolicy, Sender, SenderOptions};
-use driftwatch_net::TargetPolicy;
+use driftwatch_delivery::{DeliveryConfig, DeliveryWorker, RetryPolicy};
 use driftwatch_store::outbox::NewEvent;
 use driftwatch_store::{Backend, Endpoint, Event, PoolOptions, Store, accounts, deliveries, endpoints, outbox};
 use futures_util::StreamExt as _;
@@ -186,11 +185,7 @@ async fn receiver(capacity: usize, endpoints: usize) -> anyhow::Result<Receiver>
             }
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
+    let addr = crate::serve(app).await?;
     Ok(Receiver { url: format!("http://{addr}/hook"), received, count })
 }
 
@@ -200,10 +195,6 @@ fn endpoint(account_id: &str, url: &str, max_in_flight: Option<usize>) -> Endpoi
         max_in_flight: max_in_flight.map(|n| n as i32),
         ..Endpoint::webhook(account_id, url, SystemClock.now().naive_utc())
     }
-}
-
-fn sender() -> anyhow::Result<Sender> {
-    Ok(Sender::new(SenderOptions { policy: TargetPolicy { allow_private: true }, ..SenderOptions::default() })?)
 }
 
 /// Enqueues one event per `n` in `events`, to every endpoint of the account, in one transaction
@@ -241,7 +232,7 @@ fn enqueue_batch(
 /// The raw rate: the same client, signing included, straight at a receiver.
 async fn raw(count: usize, concurrency: usize) -> anyhow::Result<(f64, f64)> {
     let raw = receiver(count, 1).await?;
-    let sender = sender()?;
+    let sender = crate::sender()?;
     let target = endpoint("acc_bench", &format!("{}/0", raw.url), Some(concurrency));
     let started = Instant::now();
     let cpu = cpu_seconds();
@@ -302,7 +293,7 @@ pub async fn delivery(bench: &DeliveryBench) -> anyhow::Result<Report> {
         .await?;
     let worker = DeliveryWorker::new(
         store.clone(),
-        sender()?,
+        crate::sender()?,
         Arc::new(SystemClock),
         DeliveryConfig {
             concurrency,

@@ -1,11 +1,13 @@
-//! Benchmarks behind `driftwatch bench`: delivery (raw next to durable), checks, pages,
-//! retention.
+//! Benchmarks behind `driftwatch bench`: delivery (raw next to durable), the API path, checks,
+//! pages, retention.
 
+mod api;
 mod checks;
 mod delivery;
 mod pages;
 mod retention;
 
+pub use api::{ApiBench, ApiReport, api};
 pub use checks::{ChecksBench, ChecksReport, checks};
 pub use delivery::{DeliveryBench, Report, Shape, delivery};
 pub use pages::{PagesBench, PagesReport, pages};
@@ -45,4 +47,53 @@ pub(crate) fn status_mib(field: &str) -> f64 {
         .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// The webhook sender of a benchmark: private addresses allowed (its receivers are on loopback).
+pub(crate) fn sender() -> anyhow::Result<driftwatch_delivery::Sender> {
+    use driftwatch_delivery::{Sender, SenderOptions};
+    let policy = driftwatch_net::TargetPolicy { allow_private: true };
+    Ok(Sender::new(SenderOptions { policy, ..SenderOptions::default() })?)
+}
+
+/// The web app's state around `store` and `worker`, as the binary builds it with default
+/// settings and no rate limit; `allow_private` lets watches and endpoints name loopback.
+pub(crate) fn app_state(
+    store: &driftwatch_store::Store,
+    worker: driftwatch_delivery::DeliveryWorker,
+    allow_private: bool,
+) -> anyhow::Result<driftwatch_web::AppState> {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use driftwatch_schedule::{Runner, RunnerConfig};
+    use driftwatch_scrape::{FetchOptions, Fetcher};
+
+    let clock: Arc<dyn driftwatch_core::Clock> = Arc::new(driftwatch_core::SystemClock);
+    let policy = driftwatch_net::TargetPolicy { allow_private };
+    let fetcher = Fetcher::new(FetchOptions { policy, ..FetchOptions::default() })?;
+    let runner = Runner::new(store.clone(), fetcher, Arc::clone(&clock), RunnerConfig::default(), || {});
+    Ok(driftwatch_web::AppState {
+        store: store.clone(),
+        runner,
+        worker,
+        clock,
+        policy,
+        limits: driftwatch_web::ApiLimits::default(),
+        limiter: Arc::new(driftwatch_web::RateLimiter::new(0)),
+        ui: driftwatch_web::ui::UiSettings::default(),
+        setup: Arc::new(driftwatch_web::ui::SetupCode::default()),
+        throttle: Arc::new(driftwatch_web::ui::SignInThrottle::new(10, Duration::from_secs(900))),
+        ops: driftwatch_web::Ops::default(),
+    })
+}
+
+/// Serves `app` on a loopback port of its own, in the background; returns the address.
+pub(crate) async fn serve(app: axum::Router) -> anyhow::Result<std::net::SocketAddr> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok(addr)
 }

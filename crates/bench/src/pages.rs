@@ -4,7 +4,7 @@
 //! is the server's own time.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use axum::body::Body;
 use axum::http::Request;
@@ -13,8 +13,6 @@ use diesel::prelude::*;
 use driftwatch_core::{Clock as _, EventType, IdKind, SystemClock, new_id};
 use driftwatch_delivery::{DeliveryConfig, DeliveryWorker, Sender, SenderOptions};
 use driftwatch_net::TargetPolicy;
-use driftwatch_schedule::{Runner, RunnerConfig};
-use driftwatch_scrape::{FetchOptions, Fetcher};
 use driftwatch_store::schema::{events, watches};
 use driftwatch_store::{Event, PoolOptions, Store, Watch, accounts, users};
 use tower::ServiceExt as _;
@@ -142,34 +140,13 @@ pub async fn pages(bench: &PagesBench) -> anyhow::Result<PagesReport> {
     // (autovacuum on PostgreSQL; `ANALYZE` or `PRAGMA optimize` on SQLite).
     store.write(|c| Ok((diesel::sql_query("VACUUM").execute(c)?, diesel::sql_query("ANALYZE").execute(c)?))).await?;
 
-    let clock: Arc<dyn driftwatch_core::Clock> = Arc::new(SystemClock);
-    let policy = TargetPolicy { allow_private: false };
-    let runner = Runner::new(
-        store.clone(),
-        Fetcher::new(FetchOptions { policy, ..FetchOptions::default() })?,
-        Arc::clone(&clock),
-        RunnerConfig::default(),
-        || {},
-    );
     let worker = DeliveryWorker::new(
         store.clone(),
-        Sender::new(SenderOptions { policy, ..SenderOptions::default() })?,
-        Arc::clone(&clock),
+        Sender::new(SenderOptions { policy: TargetPolicy { allow_private: false }, ..SenderOptions::default() })?,
+        Arc::new(SystemClock),
         DeliveryConfig::default(),
     );
-    let state = driftwatch_web::AppState {
-        store: store.clone(),
-        runner,
-        worker,
-        clock,
-        policy,
-        limits: driftwatch_web::ApiLimits::default(),
-        limiter: Arc::new(driftwatch_web::RateLimiter::new(0)),
-        ui: driftwatch_web::ui::UiSettings::default(),
-        setup: Arc::new(driftwatch_web::ui::SetupCode::default()),
-        throttle: Arc::new(driftwatch_web::ui::SignInThrottle::new(10, Duration::from_secs(900))),
-        ops: driftwatch_web::Ops::default(),
-    };
+    let state = crate::app_state(&store, worker, false)?;
     let router = driftwatch_web::router(state);
     let cookie = format!("dw_session={session_id}");
     let pages: [(&'static str, String); 4] = [

@@ -135,6 +135,19 @@ pub(crate) enum BenchCommand {
         #[arg(long)]
         database_url: Option<String>,
     },
+    /// The API path: keep-alive clients post test events through the HTTP API while the worker
+    /// delivers them; next to the same client's raw rate, with PostgreSQL's cost per delivery.
+    Api {
+        /// Test events to post.
+        #[arg(long, default_value_t = 10_000)]
+        count: usize,
+        /// Clients side by side.
+        #[arg(long, default_value_t = 64)]
+        clients: usize,
+        /// An empty database to use (default: a temporary SQLite file).
+        #[arg(long)]
+        database_url: Option<String>,
+    },
     /// Durable delivery rate and enqueue-to-2xx latency, next to the raw HTTP rate.
     Delivery {
         /// Deliveries to send.
