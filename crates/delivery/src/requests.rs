@@ -5,7 +5,7 @@
 use driftwatch_alert::{EndpointRef, endpoint_payload, slack_message};
 use driftwatch_core::{AttemptTrigger, EventType, IdKind, RecoveryState, new_id};
 use driftwatch_store::deliveries::{self, Redelivery};
-use driftwatch_store::outbox::{self, NewEvent};
+use driftwatch_store::outbox::{ForEndpoint, NewEvent};
 use driftwatch_store::{Delivery, Endpoint, Event, Recovery, StoreError, recoveries};
 use driftwatch_validate::RecoveryRequest;
 use tracing::Instrument as _;
@@ -43,13 +43,17 @@ impl DeliveryWorker {
             slack_body: slack_message(&payload),
             event: Event::about_endpoint(event_id, endpoint, EventType::EndpointTest, payload, at.naive_utc()),
         };
-        let max_attempts = self.inner.config.retry.max_attempts as i32;
-        let endpoint_id = endpoint.id.clone();
+        let item = ForEndpoint {
+            new,
+            endpoint_id: endpoint.id.clone(),
+            default_max_attempts: self.inner.config.retry.max_attempts as i32,
+            now: at.naive_utc(),
+        };
         let delivery = self
             .inner
-            .store
-            .write(move |c| outbox::enqueue_for_endpoint(c, &new, &endpoint_id, max_attempts, at.naive_utc()))
-            .await?
+            .enqueues
+            .submit(item)
+            .await??
             .ok_or_else(|| StoreError::Conflict("the test delivery was not queued".into()))?;
         // In the request's span: its request id leads to the delivery's attempts.
         tracing::info!(delivery.id = %delivery.id, endpoint.id = %delivery.endpoint_id, event.id = %delivery.event_id, "test event queued");

@@ -7,7 +7,8 @@ use chrono::{NaiveDateTime, TimeDelta};
 use driftwatch_core::{AttemptTrigger, Clock, IdKind, new_id};
 use driftwatch_store::deliveries::{self, AttemptRecord, Job, LimitedCaps, PacedJob};
 use driftwatch_store::endpoints;
-use driftwatch_store::{BatchWriter, Store, StoreError};
+use driftwatch_store::outbox::{self, ForEndpoint};
+use driftwatch_store::{BatchWriter, Delivery, Store, StoreError, StoreResult};
 use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -25,6 +26,8 @@ pub struct DeliveryWorker {
 
 pub(crate) struct Inner {
     pub(crate) completions: BatchWriter<AttemptRecord, bool>,
+    /// Events queued on request (test events), many requests to a transaction.
+    pub(crate) enqueues: BatchWriter<ForEndpoint, StoreResult<Option<Delivery>>>,
     pub(crate) store: Store,
     pub(crate) sender: Sender,
     pub(crate) clock: Arc<dyn Clock>,
@@ -44,6 +47,9 @@ const BUSY_POLL: Duration = Duration::from_millis(200);
 /// Most attempts recorded in one transaction.
 const COMPLETION_BATCH: usize = 256;
 
+/// Most events queued on request in one transaction.
+const ENQUEUE_BATCH: usize = 256;
+
 impl DeliveryWorker {
     /// A worker over `store`, sending with `sender`. Call inside a tokio runtime: it starts the
     /// task that records attempts (redeliveries on request need it even where `run` is not
@@ -59,9 +65,13 @@ impl DeliveryWorker {
                 deliveries::complete_all(c, records, &|e, reason| disabled_event(e, reason, at))
             })
         };
+        // Requests that queue events while a batch is being written share the next one: one
+        // commit for many API calls, each answered as if alone.
+        let enqueues = BatchWriter::spawn(&store, ENQUEUE_BATCH, outbox::enqueue_each_for_endpoint);
         DeliveryWorker {
             inner: Arc::new(Inner {
                 completions,
+                enqueues,
                 store,
                 sender,
                 clock,

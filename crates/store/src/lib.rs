@@ -254,6 +254,18 @@ where
 /// statement afresh each time.
 pub(crate) const INDEX_ORDER_ONLY: &str = "SET LOCAL enable_bitmapscan = off; SET LOCAL jit = off";
 
+/// Runs `f` in a transaction that walks indexes in order on PostgreSQL ([`INDEX_ORDER_ONLY`]);
+/// on SQLite, which plans that way anyway, outside one.
+pub(crate) fn in_index_order<T>(conn: &mut DbConn, f: impl FnOnce(&mut DbConn) -> StoreResult<T>) -> StoreResult<T> {
+    match conn {
+        DbConn::Pg(_) => diesel::Connection::transaction(conn, |conn| {
+            diesel::connection::SimpleConnection::batch_execute(conn, INDEX_ORDER_ONLY)?;
+            f(conn)
+        }),
+        DbConn::Sqlite(_) => f(conn),
+    }
+}
+
 /// The statement behind [`lease_due`], with its parameters bound.
 fn lease_due_query<DB>(
     table: &str,

@@ -48,8 +48,22 @@ pub fn enqueue(
     default_max_attempts: i32,
     now: NaiveDateTime,
 ) -> StoreResult<usize> {
+    diesel::insert_into(events::table).values(&new.event).execute(conn)?;
+    let rows = delivery_rows(conn, new, target, default_max_attempts, now)?;
+    // One multi-row statement for a fan-out on PostgreSQL (per 2,000 endpoints).
+    crate::insert_all!(conn, deliveries::table, rows);
+    Ok(rows.len())
+}
+
+/// The queued deliveries of `new` to the endpoints `target` names that take it.
+fn delivery_rows(
+    conn: &mut DbConn,
+    new: &NewEvent,
+    target: Target<'_>,
+    default_max_attempts: i32,
+    now: NaiveDateTime,
+) -> StoreResult<Vec<NewDelivery>> {
     let event = &new.event;
-    diesel::insert_into(events::table).values(event).execute(conn)?;
     let mut query = endpoints::table
         .filter(endpoints::account_id.eq(&event.account_id))
         .select(target_columns())
@@ -71,9 +85,7 @@ pub fn enqueue(
             delivery_row(new, endpoint_id, kind, max_attempts.unwrap_or(default_max_attempts), *limited, now)
         })
         .collect();
-    // One multi-row statement for a fan-out on PostgreSQL (per 2,000 endpoints).
-    crate::insert_all!(conn, deliveries::table, rows);
-    Ok(rows.len())
+    Ok(rows)
 }
 
 /// Inserts many events (each with its attempt budget and time) and one queued delivery per
@@ -160,12 +172,86 @@ pub fn enqueue_for_endpoint(
     now: NaiveDateTime,
 ) -> StoreResult<Option<crate::Delivery>> {
     conn.transaction(|conn| {
-        enqueue(conn, new, Target::One(endpoint_id), default_max_attempts, now)?;
-        Ok(deliveries::table
-            .filter(deliveries::event_id.eq(&new.event.id))
-            .filter(deliveries::endpoint_id.eq(endpoint_id))
-            .select(crate::Delivery::as_select())
-            .first(conn)
-            .optional()?)
+        diesel::insert_into(events::table).values(&new.event).execute(conn)?;
+        let Some(row) = delivery_rows(conn, new, Target::One(endpoint_id), default_max_attempts, now)?.pop() else {
+            return Ok(None);
+        };
+        // The row as stored, defaults included, without reading it back.
+        Ok(Some(
+            diesel::insert_into(deliveries::table)
+                .values(&row)
+                .returning(<crate::Delivery as Selectable<<DbConn as Connection>::Backend>>::construct_selection())
+                .get_result::<crate::Delivery>(conn)?,
+        ))
     })
+}
+
+/// An event for one named endpoint, waiting in a batch (see [`enqueue_each_for_endpoint`]).
+#[derive(Debug, Clone)]
+pub struct ForEndpoint {
+    /// The event and its bodies.
+    pub new: NewEvent,
+    /// The endpoint it goes to (of the event's account).
+    pub endpoint_id: String,
+    /// The attempt budget when the endpoint sets none.
+    pub default_max_attempts: i32,
+    /// When it was queued.
+    pub now: NaiveDateTime,
+}
+
+/// [`enqueue_for_endpoint`] for many events at once: one transaction, one multi-row insert
+/// per table, one endpoint query. Each item is answered as it would be alone: when the batch
+/// fails as a whole (an endpoint deleted meanwhile breaks its event's foreign key), every item
+/// is retried in its own transaction, so one bad item fails only itself.
+pub fn enqueue_each_for_endpoint(
+    conn: &mut DbConn,
+    items: &[ForEndpoint],
+) -> StoreResult<Vec<StoreResult<Option<crate::Delivery>>>> {
+    match conn.transaction(|conn| enqueue_all_for_endpoints(conn, items)) {
+        Ok(queued) => Ok(queued.into_iter().map(Ok).collect()),
+        Err(e) if items.len() > 1 => {
+            tracing::debug!(error = %e, items = items.len(), "a batch of events failed; queueing them one by one");
+            Ok(items
+                .iter()
+                .map(|i| enqueue_for_endpoint(conn, &i.new, &i.endpoint_id, i.default_max_attempts, i.now))
+                .collect())
+        }
+        Err(e) => Ok(vec![Err(e)]),
+    }
+}
+
+/// The body of [`enqueue_each_for_endpoint`]'s one transaction.
+fn enqueue_all_for_endpoints(conn: &mut DbConn, items: &[ForEndpoint]) -> StoreResult<Vec<Option<crate::Delivery>>> {
+    let rows: Vec<Event> = items.iter().map(|i| i.new.event.clone()).collect();
+    crate::insert_all!(conn, events::table, rows);
+    let mut ids: Vec<&str> = items.iter().map(|i| i.endpoint_id.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let targets: std::collections::HashMap<String, (String, EndpointTarget)> = endpoints::table
+        .filter(endpoints::id.eq_any(&ids))
+        .select((endpoints::account_id, target_columns()))
+        .load::<(String, EndpointTarget)>(conn)?
+        .into_iter()
+        .map(|(account, target)| (target.0.clone(), (account, target)))
+        .collect();
+    let rows: Vec<NewDelivery> = items
+        .iter()
+        .filter_map(|i| {
+            let (account, (endpoint_id, kind, max_attempts, _, limited)) = targets.get(&i.endpoint_id)?;
+            (*account == i.new.event.account_id).then(|| {
+                let max_attempts = max_attempts.unwrap_or(i.default_max_attempts);
+                delivery_row(&i.new, endpoint_id, kind, max_attempts, *limited, i.now)
+            })
+        })
+        .collect();
+    crate::insert_all!(conn, deliveries::table, rows);
+    let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
+    let mut stored: std::collections::HashMap<String, crate::Delivery> = deliveries::table
+        .filter(deliveries::id.eq_any(&ids))
+        .select(crate::Delivery::as_select())
+        .load::<crate::Delivery>(conn)?
+        .into_iter()
+        .map(|d| (d.event_id.clone(), d))
+        .collect();
+    Ok(items.iter().map(|i| stored.remove(&i.new.event.id)).collect())
 }

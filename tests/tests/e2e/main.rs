@@ -68,6 +68,7 @@ on_both_backends!(
     store::limited_endpoints_take_turns,
     store::sessions_expire_idle_and_absolute_and_unseen_is_per_user,
     store::outbox_statements_use_their_indexes,
+    store::batched_enqueues_answer_each_request_alone,
     watches::watches_can_be_updated_paused_and_deleted,
     watches::snapshots_and_diffs_are_readable,
     watches::failing_checks_raise_failed_then_recovered,

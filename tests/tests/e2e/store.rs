@@ -589,6 +589,62 @@ pub async fn limited_endpoints_take_turns(backend: Backend) {
     assert!(ids.contains(limited_ids[ENDPOINTS - 1].as_str()), "the outbox claim takes it now: {ids:?}");
 }
 
+/// Events queued on request share one transaction, and each is answered as if alone: the good
+/// ones queue exactly one delivery each, one naming another account's endpoint queues nothing,
+/// and one whose endpoint is gone (its foreign key fails the whole batch) fails only itself.
+pub async fn batched_enqueues_answer_each_request_alone(backend: Backend) {
+    use driftwatch_store::outbox::{self, ForEndpoint};
+
+    let db = TestDb::new(backend);
+    let store = Store::open(&db.url, &PoolOptions { max_size: 2, ..PoolOptions::default() }).expect("open");
+    store.migrate().await.expect("migrate");
+    let now = SystemClock.now().naive_utc();
+    let answers = store
+        .write(move |c| {
+            let acme = accounts::create_account(c, "acme", now)?;
+            let other = accounts::create_account(c, "other", now)?;
+            let mine = Endpoint::webhook(&acme.id, "http://127.0.0.1:9/mine", now);
+            let theirs = Endpoint::webhook(&other.id, "http://127.0.0.1:9/theirs", now);
+            endpoints::insert_endpoint(c, &mine)?;
+            endpoints::insert_endpoint(c, &theirs)?;
+            let item = |n: usize, account: &str, endpoint: &str, about: Option<&str>| {
+                let mut new = test_event(account, n, now);
+                new.event.endpoint_id = about.map(str::to_owned);
+                ForEndpoint { new, endpoint_id: endpoint.to_owned(), default_max_attempts: 3, now }
+            };
+            let good = vec![item(0, &acme.id, &mine.id, Some(&mine.id)), item(1, &acme.id, &mine.id, None)];
+            let first = outbox::enqueue_each_for_endpoint(c, &good)?;
+            let mixed = vec![
+                item(2, &acme.id, &mine.id, Some(&mine.id)),
+                item(3, &acme.id, &theirs.id, None),
+                // The event names an endpoint that no longer exists: its foreign key fails.
+                item(4, &acme.id, "end_gone", Some("end_gone")),
+                item(5, &acme.id, &mine.id, None),
+            ];
+            let second = outbox::enqueue_each_for_endpoint(c, &mixed)?;
+            let page = driftwatch_store::Page { after: None, limit: 100 };
+            let queued = deliveries::list_deliveries(c, &acme.id, &deliveries::DeliveryFilter::default(), &page)?;
+            let theirs_queued =
+                deliveries::list_deliveries(c, &other.id, &deliveries::DeliveryFilter::default(), &page)?;
+            Ok((mine.id, first, second, queued, theirs_queued))
+        })
+        .await
+        .expect("enqueue");
+    let (mine, first, second, queued, theirs_queued) = answers;
+    let delivered_to = |answer: &driftwatch_store::StoreResult<Option<driftwatch_store::Delivery>>| {
+        answer.as_ref().ok().and_then(|d| d.as_ref()).map(|d| (d.endpoint_id.clone(), d.status.clone()))
+    };
+    assert_eq!(first.len(), 2);
+    assert!(first.iter().all(|a| delivered_to(a) == Some((mine.clone(), "queued".into()))), "{first:?}");
+    assert_eq!(second.len(), 4);
+    assert_eq!(delivered_to(&second[0]), Some((mine.clone(), "queued".into())));
+    assert!(matches!(second[1], Ok(None)), "another account's endpoint queues nothing: {:?}", second[1]);
+    assert!(second[2].is_err(), "the vanished endpoint fails its own request: {:?}", second[2]);
+    assert_eq!(delivered_to(&second[3]), Some((mine.clone(), "queued".into())));
+    assert_eq!(queued.len(), 4, "one delivery per good request, nothing of the failed batch twice");
+    assert!(theirs_queued.is_empty());
+}
+
 /// An `endpoint.test` event of the account numbered `n`, as the outbox takes it.
 fn test_event(account_id: &str, n: usize, now: chrono::NaiveDateTime) -> NewEvent {
     let event = Event {
