@@ -104,6 +104,7 @@ on_both_backends!(
     ui::forms_need_their_token_and_accounts_stay_apart,
     pages::a_post_without_its_token_is_refused,
     pages::a_foreign_origin_is_refused,
+    pages::sign_in_redirects_only_to_this_site,
     pages::another_accounts_ids_answer_not_found,
     pages::form_errors_stand_beside_their_fields,
     pages::pages_are_private_and_locked_down,

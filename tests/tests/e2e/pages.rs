@@ -168,6 +168,41 @@ pub async fn a_post_without_its_token_is_refused(backend: Backend) {
     assert_eq!(watches["items"][0]["name"], "Pricing");
 }
 
+/// Sign-in sends the browser on only to a path of this site: a `next` that a browser would
+/// turn into another host (a tab or newline it drops, a backslash it reads as a slash, `//`)
+/// or that cannot be a `Location` goes to the home page, never to a 500.
+pub async fn sign_in_redirects_only_to_this_site(backend: Backend) {
+    let app = TestApp::start(backend).await;
+    user(&app, "Acme", "ada@example.com").await;
+    let ada = sign_in(&app, "ada@example.com").await;
+    let hostile = ["/%09/evil.example", "/%0a/x", "/%0d%0aSet-Cookie:%20a=b", "//evil.example", "/%5Cevil.example"];
+    for next in hostile {
+        let response = ada.get(&format!("/sign-in?next={next}")).await;
+        assert_eq!(response.status(), 303, "next={next}");
+        assert_eq!(header(&response, "location"), "/", "next={next}");
+    }
+    let local = ada.get("/sign-in?next=%2Fdeliveries%3Fstatus%3Ddead").await;
+    assert_eq!(header(&local, "location"), "/deliveries?status=dead");
+
+    // The form post carries `next` too.
+    let (root, http) = (app.root(), client());
+    for next in ["/\t/evil.example", "/\n/x", "/\r\nSet-Cookie: a=b", "/deliveries"] {
+        let form = http.get(format!("{root}/sign-in")).send().await.expect("get");
+        let presession = cookie_set(&form, "dw_presession").expect("a pre-session cookie");
+        let token = form_token(&form.text().await.expect("body")).expect("a form token");
+        let signed_in = http
+            .post(format!("{root}/sign-in"))
+            .header("cookie", &presession)
+            .form(&[("_csrf", token.as_str()), ("email", "ada@example.com"), ("password", PASSWORD), ("next", next)])
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(signed_in.status(), 303, "next={next:?}");
+        let expected = if next == "/deliveries" { "/deliveries" } else { "/" };
+        assert_eq!(header(&signed_in, "location"), expected, "next={next:?}");
+    }
+}
+
 /// A form posted from another site (its `Origin`, or its `Referer` without one) is refused
 /// even with the right token; from this site it works.
 pub async fn a_foreign_origin_is_refused(backend: Backend) {

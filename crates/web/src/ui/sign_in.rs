@@ -171,9 +171,21 @@ pub struct SignInQuery {
     next: Option<String>,
 }
 
-/// Only local paths are followed after sign-in (no open redirect).
+/// Where sign-in may send the browser: a path on this site, or the home page.
+///
+/// Only printable ASCII is kept (a valid `Location`, already percent-encoded): browsers drop
+/// tabs and newlines from URLs, so `/\t/evil.example` would become the scheme-relative
+/// `//evil.example`, and a backslash reads as a slash. So no control characters, no spaces, no
+/// backslashes, and no `//` at the start: anything else goes home.
 fn local_path(next: Option<&str>) -> String {
-    next.filter(|n| n.starts_with('/') && !n.starts_with("//") && !n.contains('\\')).unwrap_or("/").to_owned()
+    next.filter(|n| {
+        n.starts_with('/')
+            && !n.starts_with("//")
+            && n.bytes().all(|b| b.is_ascii_graphic() && b != b'\\')
+            && n.parse::<axum::http::uri::PathAndQuery>().is_ok()
+    })
+    .unwrap_or("/")
+    .to_owned()
 }
 
 /// `GET /sign-in`.
@@ -313,4 +325,33 @@ pub async fn sign_out_everywhere(
 /// `GET /signed-out`.
 pub async fn signed_out() -> Response {
     html(&SignedOutPage { layout: Layout::public("Signed out") })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::local_path;
+
+    #[test]
+    fn only_paths_on_this_site_follow_sign_in() {
+        for ok in ["/", "/watches/wat_1?view=side", "/deliveries?status=dead&cursor=dlv_1", "/a%20b"] {
+            assert_eq!(local_path(Some(ok)), ok);
+        }
+        for bad in [
+            "//evil.example",
+            "/\t/evil.example",
+            "/\n/x",
+            "/\r\n/x",
+            "/\\evil.example",
+            "/x\\y",
+            "https://evil.example/",
+            "evil.example",
+            "/ /evil",
+            "/\u{3000}/evil",
+            "/\u{7f}",
+            "",
+        ] {
+            assert_eq!(local_path(Some(bad)), "/", "{bad:?}");
+        }
+        assert_eq!(local_path(None), "/");
+    }
 }
