@@ -12,6 +12,7 @@ pub mod password;
 mod regexes;
 mod secret;
 mod status;
+pub mod text;
 pub mod timing;
 
 pub use clock::{Clock, SystemClock};
@@ -27,4 +28,5 @@ pub use status::{
     AttemptErrorKind, AttemptTrigger, DeliveryStatus, EndpointKind, EventType, ParseEnumError, RecoveryState,
     RunOutcome, WatchHealth, WatchState,
 };
+pub use text::{storable, storable_opt};
 pub use timing::{Backoff, Timing, TimingError};

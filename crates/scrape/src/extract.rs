@@ -172,7 +172,14 @@ fn decode_page(page: &Page) -> (String, BodyKind) {
     } else {
         BodyKind::Html
     };
-    (decode(&page.body, &content_type), kind)
+    // A NUL cannot be stored (see `driftwatch_core::storable`): replaced here, before either
+    // reader sees the text, so both read the same and the hash matches what is stored.
+    let text = decode(&page.body, &content_type);
+    let text = match driftwatch_core::storable(&text) {
+        std::borrow::Cow::Borrowed(_) => text,
+        std::borrow::Cow::Owned(replaced) => replaced,
+    };
+    (text, kind)
 }
 
 fn non_empty(text: String) -> Result<String, ExtractError> {

@@ -121,7 +121,8 @@ fn record_set_pg(conn: &mut DbConn, results: &[CheckResult]) -> StoreResult<Vec<
         .load(pg)?;
     let written: std::collections::HashSet<String> = written.into_iter().map(|w| w.id).collect();
     let kept: Vec<&CheckResult> = results.iter().filter(|r| written.contains(&r.watch_id)).collect();
-    let snapshots: Vec<Snapshot> = kept.iter().filter_map(|r| r.snapshot.clone()).collect();
+    let snapshots: Vec<Snapshot> =
+        kept.iter().filter_map(|r| r.snapshot.as_ref().map(|s| s.storable().into_owned())).collect();
     if !snapshots.is_empty() {
         diesel::insert_into(snapshots::table).values(&snapshots).execute(pg)?;
     }
@@ -129,7 +130,7 @@ fn record_set_pg(conn: &mut DbConn, results: &[CheckResult]) -> StoreResult<Vec<
         kept.iter().flat_map(|r| r.events.iter().map(|e| (e, r.max_attempts, r.now))).collect();
     let queued = crate::outbox::enqueue_many(conn, &events)?;
     let DbConn::Pg(pg) = conn else { return Err(StoreError::Config("not PostgreSQL".into())) };
-    let runs: Vec<Run> = kept.iter().map(|r| r.run.clone()).collect();
+    let runs: Vec<Run> = kept.iter().map(|r| r.run.storable().into_owned()).collect();
     if !runs.is_empty() {
         diesel::insert_into(runs::table).values(&runs).execute(pg)?;
     }
@@ -180,12 +181,12 @@ fn record_in(conn: &mut DbConn, result: &CheckResult) -> StoreResult<usize> {
         return Err(StoreError::LeaseLost);
     }
     if let Some(snapshot) = &result.snapshot {
-        diesel::insert_into(snapshots::table).values(snapshot).execute(conn)?;
+        diesel::insert_into(snapshots::table).values(&*snapshot.storable()).execute(conn)?;
     }
     let mut queued = 0;
     for event in &result.events {
         queued += crate::outbox::enqueue(conn, event, Target::AllEnabled, result.max_attempts, result.now)?;
     }
-    diesel::insert_into(runs::table).values(&result.run).execute(conn)?;
+    diesel::insert_into(runs::table).values(&*result.run.storable()).execute(conn)?;
     Ok(queued)
 }

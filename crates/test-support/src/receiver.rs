@@ -51,6 +51,7 @@ impl Received {
 #[derive(Debug, Clone)]
 struct Answer {
     status: u16,
+    body: Vec<u8>,
     retry_after: Option<String>,
     delay: Duration,
 }
@@ -96,7 +97,7 @@ impl Shared {
             distinct.len()
         };
         self.answered_distinct.send_replace(distinct);
-        let mut response = (StatusCode::from_u16(answer.status).expect("status"), "receiver says hi").into_response();
+        let mut response = (StatusCode::from_u16(answer.status).expect("status"), answer.body).into_response();
         if let Some(value) = answer.retry_after {
             response.headers_mut().insert("retry-after", value.parse().expect("header value"));
         }
@@ -120,7 +121,12 @@ impl Receiver {
     /// Starts it, answering `status` at once, its gate open.
     pub async fn start(status: u16) -> Receiver {
         let shared = Arc::new(Shared {
-            answer: Mutex::new(Answer { status, retry_after: None, delay: Duration::ZERO }),
+            answer: Mutex::new(Answer {
+                status,
+                body: b"receiver says hi".to_vec(),
+                retry_after: None,
+                delay: Duration::ZERO,
+            }),
             gate: watch::channel(true).0,
             received: Mutex::new(Vec::new()),
             arrived: watch::channel(0).0,
@@ -143,6 +149,11 @@ impl Receiver {
     /// Answers with `status` from now on.
     pub fn set_status(&self, status: u16) {
         self.shared.answer.lock().expect("lock").status = status;
+    }
+
+    /// Answers with these bytes from now on (any bytes: NUL, invalid UTF-8).
+    pub fn set_body(&self, body: &[u8]) {
+        self.shared.answer.lock().expect("lock").body = body.to_vec();
     }
 
     /// Sends `Retry-After: value` with every answer (or none).

@@ -139,6 +139,41 @@ pub async fn a_failing_receiver_is_retried_then_dead_lettered(backend: Backend) 
     assert_eq!(items(&app.ok("/deliveries?status=sent", &token).await).len(), 0);
 }
 
+/// A page with NUL characters and a receiver answering NUL, invalid UTF-8 and markup are
+/// stored on both backends (PostgreSQL text cannot hold a NUL): the page's text becomes the
+/// baseline and the change, and every attempt is recorded, the answer quoted with U+FFFD.
+pub async fn what_remote_servers_send_is_stored_whatever_it_says(backend: Backend) {
+    let app = TestApp::start_with(backend, |s| {
+        s.max_attempts = 2;
+        s.retry_schedule = "100ms".into();
+    })
+    .await;
+    let token = app.account("acme").await;
+    let site = PageServer::start("<html><body><p id=\"price\">1\0 EUR</p><pre>a\0b</pre></body></html>").await;
+    let receiver = Receiver::start(500).await;
+    receiver.set_body(b"<script>alert(1)</script>\0 oops \xff\xfe end");
+    endpoint(&app, &token, &receiver.url).await;
+    let watch = app.watch_with_baseline(&token, json!({"url": site.url, "selector": "#price"})).await;
+    let watch_id = watch["id"].as_str().expect("id");
+    site.set("<html><body><p id=\"price\">2\0 EUR</p></body></html>");
+    let run = app.check(&token, watch_id).await;
+    assert_eq!(run["outcome"], "changed", "{run}");
+
+    let deliveries = app.ok("/deliveries", &token).await;
+    let delivery_id = items(&deliveries)[0]["id"].as_str().expect("id").to_owned();
+    let delivery = app.wait_delivery(&token, &delivery_id, "dead").await;
+    let log = delivery["attempt_log"].as_array().expect("attempts");
+    assert_eq!(log.len(), 2, "every attempt recorded: {delivery}");
+    for attempt in log {
+        let snippet = attempt["response_snippet"].as_str().expect("the answer is quoted");
+        assert!(snippet.starts_with("<script>alert(1)</script>\u{FFFD} oops "), "{snippet:?}");
+        assert!(!snippet.contains('\0'));
+    }
+    let snapshot_id = run["snapshot_id"].as_str().expect("the change's snapshot");
+    let snapshot = app.ok(&format!("/snapshots/{snapshot_id}"), &token).await;
+    assert_eq!(snapshot["content"], "2\u{FFFD} EUR\n", "{snapshot}");
+}
+
 pub async fn a_failing_page_is_a_failed_run_not_a_change(backend: Backend) {
     let app = TestApp::start(backend).await;
     let token = app.account("acme").await;

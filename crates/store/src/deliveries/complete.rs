@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
-use driftwatch_core::{AttemptTrigger, DeliveryStatus};
+use driftwatch_core::{AttemptTrigger, DeliveryStatus, storable_opt};
 
 use crate::endpoints::{DisabledEvent, Health};
 use crate::schema::{deliveries, delivery_attempts};
@@ -125,7 +125,8 @@ fn move_on(conn: &mut DbConn, records: &[AttemptRecord], order: &[usize]) -> Sto
             let attempts: Vec<i32> = ordered().map(|r| r.completion.attempts).collect();
             let next: Vec<NaiveDateTime> = ordered().map(|r| r.completion.next_attempt_at).collect();
             let codes: Vec<Option<i32>> = ordered().map(|r| r.completion.last_status_code).collect();
-            let errors: Vec<Option<String>> = ordered().map(|r| r.completion.last_error.clone()).collect();
+            let errors: Vec<Option<String>> =
+                ordered().map(|r| storable_opt(r.completion.last_error.clone())).collect();
             let nows: Vec<NaiveDateTime> = ordered().map(|r| r.completion.now).collect();
             let finished: Vec<Option<NaiveDateTime>> = ordered()
                 .map(|r| {
@@ -136,11 +137,13 @@ fn move_on(conn: &mut DbConn, records: &[AttemptRecord], order: &[usize]) -> Sto
             let attempt_ids: Vec<&str> = ordered().map(|r| r.attempt.id.as_str()).collect();
             let numbers: Vec<i32> = ordered().map(|r| r.attempt.attempt_number).collect();
             let attempt_codes: Vec<Option<i32>> = ordered().map(|r| r.attempt.status_code).collect();
-            let attempt_errors: Vec<Option<String>> = ordered().map(|r| r.attempt.error.clone()).collect();
+            let attempt_errors: Vec<Option<String>> =
+                ordered().map(|r| storable_opt(r.attempt.error.clone())).collect();
             let started: Vec<NaiveDateTime> = ordered().map(|r| r.attempt.started_at).collect();
             let durations: Vec<i64> = ordered().map(|r| r.attempt.duration_ms).collect();
             let kinds: Vec<Option<String>> = ordered().map(|r| r.attempt.error_kind.clone()).collect();
-            let snippets: Vec<Option<String>> = ordered().map(|r| r.attempt.response_snippet.clone()).collect();
+            let snippets: Vec<Option<String>> =
+                ordered().map(|r| storable_opt(r.attempt.response_snippet.clone())).collect();
             let triggers: Vec<&str> = ordered().map(|r| r.attempt.trigger.as_str()).collect();
             #[derive(QueryableByName)]
             struct Moved {
@@ -235,7 +238,7 @@ fn move_on_sqlite(
             let done = matches!(c.status, DeliveryStatus::Sent | DeliveryStatus::Dead);
             serde_json::json!({
                 "id": r.delivery_id, "owner": r.owner, "status": c.status.as_str(), "attempts": c.attempts,
-                "next": time(c.next_attempt_at), "code": c.last_status_code, "error": c.last_error,
+                "next": time(c.next_attempt_at), "code": c.last_status_code, "error": storable_opt(c.last_error.clone()),
                 "now": time(c.now), "finished": done.then(|| time(c.now)),
             })
         })
@@ -256,8 +259,8 @@ fn move_on_sqlite(
             let a = &records[i].attempt;
             serde_json::json!({
                 "id": a.id, "delivery_id": a.delivery_id, "number": a.attempt_number, "started": time(a.started_at),
-                "ms": a.duration_ms, "code": a.status_code, "kind": a.error_kind, "error": a.error,
-                "snippet": a.response_snippet, "trigger": a.trigger,
+                "ms": a.duration_ms, "code": a.status_code, "kind": a.error_kind, "error": storable_opt(a.error.clone()),
+                "snippet": storable_opt(a.response_snippet.clone()), "trigger": a.trigger,
             })
         })
         .collect();
@@ -305,7 +308,7 @@ fn move_on_one(conn: &mut DbConn, record: &AttemptRecord) -> StoreResult<bool> {
         deliveries::attempts.eq(completion.attempts),
         deliveries::next_attempt_at.eq(completion.next_attempt_at),
         deliveries::last_status_code.eq(completion.last_status_code),
-        deliveries::last_error.eq(&completion.last_error),
+        deliveries::last_error.eq(storable_opt(completion.last_error.clone())),
         deliveries::lease_owner.eq(None::<String>),
         deliveries::lease_until.eq(None::<NaiveDateTime>),
         deliveries::next_trigger.eq(AttemptTrigger::Scheduled.as_str()),
@@ -316,6 +319,6 @@ fn move_on_one(conn: &mut DbConn, record: &AttemptRecord) -> StoreResult<bool> {
     if updated != 1 {
         return Ok(false);
     }
-    diesel::insert_into(delivery_attempts::table).values(&record.attempt).execute(conn)?;
+    diesel::insert_into(delivery_attempts::table).values(&*record.attempt.storable()).execute(conn)?;
     Ok(true)
 }

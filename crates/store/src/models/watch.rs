@@ -160,3 +160,29 @@ pub fn stored_tags<S: AsRef<str>>(tags: &[S]) -> String {
     }
     format!(",{},", tags.iter().map(AsRef::as_ref).collect::<Vec<_>>().join(","))
 }
+
+impl Snapshot {
+    /// The snapshot as both backends store it (see [`driftwatch_core::storable`]).
+    pub fn storable(&self) -> std::borrow::Cow<'_, Snapshot> {
+        match driftwatch_core::storable(&self.content) {
+            std::borrow::Cow::Borrowed(_) => std::borrow::Cow::Borrowed(self),
+            std::borrow::Cow::Owned(content) => std::borrow::Cow::Owned(Snapshot { content, ..self.clone() }),
+        }
+    }
+}
+
+impl Run {
+    /// The run as both backends store it: its error and note, which quote what a page or a
+    /// server said, without NUL (see [`driftwatch_core::storable`]).
+    pub fn storable(&self) -> std::borrow::Cow<'_, Run> {
+        let clean = |t: &Option<String>| t.as_deref().is_none_or(|t| !t.contains('\0'));
+        if clean(&self.error) && clean(&self.note) {
+            return std::borrow::Cow::Borrowed(self);
+        }
+        std::borrow::Cow::Owned(Run {
+            error: driftwatch_core::storable_opt(self.error.clone()),
+            note: driftwatch_core::storable_opt(self.note.clone()),
+            ..self.clone()
+        })
+    }
+}

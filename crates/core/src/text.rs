@@ -1,0 +1,35 @@
+//! Text from outside (a page, a receiver's answer, an error a remote server caused) made safe
+//! to store on both backends.
+
+use std::borrow::Cow;
+
+/// What stands in for a NUL character in stored text: the Unicode replacement character.
+pub const NUL_REPLACEMENT: char = '\u{FFFD}';
+
+/// `text` as both databases store it: PostgreSQL `TEXT` cannot hold a NUL character (the write
+/// fails) and SQLite's C strings end at one, so each NUL becomes [`NUL_REPLACEMENT`], as invalid
+/// UTF-8 already did when the bytes were decoded. Borrows when there is nothing to replace.
+pub fn storable(text: &str) -> Cow<'_, str> {
+    if text.contains('\0') { Cow::Owned(text.replace('\0', "\u{FFFD}")) } else { Cow::Borrowed(text) }
+}
+
+/// [`storable`] for an optional owned string, without copying when nothing is replaced.
+pub fn storable_opt(text: Option<String>) -> Option<String> {
+    text.map(|t| match storable(&t) {
+        Cow::Borrowed(_) => t,
+        Cow::Owned(replaced) => replaced,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nul_becomes_the_replacement_character_and_nothing_else_changes() {
+        assert!(matches!(storable("plain <b>text</b> é"), Cow::Borrowed("plain <b>text</b> é")));
+        assert_eq!(storable("a\0b\0"), "a\u{FFFD}b\u{FFFD}");
+        assert_eq!(storable_opt(Some("x\0".into())).as_deref(), Some("x\u{FFFD}"));
+        assert_eq!(storable_opt(None), None);
+    }
+}
