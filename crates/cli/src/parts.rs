@@ -43,6 +43,7 @@ pub(crate) fn delivery_worker(
         policy: target_policy(settings),
         timeout: settings.webhook_timeout.into(),
         connect_timeout: settings.webhook_connect_timeout.into(),
+        proxy: settings.outbound_proxy.clone(),
         ..SenderOptions::default()
     })
     .context("building the webhook client")?;
@@ -75,6 +76,7 @@ pub(crate) fn runner(
         policy: target_policy(settings),
         timeout: settings.fetch_timeout.into(),
         max_body_bytes: settings.max_page_bytes,
+        proxy: settings.outbound_proxy.clone(),
         ..FetchOptions::default()
     })
     .context("building the page fetcher")?;

@@ -23,6 +23,13 @@ pub struct Settings {
     #[arg(long, env = "DRIFTWATCH_ALLOW_PRIVATE_TARGETS", default_value_t = false, action = clap::ArgAction::Set)]
     pub allow_private_targets: bool,
 
+    /// An HTTP(S) proxy for every outbound request (pages and webhooks), e.g.
+    /// `http://proxy.internal:3128`. Proxies in the environment (`HTTP_PROXY`, ...) are ignored.
+    /// Behind the proxy, names are still vetted against private addresses (resolved here first);
+    /// the proxy resolves them again, so give it egress rules of its own for full protection.
+    #[arg(long, env = "DRIFTWATCH_OUTBOUND_PROXY", value_parser = parse_proxy)]
+    pub outbound_proxy: Option<url::Url>,
+
     /// Delays between webhook attempts, e.g. 1m,5m,30m,2h,12h (units ms, s, m, h, d).
     #[arg(long, env = "DRIFTWATCH_RETRY_SCHEDULE", default_value = "1m,5m,30m,2h,12h")]
     pub retry_schedule: String,
@@ -315,9 +322,29 @@ fn parse_duration(text: &str) -> Result<HumanDuration, String> {
     driftwatch_core::parse_duration(text).map(HumanDuration)
 }
 
+/// An outbound proxy URL: `http://` or `https://` with a host.
+fn parse_proxy(value: &str) -> Result<url::Url, String> {
+    let url = url::Url::parse(value).map_err(|e| format!("not a URL: {e}"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err("use http://HOST:PORT or https://HOST:PORT".into());
+    }
+    Ok(url)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_proxy_is_an_http_url_with_a_host() {
+        assert_eq!(
+            parse_proxy("http://proxy.internal:3128").map(|u| u.to_string()),
+            Ok("http://proxy.internal:3128/".into())
+        );
+        for bad in ["proxy:3128", "socks5://proxy:1080", "http://", "file:///etc/passwd"] {
+            assert!(parse_proxy(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn defaults_are_valid_and_bad_values_are_refused_by_name() {

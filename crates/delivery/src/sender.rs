@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use driftwatch_core::AttemptErrorKind;
-use driftwatch_net::{ClientOptions, Redirects, TargetPolicy, blocked_reason, check_url};
+use driftwatch_net::{ClientOptions, Redirects, TargetPolicy, blocked_reason, vet_url};
 use driftwatch_store::Endpoint;
 
 use crate::policy::Outcome;
@@ -24,6 +24,9 @@ pub struct SenderOptions {
     pub snippet_chars: usize,
     /// `User-Agent`.
     pub user_agent: String,
+    /// The proxy webhooks go through (never one from the environment); see
+    /// [`driftwatch_net::ClientOptions::proxy`] for what the guard can promise behind it.
+    pub proxy: Option<url::Url>,
 }
 
 impl Default for SenderOptions {
@@ -35,6 +38,7 @@ impl Default for SenderOptions {
             max_response_bytes: 64 * 1024,
             snippet_chars: 1024,
             user_agent: format!("driftwatch-webhooks/{}", env!("CARGO_PKG_VERSION")),
+            proxy: None,
         }
     }
 }
@@ -82,7 +86,8 @@ impl Sender {
             timeout: options.timeout,
             user_agent: options.user_agent.clone(),
             redirects: Redirects::None,
-        })
+            proxy: options.proxy.clone(),
+        })?
         .build()?;
         Ok(Sender { client, options })
     }
@@ -116,7 +121,7 @@ impl Sender {
             Ok(url) => url,
             Err(e) => return failure(AttemptErrorKind::Url, format!("invalid endpoint URL: {e}")),
         };
-        if let Err(e) = check_url(&url, self.options.policy) {
+        if let Err(e) = vet_url(&url, self.options.policy, self.options.proxy.is_some()).await {
             return failure(AttemptErrorKind::Blocked, e.to_string());
         }
         let signature = match signatures(endpoint, delivery_id, timestamp, body) {

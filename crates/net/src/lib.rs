@@ -5,6 +5,14 @@
 //! that reqwest uses: the client connects only to addresses the guard vetted, so a name that
 //! resolves differently a moment later (DNS rebinding) cannot slip through. IP literals never
 //! reach a resolver, so [`check_url`] vets them, and the redirect policy re-checks every hop.
+//!
+//! Proxies are never taken from the environment (`HTTP_PROXY` and friends): a proxy is an
+//! explicit setting ([`ClientOptions::proxy`]). Through a proxy the proxy resolves the target's
+//! name, not this client, so [`vet_url`] resolves it here first and refuses it unless every
+//! address is public. What a proxy cannot guarantee: the proxy looks the name up again, so a
+//! name that changes its answer between the two lookups (DNS rebinding), or that the proxy's
+//! DNS answers differently (split horizon), reaches whatever the proxy can reach; give the
+//! proxy egress rules of its own when that matters.
 
 use std::error::Error as StdError;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -33,6 +41,9 @@ pub enum TargetError {
     /// The host is, or resolves only to, a non-public address.
     #[error("{0} is a private, loopback or link-local address; set DRIFTWATCH_ALLOW_PRIVATE_TARGETS=true to allow it")]
     Private(String),
+    /// Through a proxy, a name that does not resolve here cannot be vetted, so it is refused.
+    #[error("cannot vet {0} before handing it to the proxy; only names that resolve here are sent through it")]
+    Unvetted(String),
 }
 
 /// Whether `ip` is a non-public address: loopback, private, link-local, shared (CGNAT),
@@ -113,6 +124,56 @@ pub fn check_url(url: &Url, policy: TargetPolicy) -> Result<(), TargetError> {
     if is_non_public(ip) { Err(TargetError::Private(ip.to_string())) } else { Ok(()) }
 }
 
+/// [`check_url`], and, when a proxy will carry the request (`proxied`), the name vetted here:
+/// it must resolve on this host, and only to public addresses (the proxy may pick any of them).
+/// Without a proxy the guarded resolver vets names as the client connects.
+pub async fn vet_url(url: &Url, policy: TargetPolicy, proxied: bool) -> Result<(), TargetError> {
+    check_url(url, policy)?;
+    match url.host() {
+        Some(url::Host::Domain(name)) if proxied && !policy.allow_private => {
+            let port = url.port_or_known_default().unwrap_or(80);
+            let resolved: Vec<IpAddr> = tokio::net::lookup_host((name, port))
+                .await
+                .map_err(|e| TargetError::Unvetted(format!("{name}: {e}")))?
+                .map(|a| a.ip())
+                .collect();
+            vet_addresses(name, &resolved)
+        }
+        _ => Ok(()),
+    }
+}
+
+/// [`vet_url`] for a redirect hop, inside reqwest's (synchronous) redirect policy: the lookup
+/// blocks, so on a multi-threaded runtime the thread is handed over to other tasks meanwhile.
+fn vet_url_blocking(url: &Url, policy: TargetPolicy) -> Result<(), TargetError> {
+    check_url(url, policy)?;
+    let Some(url::Host::Domain(name)) = url.host() else { return Ok(()) };
+    if policy.allow_private {
+        return Ok(());
+    }
+    let port = url.port_or_known_default().unwrap_or(80);
+    let lookup = || {
+        use std::net::ToSocketAddrs as _;
+        (name, port).to_socket_addrs().map(|addrs| addrs.map(|a| a.ip()).collect::<Vec<_>>())
+    };
+    let multi_threaded = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    let resolved = if multi_threaded { tokio::task::block_in_place(lookup) } else { lookup() };
+    vet_addresses(name, &resolved.map_err(|e| TargetError::Unvetted(format!("{name}: {e}")))?)
+}
+
+/// A name passes when it resolved, and only to public addresses.
+fn vet_addresses(name: &str, resolved: &[IpAddr]) -> Result<(), TargetError> {
+    match resolved.iter().find(|ip| is_non_public(**ip)) {
+        Some(ip) => {
+            tracing::warn!(target.host = %name, "refused a non-public target behind the proxy");
+            Err(TargetError::Private(format!("{name} ({ip})")))
+        }
+        None if resolved.is_empty() => Err(TargetError::Unvetted(format!("{name}: no address"))),
+        None => Ok(()),
+    }
+}
+
 /// If `err` (or anything in its source chain) is a refusal by the guard, its message.
 pub fn blocked_reason(err: &(dyn StdError + 'static)) -> Option<String> {
     let mut current = Some(err);
@@ -125,20 +186,23 @@ pub fn blocked_reason(err: &(dyn StdError + 'static)) -> Option<String> {
     None
 }
 
-/// A resolver that drops non-public addresses unless the policy allows them.
+/// A resolver that drops non-public addresses unless the policy allows them. The configured
+/// proxy's own name is the operator's choice and passes as it resolves.
 #[derive(Debug)]
 struct GuardedResolver {
     policy: TargetPolicy,
+    proxy_host: Option<String>,
 }
 
 impl Resolve for GuardedResolver {
     fn resolve(&self, name: Name) -> Resolving {
         let policy = self.policy;
+        let exempt = self.proxy_host.as_deref().is_some_and(|proxy| proxy.eq_ignore_ascii_case(name.as_str()));
         Box::pin(async move {
             let host = name.as_str().to_owned();
             let resolved: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
             let allowed: Vec<SocketAddr> =
-                resolved.iter().copied().filter(|a| policy.allow_private || !is_non_public(a.ip())).collect();
+                resolved.iter().copied().filter(|a| exempt || policy.allow_private || !is_non_public(a.ip())).collect();
             if allowed.is_empty() {
                 let shown = resolved.first().map_or(host.clone(), |a| format!("{host} ({})", a.ip()));
                 tracing::warn!(target.host = %host, "refused a non-public target");
@@ -171,31 +235,45 @@ pub struct ClientOptions {
     pub user_agent: String,
     /// Redirect handling.
     pub redirects: Redirects,
+    /// The HTTP(S) proxy every request goes through; none when absent (the environment's
+    /// `HTTP_PROXY`/`HTTPS_PROXY`/`ALL_PROXY` are ignored). Callers vet each URL with
+    /// [`vet_url`] before sending through it.
+    pub proxy: Option<Url>,
 }
 
-/// A reqwest client builder with the guard, timeouts, user agent and redirect rule set.
+/// A reqwest client builder with the guard, timeouts, user agent, redirect rule and proxy set;
+/// fails only on a proxy URL reqwest cannot use.
 ///
 /// Callers may add more before `build()`.
-pub fn client_builder(options: &ClientOptions) -> reqwest::ClientBuilder {
+pub fn client_builder(options: &ClientOptions) -> Result<reqwest::ClientBuilder, reqwest::Error> {
     let policy = options.policy;
+    let proxied = options.proxy.is_some();
     let redirect = match options.redirects {
         Redirects::None => reqwest::redirect::Policy::none(),
         Redirects::Follow(max) => reqwest::redirect::Policy::custom(move |attempt| {
             if attempt.previous().len() >= max {
                 return attempt.error(format!("more than {max} redirects"));
             }
-            match check_url(attempt.url(), policy) {
+            let vetted =
+                if proxied { vet_url_blocking(attempt.url(), policy) } else { check_url(attempt.url(), policy) };
+            match vetted {
                 Ok(()) => attempt.follow(),
                 Err(e) => attempt.error(e),
             }
         }),
     };
-    reqwest::Client::builder()
-        .dns_resolver(Arc::new(GuardedResolver { policy }))
+    let proxy_host = options.proxy.as_ref().and_then(|p| p.host_str()).map(str::to_owned);
+    let mut builder = reqwest::Client::builder()
+        .no_proxy()
+        .dns_resolver(Arc::new(GuardedResolver { policy, proxy_host }))
         .connect_timeout(options.connect_timeout)
         .timeout(options.timeout)
         .user_agent(options.user_agent.clone())
-        .redirect(redirect)
+        .redirect(redirect);
+    if let Some(proxy) = &options.proxy {
+        builder = builder.proxy(reqwest::Proxy::all(proxy.as_str())?);
+    }
+    Ok(builder)
 }
 
 #[cfg(test)]
@@ -245,6 +323,30 @@ mod tests {
         assert_eq!(check_url(&url("https://example.com/"), deny), Ok(()));
     }
 
+    #[test]
+    fn behind_a_proxy_every_address_of_a_name_must_be_public() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap_or_else(|_| panic!("{s}"));
+        assert_eq!(vet_addresses("shop.example", &[ip("93.184.216.34"), ip("2606:4700::1")]), Ok(()));
+        assert!(matches!(
+            vet_addresses("mixed.example", &[ip("93.184.216.34"), ip("10.0.0.7")]),
+            Err(TargetError::Private(m)) if m.contains("10.0.0.7")
+        ));
+        assert!(matches!(vet_addresses("nothing.example", &[]), Err(TargetError::Unvetted(_))));
+    }
+
+    #[tokio::test]
+    async fn names_are_vetted_only_when_a_proxy_carries_them() {
+        let deny = TargetPolicy::default();
+        let url = |s: &str| Url::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"));
+        // Without a proxy the resolver vets names as the client connects.
+        assert_eq!(vet_url(&url("http://metadata.invalid/"), deny, false).await, Ok(()));
+        assert!(matches!(vet_url(&url("http://metadata.invalid/"), deny, true).await, Err(TargetError::Unvetted(_))));
+        assert_eq!(vet_url(&url("http://93.184.216.34/"), deny, true).await, Ok(()));
+        assert!(matches!(vet_url(&url("http://10.0.0.1/"), deny, true).await, Err(TargetError::Private(_))));
+        let allow = TargetPolicy { allow_private: true };
+        assert_eq!(vet_url(&url("http://metadata.invalid/"), allow, true).await, Ok(()));
+    }
+
     #[tokio::test]
     async fn the_client_refuses_names_that_resolve_to_loopback() {
         let options = ClientOptions {
@@ -253,8 +355,9 @@ mod tests {
             timeout: Duration::from_secs(2),
             user_agent: "test".into(),
             redirects: Redirects::None,
+            proxy: None,
         };
-        let client = client_builder(&options).build().expect("client");
+        let client = client_builder(&options).expect("builder").build().expect("client");
         let err = client.get("http://localhost:9/").send().await.expect_err("must be refused");
         let reason = blocked_reason(&err).expect("refused by the guard");
         assert!(reason.contains("localhost"), "{reason}");

@@ -1,6 +1,6 @@
 use std::time::Duration;
 
-use driftwatch_net::{ClientOptions, Redirects, TargetPolicy, blocked_reason, check_url};
+use driftwatch_net::{ClientOptions, Redirects, TargetPolicy, blocked_reason, vet_url};
 use url::Url;
 
 /// Settings of the page fetcher.
@@ -18,6 +18,9 @@ pub struct FetchOptions {
     pub user_agent: String,
     /// Redirect hops followed.
     pub max_redirects: usize,
+    /// The proxy pages are fetched through (never one from the environment); see
+    /// [`driftwatch_net::ClientOptions::proxy`] for what the guard can promise behind it.
+    pub proxy: Option<Url>,
 }
 
 impl Default for FetchOptions {
@@ -29,6 +32,7 @@ impl Default for FetchOptions {
             max_body_bytes: 5 * 1024 * 1024,
             user_agent: format!("driftwatch/{} (+https://github.com/driftwatch)", env!("CARGO_PKG_VERSION")),
             max_redirects: 5,
+            proxy: None,
         }
     }
 }
@@ -121,8 +125,9 @@ impl Fetcher {
             timeout: options.timeout,
             user_agent: options.user_agent.clone(),
             redirects: Redirects::Follow(options.max_redirects),
+            proxy: options.proxy.clone(),
         })
-        .build()
+        .and_then(reqwest::ClientBuilder::build)
         .map_err(|e| FetchError::Other(e.to_string()))?;
         Ok(Fetcher { client, options })
     }
@@ -137,7 +142,9 @@ impl Fetcher {
     pub async fn fetch_with(&self, url: &str, request: &PageRequest<'_>) -> Result<Fetched, FetchError> {
         use reqwest::header::{COOKIE, ETAG, IF_MODIFIED_SINCE, IF_NONE_MATCH, LAST_MODIFIED, USER_AGENT};
         let parsed = Url::parse(url).map_err(|e| FetchError::Target(format!("invalid URL: {e}")))?;
-        check_url(&parsed, self.options.policy).map_err(|e| FetchError::Target(e.to_string()))?;
+        vet_url(&parsed, self.options.policy, self.options.proxy.is_some())
+            .await
+            .map_err(|e| FetchError::Target(e.to_string()))?;
         let spec = request.spec.cloned().unwrap_or_default();
         let method = match spec.method.as_deref().map(str::to_ascii_uppercase).as_deref() {
             None | Some("GET") => reqwest::Method::GET,
