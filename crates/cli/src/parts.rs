@@ -137,6 +137,15 @@ pub(crate) struct Web {
     pub(crate) setup_url: Option<String>,
 }
 
+/// What one client may hold of the HTTP server.
+fn server_limits(settings: &Settings) -> driftwatch_web::ServerLimits {
+    driftwatch_web::ServerLimits {
+        header_timeout: settings.header_timeout.into(),
+        body_timeout: settings.body_timeout.into(),
+        max_connections: settings.max_connections,
+    }
+}
+
 /// Binds the listeners (and `/metrics`' own, when it has one) and serves `state` on them
 /// until `shutdown`; issues a one-time setup code while no user exists.
 pub(crate) async fn listen(
@@ -151,14 +160,14 @@ pub(crate) async fn listen(
             .await
             .with_context(|| format!("DRIFTWATCH_METRICS_LISTEN: listening on {listen}"))?;
         metrics_addr = Some(listener.local_addr()?);
-        tasks.spawn(driftwatch_web::serve_metrics(listener, state.clone(), shutdown.clone()));
+        tasks.spawn(driftwatch_web::serve_metrics(listener, state.clone(), server_limits(settings), shutdown.clone()));
     }
     let listener = tokio::net::TcpListener::bind(&settings.listen)
         .await
         .with_context(|| format!("listening on {}", settings.listen))?;
     let addr = listener.local_addr()?;
     let (store, setup) = (state.store.clone(), Arc::clone(&state.setup));
-    tasks.spawn(driftwatch_web::serve(listener, state, shutdown.clone()));
+    tasks.spawn(driftwatch_web::serve(listener, state, server_limits(settings), shutdown.clone()));
     tracing::info!(addr = %addr, backend = store.backend().as_str(), "listening");
     let mut setup_url = None;
     if !store.read(driftwatch_store::users::any_user).await? {

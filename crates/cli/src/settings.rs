@@ -14,6 +14,19 @@ pub struct Settings {
     #[arg(long, env = "DRIFTWATCH_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: String,
 
+    /// Time a client has to send a request's headers, counted from when its connection is
+    /// ready for one (new, or kept alive after a response): so also the idle timeout.
+    #[arg(long, env = "DRIFTWATCH_HEADER_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub header_timeout: HumanDuration,
+
+    /// Time a client has to send a request's body once its headers arrived (then 408).
+    #[arg(long, env = "DRIFTWATCH_BODY_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub body_timeout: HumanDuration,
+
+    /// HTTP connections open at once (each takes a file descriptor); more wait to be accepted.
+    #[arg(long, env = "DRIFTWATCH_MAX_CONNECTIONS", default_value_t = 512)]
+    pub max_connections: usize,
+
     /// The URL people open driftwatch at (e.g. `https://watch.example.com`): used in the setup
     /// URL, and an https URL makes session cookies `Secure`. Default: `http://` and the listen address.
     #[arg(long, env = "DRIFTWATCH_PUBLIC_URL")]
@@ -244,6 +257,9 @@ impl Settings {
         at_least("DRIFTWATCH_KEEP_RUNS", "keep-runs", self.keep_runs, 1)?;
         at_least("DRIFTWATCH_KEEP_SNAPSHOTS", "keep-snapshots", self.keep_snapshots, 1)?;
         at_least("DRIFTWATCH_MAX_PAGE_BYTES", "max-page-bytes", self.max_page_bytes, 1024)?;
+        positive("DRIFTWATCH_HEADER_TIMEOUT", "header-timeout", self.header_timeout)?;
+        positive("DRIFTWATCH_BODY_TIMEOUT", "body-timeout", self.body_timeout)?;
+        at_least("DRIFTWATCH_MAX_CONNECTIONS", "max-connections", self.max_connections, 1)?;
         positive("DRIFTWATCH_WEBHOOK_TIMEOUT", "webhook-timeout", self.webhook_timeout)?;
         positive("DRIFTWATCH_WEBHOOK_CONNECT_TIMEOUT", "webhook-connect-timeout", self.webhook_connect_timeout)?;
         positive("DRIFTWATCH_FETCH_TIMEOUT", "fetch-timeout", self.fetch_timeout)?;

@@ -7,6 +7,7 @@
 
 mod api;
 mod ops;
+mod server;
 pub mod ui;
 
 use std::sync::Arc;
@@ -26,6 +27,7 @@ pub use api::document as openapi;
 pub use api::error::ApiError;
 pub use api::middleware::RateLimiter;
 pub use ops::Ops;
+pub use server::ServerLimits;
 
 /// Limits and defaults of what the API accepts.
 #[derive(Debug, Clone)]
@@ -100,25 +102,25 @@ impl MakeRequestId for MakeId {
     }
 }
 
-/// Serves the router on `listener` until `shutdown` is cancelled, finishing requests in flight.
-pub async fn serve(listener: tokio::net::TcpListener, state: AppState, shutdown: tokio_util::sync::CancellationToken) {
-    let app = router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
-    let served = axum::serve(listener, app).with_graceful_shutdown(shutdown.cancelled_owned()).await;
-    if let Err(e) = served {
-        tracing::error!(error = %e, "the HTTP server failed");
-    }
+/// Serves the router on `listener` within `limits` until `shutdown` is cancelled, finishing
+/// requests in flight.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    limits: ServerLimits,
+    shutdown: tokio_util::sync::CancellationToken,
+) {
+    server::serve_router(listener, router(state), limits, shutdown).await;
 }
 
-/// Serves [`metrics_router`] on `listener` until `shutdown` is cancelled.
+/// Serves [`metrics_router`] on `listener` within `limits` until `shutdown` is cancelled.
 pub async fn serve_metrics(
     listener: tokio::net::TcpListener,
     state: AppState,
+    limits: ServerLimits,
     shutdown: tokio_util::sync::CancellationToken,
 ) {
-    let served = axum::serve(listener, metrics_router(state)).with_graceful_shutdown(shutdown.cancelled_owned()).await;
-    if let Err(e) = served {
-        tracing::error!(error = %e, "the metrics server failed");
-    }
+    server::serve_router(listener, metrics_router(state), limits, shutdown).await;
 }
 
 /// Unknown paths: a problem document under `/api`, the 404 page elsewhere.

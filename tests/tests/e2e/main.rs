@@ -61,6 +61,7 @@ on_both_backends!(
     openapi::every_documented_operation_is_routed,
     ops::metrics_move_with_real_work,
     ops::readiness_follows_the_database,
+    ops::stalled_clients_cannot_take_the_server,
     ops::stopping_gives_back_watches_not_yet_fetched,
     ops::retention_keeps_the_newest_runs_and_what_is_owed,
     store::concurrent_claims_never_overlap,

@@ -322,3 +322,62 @@ pub async fn retention_keeps_the_newest_runs_and_what_is_owed(backend: Backend) 
     assert_eq!(count(&store).await[0], 1);
     assert_eq!(app.ok(&format!("/watches/{watch_id}/runs"), &token).await["items"][0]["event_id"], owed_event.as_str());
 }
+
+/// Clients that open connections and stall cannot take the server: a half-sent request line is
+/// closed after the header deadline, connections past the bound wait to be accepted instead of
+/// taking descriptors, `/healthz` answers throughout, and a body that stalls gets 408.
+pub async fn stalled_clients_cannot_take_the_server(backend: Backend) {
+    use std::time::{Duration, Instant};
+
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    let app = TestApp::start_with(backend, |s| {
+        s.header_timeout = driftwatch::HumanDuration(Duration::from_secs(1));
+        s.body_timeout = driftwatch::HumanDuration(Duration::from_secs(1));
+        s.max_connections = 16;
+    })
+    .await;
+    let addr = app.root().trim_start_matches("http://").to_owned();
+    let token = app.account("acme").await;
+
+    // Three times the bound, each with half a request line, then silence.
+    let mut stalled = Vec::new();
+    for _ in 0..48 {
+        let mut stream = tokio::net::TcpStream::connect(&addr).await.expect("connect");
+        stream.write_all(b"GET /hea").await.expect("write");
+        stalled.push(stream);
+    }
+    let started = Instant::now();
+    let health = app.http.get(format!("{}/healthz", app.root())).timeout(Duration::from_secs(20)).send().await;
+    assert_eq!(health.expect("healthz answers while clients stall").status(), 200);
+    // Every stalled connection is closed by the server (read ends), in a few header deadlines.
+    for (i, stream) in stalled.iter_mut().enumerate() {
+        let mut buf = [0u8; 256];
+        let read = tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                match stream.read(&mut buf).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {} // a 408 or similar before the close is fine
+                }
+            }
+        })
+        .await;
+        assert!(read.is_ok(), "stalled connection {i} still open after {:?}", started.elapsed());
+    }
+
+    // A body promised and not sent: refused after the body deadline, nothing created.
+    let mut stream = tokio::net::TcpStream::connect(&addr).await.expect("connect");
+    let head = format!(
+        "POST /api/v1/watches HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n\
+         content-length: 100\r\nauthorization: Bearer {token}\r\n\r\n{{\"url\""
+    );
+    stream.write_all(head.as_bytes()).await.expect("write");
+    let mut answer = vec![0u8; 4096];
+    let read = tokio::time::timeout(Duration::from_secs(20), stream.read(&mut answer)).await;
+    let n = read.expect("an answer within the body deadline").expect("read");
+    let answer = String::from_utf8_lossy(&answer[..n]);
+    assert!(answer.starts_with("HTTP/1.1 4"), "{answer}");
+    assert_eq!(app.ok("/watches", &token).await["items"].as_array().map(Vec::len), Some(0));
+    let health = app.http.get(format!("{}/healthz", app.root())).send().await.expect("healthz");
+    assert_eq!(health.status(), 200);
+}
