@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use driftwatch_test_support::KillOnDrop;
+
 fn binary() -> PathBuf {
     // Cargo builds the package's binary before its integration tests and names it here.
     PathBuf::from(env!("CARGO_BIN_EXE_driftwatch"))
@@ -33,16 +35,18 @@ async fn a_new_user_serves_on_the_sqlite_default() {
     let token = out.lines().last().expect("token line").trim().to_owned();
     assert!(token.starts_with("dwt_"), "{out}");
 
-    let mut child = Command::new(binary())
-        .arg("serve")
-        .current_dir(dir.path())
-        .env_remove("DRIFTWATCH_DATABASE_URL")
-        .env("DRIFTWATCH_LISTEN", "127.0.0.1:0")
-        .env("DRIFTWATCH_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("serve");
+    let mut child = KillOnDrop::new(
+        Command::new(binary())
+            .arg("serve")
+            .current_dir(dir.path())
+            .env_remove("DRIFTWATCH_DATABASE_URL")
+            .env("DRIFTWATCH_LISTEN", "127.0.0.1:0")
+            .env("DRIFTWATCH_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("serve"),
+    );
     let stdout = child.stdout.take().expect("stdout");
     let line = tokio::task::spawn_blocking(move || {
         let mut line = String::new();
@@ -190,16 +194,18 @@ fn import_from_urlwatch_then_export() {
 async fn serve_prints_a_one_time_setup_link_until_a_user_exists() {
     let dir = tempfile::tempdir().expect("temp dir");
     let serve = |dir: &std::path::Path| {
-        Command::new(binary())
-            .arg("serve")
-            .current_dir(dir)
-            .env_remove("DRIFTWATCH_DATABASE_URL")
-            .env("DRIFTWATCH_LISTEN", "127.0.0.1:0")
-            .env("DRIFTWATCH_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("serve")
+        KillOnDrop::new(
+            Command::new(binary())
+                .arg("serve")
+                .current_dir(dir)
+                .env_remove("DRIFTWATCH_DATABASE_URL")
+                .env("DRIFTWATCH_LISTEN", "127.0.0.1:0")
+                .env("DRIFTWATCH_LOG", "warn")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("serve"),
+        )
     };
     let lines = |child: &mut std::process::Child, n: usize| {
         let stdout = child.stdout.take().expect("stdout");
@@ -267,17 +273,19 @@ async fn serve_survives_a_closed_stdout() {
     let dir = tempfile::tempdir().expect("temp dir");
     // No user exists, so the setup link is printed too.
     let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
-    let mut child = Command::new(binary())
-        .arg("serve")
-        .current_dir(dir.path())
-        .env_remove("DRIFTWATCH_DATABASE_URL")
-        .env("DRIFTWATCH_LISTEN", format!("127.0.0.1:{port}"))
-        .env("DRIFTWATCH_LOG", "warn")
-        .env("RUST_BACKTRACE", "0")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("serve");
+    let mut child = KillOnDrop::new(
+        Command::new(binary())
+            .arg("serve")
+            .current_dir(dir.path())
+            .env_remove("DRIFTWATCH_DATABASE_URL")
+            .env("DRIFTWATCH_LISTEN", format!("127.0.0.1:{port}"))
+            .env("DRIFTWATCH_LOG", "warn")
+            .env("RUST_BACKTRACE", "0")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("serve"),
+    );
     drop(child.stdout.take());
 
     let http = reqwest::Client::new();

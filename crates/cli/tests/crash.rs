@@ -18,14 +18,14 @@ async fn a_killed_server_loses_no_delivery() {
 
     // Kill it mid-flight: some deliveries are done, some in flight, most still queued.
     receiver.open_gate();
-    receiver.wait_answered(40, Duration::from_secs(30), "deliveries flow").await;
+    receiver.wait_answered(40, Duration::from_secs(120), "deliveries flow").await;
     child.kill().expect("SIGKILL");
     child.wait().expect("reaped");
     let before_restart = receiver.answered().len();
     assert!(before_restart < DELIVERIES, "the kill happened mid-flight ({before_restart} seen)");
 
-    let (mut child, base) = serve(dir.path(), &[]).await;
-    receiver.wait_answered(DELIVERIES, Duration::from_secs(90), "every delivery arrives after the restart").await;
+    let (child, base) = serve(dir.path(), &[]).await;
+    receiver.wait_answered(DELIVERIES, Duration::from_secs(300), "every delivery arrives after the restart").await;
     let received = receiver.answered();
     let unique: HashSet<&String> = received.iter().collect();
     assert!(queued.iter().all(|id| unique.contains(id)), "the receiver saw every queued delivery");
@@ -38,6 +38,5 @@ async fn a_killed_server_loses_no_delivery() {
         received.len(),
         received.len() - unique.len()
     );
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(child);
 }

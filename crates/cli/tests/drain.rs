@@ -6,29 +6,30 @@
 mod common;
 
 use std::collections::HashSet;
-use std::process::{Child, ExitStatus};
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use common::{Queued, account_and_token, endpoint, log_line, queue_tests, serve, serve_logged, wait_all_sent};
-use driftwatch_test_support::Receiver;
+use driftwatch_test_support::{KillOnDrop, Receiver};
 
 const DELIVERIES: usize = 400;
 
-fn signal(child: &Child, name: &str) {
+fn signal(child: &KillOnDrop, name: &str) {
     let status = std::process::Command::new("kill").args([&format!("-{name}"), &child.id().to_string()]).status();
     assert!(status.expect("kill runs").success(), "kill -{name}");
 }
 
-/// Waits at most `limit` for the child to exit.
-async fn exit_within(mut child: Child, limit: Duration) -> (ExitStatus, Duration) {
+/// Waits at most `limit` for the child to exit; past it, kills it and fails.
+async fn exit_within(mut child: KillOnDrop, limit: Duration) -> (ExitStatus, Duration) {
     let started = Instant::now();
+    let pid = child.id().to_string();
     let waited = tokio::task::spawn_blocking(move || child.wait());
-    let status = tokio::time::timeout(limit, waited)
-        .await
-        .unwrap_or_else(|_| panic!("the process did not exit within {limit:?}"))
-        .expect("join")
-        .expect("wait");
-    (status, started.elapsed())
+    let Ok(status) = tokio::time::timeout(limit, waited).await else {
+        // The waiting thread holds the child; kill it by pid so the test leaves nothing behind.
+        let _ = std::process::Command::new("kill").args(["-KILL", &pid]).status();
+        panic!("the process did not exit within {limit:?}");
+    };
+    (status.expect("join").expect("wait"), started.elapsed())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -40,7 +41,7 @@ async fn sigterm_finishes_work_in_flight_and_loses_nothing() {
     // Let deliveries flow, then ask it to stop with a full set in flight (32 at a time, each
     // held 400 ms by the receiver) and most still queued.
     receiver.open_gate();
-    receiver.wait_answered(64, Duration::from_secs(30), "deliveries flow").await;
+    receiver.wait_answered(64, Duration::from_secs(120), "deliveries flow").await;
     receiver.wait_in_flight(8, Duration::from_secs(10)).await;
     signal(&child, "TERM");
     let at_signal = receiver.answered().len();
@@ -60,7 +61,7 @@ async fn sigterm_finishes_work_in_flight_and_loses_nothing() {
     // Everything sent before the exit was recorded: after a restart the rest arrive, and no
     // delivery arrives twice.
     let (mut child, base) = serve(dir.path(), &grace).await;
-    receiver.wait_answered(DELIVERIES, Duration::from_secs(60), "every delivery arrives after the restart").await;
+    receiver.wait_answered(DELIVERIES, Duration::from_secs(300), "every delivery arrives after the restart").await;
     let sent = wait_all_sent(&http, &base, &token, DELIVERIES).await;
     assert_eq!(sent, queued);
     let received = receiver.answered();

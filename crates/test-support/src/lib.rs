@@ -1,17 +1,20 @@
 //! What driftwatch's test suites share: a database of its own per test on SQLite or
 //! PostgreSQL ([`TestDb`]), a webhook receiver ([`Receiver`]), a web page whose content a test
-//! changes ([`PageServer`]), and waiting for something to become true ([`eventually`]).
+//! changes ([`PageServer`]), waiting for something to become true ([`eventually`]), and
+//! child processes that die with their test ([`KillOnDrop`]).
 //!
 //! Used by the end-to-end suite (`tests/`) and the binary's process tests
 //! (`crates/cli/tests/`); never linked into the binary.
 
 mod db;
 mod page;
+mod process;
 mod receiver;
 mod wait;
 
 pub use db::{Backend, TestDb};
 pub use page::{PageRequest, PageServer};
+pub use process::KillOnDrop;
 pub use receiver::{Received, Receiver};
 pub use wait::{eventually, eventually_within};
 
