@@ -99,11 +99,25 @@ impl Browser {
         }
     }
 
-    /// Replaces the value of the field matching `css` with `text`, typed as a user would.
+    /// Replaces the value of the field matching `css` with `text`, typed as a user would. A
+    /// field gone stale (the page it was found on was still being replaced) is looked up again.
     pub async fn fill(&self, css: &str, text: &str) {
-        let field = self.wait_for(css).await;
-        field.clear().await.unwrap_or_else(|e| panic!("clear {css}: {e}"));
-        field.send_keys(text).await.unwrap_or_else(|e| panic!("type into {css}: {e}"));
+        let mut tries = 0;
+        loop {
+            let field = self.wait_for(css).await;
+            let typed = match field.clear().await {
+                Ok(()) => field.send_keys(text).await,
+                Err(e) => Err(e),
+            };
+            match typed {
+                Ok(()) => return,
+                Err(e) if tries < 20 && is_stale(&e.to_string()) => {
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(e) => panic!("fill {css}: {e}"),
+            }
+        }
     }
 
     /// Clicks the element matching `css`; a click that navigates returns once the new page loaded.
