@@ -48,6 +48,9 @@ pub fn change_payload(
     snapshots: SnapshotPair<'_>,
     at: DateTime<Utc>,
 ) -> String {
+    let full_diff = change
+        .truncated
+        .then(|| format!("/api/v1/watches/{}/diff?from={}&to={}", watch.id, snapshots.previous, snapshots.current));
     let data = v1::ChangeDetected {
         event_id: event_id.to_owned(),
         watch: watch.into(),
@@ -56,6 +59,8 @@ pub fn change_payload(
             removed: change.removed,
             unified: change.unified.clone(),
             hunks: change.hunks.clone(),
+            truncated: change.truncated,
+            full_diff,
         },
         snapshots: v1::Snapshots { previous: snapshots.previous.to_owned(), current: snapshots.current.to_owned() },
     };

@@ -89,6 +89,7 @@ pub(crate) fn runner(
         per_host_concurrency: settings.per_host_concurrency,
         per_host_gap: settings.per_host_gap.into(),
         node_id: settings.node_id(),
+        max_text_bytes: settings.max_text_bytes,
         metrics: Arc::clone(metrics),
         ..RunnerConfig::default()
     };

@@ -141,6 +141,11 @@ pub struct Settings {
     #[arg(long, env = "DRIFTWATCH_MAX_PAGE_BYTES", default_value_t = 5 * 1024 * 1024)]
     pub max_page_bytes: usize,
 
+    /// Bytes of a page's extracted text kept; the rest is cut, and the text ends with a line
+    /// saying so.
+    #[arg(long, env = "DRIFTWATCH_MAX_TEXT_BYTES", default_value_t = 1024 * 1024)]
+    pub max_text_bytes: usize,
+
     /// Webhooks in flight at once.
     #[arg(long, env = "DRIFTWATCH_DELIVERY_CONCURRENCY", default_value_t = 64)]
     pub delivery_concurrency: usize,
@@ -257,6 +262,7 @@ impl Settings {
         at_least("DRIFTWATCH_KEEP_RUNS", "keep-runs", self.keep_runs, 1)?;
         at_least("DRIFTWATCH_KEEP_SNAPSHOTS", "keep-snapshots", self.keep_snapshots, 1)?;
         at_least("DRIFTWATCH_MAX_PAGE_BYTES", "max-page-bytes", self.max_page_bytes, 1024)?;
+        at_least("DRIFTWATCH_MAX_TEXT_BYTES", "max-text-bytes", self.max_text_bytes, 1024)?;
         positive("DRIFTWATCH_HEADER_TIMEOUT", "header-timeout", self.header_timeout)?;
         positive("DRIFTWATCH_BODY_TIMEOUT", "body-timeout", self.body_timeout)?;
         at_least("DRIFTWATCH_MAX_CONNECTIONS", "max-connections", self.max_connections, 1)?;

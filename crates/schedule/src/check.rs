@@ -4,6 +4,7 @@ use driftwatch_alert::{Noise, SnapshotPair, WatchRef, change_payload, is_alert};
 use std::time::Duration;
 
 use driftwatch_core::{EventType, IdKind, RunOutcome, WatchHealth, WatchOptions, hex, new_id};
+use driftwatch_diff::DiffLimits;
 use driftwatch_scrape::{ExtractError, Fetched, PageRequest, Rules, extract_with};
 use driftwatch_store::checks::CheckResult;
 use driftwatch_store::outbox::NewEvent;
@@ -228,7 +229,20 @@ impl Runner {
             return Ok(Compared { snapshot: Some(snapshot(text)), ..Compared::outcome(RunOutcome::Baseline) });
         };
         let current = snapshot(String::new());
-        let change = driftwatch_diff::diff_texts(&prev.content, &text, &prev.id, &current.id);
+        // Bounded in time and size (a payload goes to every endpoint), and off the async threads.
+        let current_id = current.id.clone();
+        let diffed = tokio::task::spawn_blocking(move || {
+            let change =
+                driftwatch_diff::diff_texts_within(&prev.content, &text, &prev.id, &current_id, DiffLimits::PAYLOAD);
+            (change, prev, text)
+        })
+        .await;
+        let Ok((change, prev, text)) = diffed else {
+            return Ok(Compared {
+                error: Some("comparing the text failed".into()),
+                ..Compared::outcome(RunOutcome::Failed)
+            });
+        };
         let mut compared = Compared::outcome(RunOutcome::Changed);
         let quiet = self.quiet(watch, options, &change, &prev.content, &text).await?;
         if is_alert(&change) && quiet.is_none() {
@@ -373,21 +387,19 @@ impl Runner {
                 PageRead { http_status: Some(304), bytes: 0, validators: None, text: PageText::NotModified }
             }
             Ok(Fetched::Page(page)) => {
-                let text = extract_with(&page, watch.selector.as_deref(), &options.extract)
-                    .map_err(|e| (e.to_string(), matches!(e, ExtractError::SelectorMissing(_))))
-                    .and_then(|text| {
-                        let rules = Rules::new(&options.rules).map_err(|e| (e.to_string(), false))?;
-                        let text = rules.apply(&text);
-                        if text.trim().is_empty() {
-                            Err(("nothing is left after the line rules".to_owned(), false))
-                        } else {
-                            Ok(text)
-                        }
-                    });
+                let http_status = Some(i32::from(page.status));
+                let (bytes, validators) =
+                    (page.body.len() as i64, Some((page.etag.clone(), page.last_modified.clone())));
+                // Parsing is CPU work on whatever a page sends: off the async threads, so a
+                // pathological page slows its own check, not every request and check.
+                let (selector, options, cap) = (watch.selector.clone(), options.clone(), self.config().max_text_bytes);
+                let text = tokio::task::spawn_blocking(move || page_text(&page, selector.as_deref(), &options, cap))
+                    .await
+                    .unwrap_or_else(|e| Err((format!("reading the page failed: {e}"), false)));
                 PageRead {
-                    http_status: Some(i32::from(page.status)),
-                    bytes: page.body.len() as i64,
-                    validators: Some((page.etag.clone(), page.last_modified.clone())),
+                    http_status,
+                    bytes,
+                    validators,
                     text: match text {
                         Ok(text) => PageText::Text(text),
                         Err((error, selector_missing)) => PageText::Failed { error, selector_missing },
@@ -448,4 +460,35 @@ impl Runner {
     ) -> Result<String, driftwatch_scrape::ReadError> {
         driftwatch_scrape::read_page(self.fetcher(), url, selector, options).await
     }
+}
+
+/// A page's text as the watch reads it: extracted, through its line rules, cut at `max_bytes`
+/// (at a line end, with a line saying so). The error says why there is none, and whether the
+/// selector matched nothing.
+fn page_text(
+    page: &driftwatch_scrape::Page,
+    selector: Option<&str>,
+    options: &WatchOptions,
+    max_bytes: usize,
+) -> Result<String, (String, bool)> {
+    let text = extract_with(page, selector, &options.extract)
+        .map_err(|e| (e.to_string(), matches!(e, ExtractError::SelectorMissing(_))))?;
+    let rules = Rules::new(&options.rules).map_err(|e| (e.to_string(), false))?;
+    let mut text = rules.apply(&text);
+    if text.trim().is_empty() {
+        return Err(("nothing is left after the line rules".to_owned(), false));
+    }
+    if text.len() > max_bytes {
+        let mut at = max_bytes;
+        while !text.is_char_boundary(at) {
+            at -= 1;
+        }
+        let at = text[..at].rfind('\n').map_or(at, |nl| nl + 1);
+        text.truncate(at);
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&format!("[driftwatch: the text was cut at {max_bytes} bytes]\n"));
+    }
+    Ok(text)
 }

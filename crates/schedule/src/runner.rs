@@ -37,6 +37,9 @@ pub struct RunnerConfig {
     pub per_host_gap: Duration,
     /// A name for this node, in lease owners and logs.
     pub node_id: String,
+    /// Bytes of a page's extracted text kept; the rest is cut, and the text ends with a line
+    /// saying so (snapshots, diffs and payloads all see that line).
+    pub max_text_bytes: usize,
     /// Where finished checks are counted.
     pub metrics: Arc<Metrics>,
 }
@@ -53,6 +56,7 @@ impl Default for RunnerConfig {
             per_host_concurrency: 4,
             per_host_gap: Duration::from_millis(100),
             node_id: "node".into(),
+            max_text_bytes: 1024 * 1024,
             metrics: Arc::new(Metrics::default()),
         }
     }

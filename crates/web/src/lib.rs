@@ -123,6 +123,16 @@ pub async fn serve_metrics(
     server::serve_router(listener, metrics_router(state), limits, shutdown).await;
 }
 
+/// The diff of two snapshots within [`driftwatch_diff::DiffLimits::VIEW`], on the blocking
+/// pool: a diff is CPU work on whatever text a page had, never done on the async threads.
+pub(crate) async fn snapshot_diff(
+    from: &driftwatch_store::Snapshot,
+    to: &driftwatch_store::Snapshot,
+) -> Result<driftwatch_diff::TextChange, tokio::task::JoinError> {
+    let (old, new, old_id, new_id) = (from.content.clone(), to.content.clone(), from.id.clone(), to.id.clone());
+    tokio::task::spawn_blocking(move || driftwatch_diff::diff_texts(&old, &new, &old_id, &new_id)).await
+}
+
 /// Unknown paths: a problem document under `/api`, the 404 page elsewhere.
 async fn fallback(uri: axum::http::Uri) -> axum::response::Response {
     use axum::response::IntoResponse as _;

@@ -174,6 +174,65 @@ pub async fn what_remote_servers_send_is_stored_whatever_it_says(backend: Backen
     assert_eq!(snapshot["content"], "2\u{FFFD} EUR\n", "{snapshot}");
 }
 
+/// A page whose every line changes (a diff bomb) and a page longer than the text cap: the text
+/// is cut and ends with a line saying so, the change's webhook carries a cut diff that says so
+/// and where the whole one is, and that path answers with the whole diff.
+pub async fn long_texts_and_diffs_are_cut_and_say_so(backend: Backend) {
+    let app = TestApp::start_with(backend, |s| s.max_text_bytes = 400_000).await;
+    let token = app.account("acme").await;
+    // 100,000 pseudo-random digits a line on each side: 200 KB of text, cut at 400 KB of
+    // markup-free text only when longer, so this page is kept whole...
+    let digits = |seed: u64, lines: usize| -> String {
+        let mut x = seed;
+        (0..lines)
+            .map(|_| {
+                x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                format!("{}\n", (x >> 60) % 10)
+            })
+            .collect()
+    };
+    let as_page = |text: &str| format!("<html><body><pre>{text}</pre></body></html>");
+    let site = PageServer::start(&as_page(&digits(1, 100_000))).await;
+    let receiver = Receiver::start(200).await;
+    endpoint(&app, &token, &receiver.url).await;
+    let watch = app.watch_with_baseline(&token, json!({"url": site.url})).await;
+    let watch_id = watch["id"].as_str().expect("id");
+    site.set(&as_page(&digits(2, 100_000)));
+    let run = app.check(&token, watch_id).await;
+    assert_eq!(run["outcome"], "changed", "{run}");
+
+    let hook = receiver.wait_for(1).await.remove(0);
+    assert!(hook.body.len() < 200_000, "the webhook body is bounded: {} bytes", hook.body.len());
+    let payload = hook.json();
+    let diff = &payload["data"]["diff"];
+    assert_eq!(diff["truncated"], true);
+    assert!(
+        diff["added"].as_u64().unwrap_or(0) > 1_000 && diff["removed"].as_u64().unwrap_or(0) > 1_000,
+        "{}",
+        diff["added"]
+    );
+    let unified = diff["unified"].as_str().expect("unified");
+    assert!(unified.lines().last().is_some_and(|l| l.starts_with("[driftwatch: the diff was cut at 65536 bytes")));
+    let full = diff["full_diff"].as_str().expect("the path of the whole diff");
+    let whole = app.ok(full.strip_prefix("/api/v1").expect("an API path"), &token).await;
+    let whole_unified = whole["unified"].as_str().expect("the whole unified diff");
+    assert!(whole_unified.len() > unified.len() * 4, "{} bytes in full", whole_unified.len());
+    assert!(whole["added"].as_u64().unwrap_or(0) > 1_000, "{}", whole["added"]);
+
+    // ...and a page past the cap is cut at a line end, with a line saying so.
+    site.set(&as_page(&digits(3, 300_000)));
+    let run = app.check(&token, watch_id).await;
+    let snapshot_id = run["snapshot_id"].as_str().expect("a snapshot");
+    let content =
+        app.ok(&format!("/snapshots/{snapshot_id}"), &token).await["content"].as_str().expect("content").to_owned();
+    assert!(content.len() <= 400_000 + 64, "{}", content.len());
+    assert!(
+        content.ends_with("\n[driftwatch: the text was cut at 400000 bytes]\n"),
+        "{}",
+        &content[content.len() - 80..]
+    );
+}
+
 pub async fn a_failing_page_is_a_failed_run_not_a_change(backend: Backend) {
     let app = TestApp::start(backend).await;
     let token = app.account("acme").await;

@@ -52,6 +52,13 @@ pub struct Diff {
     pub unified: String,
     /// The same hunks as data.
     pub hunks: Vec<Hunk>,
+    /// Present and true when `unified` or `hunks` were cut to keep the body small (at most
+    /// 64 KiB of each; the counts are exact); `full_diff` then says where the whole diff is.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+    /// The API path of the whole diff (`GET`, with a token of the account), when cut.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub full_diff: Option<String>,
 }
 
 /// The snapshot ids on both sides of a change.

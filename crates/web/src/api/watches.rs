@@ -470,7 +470,7 @@ pub async fn diff(
     let (Some(from), Some(to)) = (from, to) else {
         return Err(ApiError::not_found("no such snapshots: a diff needs two snapshots of this watch"));
     };
-    let change = driftwatch_diff::diff_texts(&from.content, &to.content, &from.id, &to.id);
+    let change = crate::snapshot_diff(&from, &to).await.map_err(|e| ApiError::internal(&e))?;
     if unified {
         return Ok(([(header::CONTENT_TYPE, "text/x-diff; charset=utf-8")], change.unified).into_response());
     }

@@ -84,6 +84,8 @@ pub struct DiffView {
     pub blocks: Vec<Block>,
     /// Opened from what this user last saw.
     pub from_seen: bool,
+    /// The diff was cut at its limits (the counts are exact).
+    pub truncated: bool,
 }
 
 #[derive(Template)]
@@ -209,12 +211,23 @@ pub async fn show(
         state.store.write(move |c| users::mark_seen(c, &user, &watch_id, &newest, now)).await?;
     }
     let notice = flash::take(&state, &viewer).await?;
-    let mut page = page(&state, &viewer, watch, loaded, query.view == "side");
+    let change = match &loaded.sides {
+        Some((from, to)) => Some(crate::snapshot_diff(from, to).await.map_err(|e| UiError::Server(e.to_string()))?),
+        None => None,
+    };
+    let mut page = page(&state, &viewer, watch, loaded, change, query.view == "side");
     page.layout.notice = notice;
     Ok(html(&page))
 }
 
-fn page(state: &AppState, viewer: &Viewer, watch: Watch, loaded: Loaded, side: bool) -> WatchPage {
+fn page(
+    state: &AppState,
+    viewer: &Viewer,
+    watch: Watch,
+    loaded: Loaded,
+    change: Option<driftwatch_diff::TextChange>,
+    side: bool,
+) -> WatchPage {
     let now = state.clock.now();
     let zone = viewer.user.time_zone.as_str();
     let by_snapshot: HashMap<&str, &Event> =
@@ -239,18 +252,16 @@ fn page(state: &AppState, viewer: &Viewer, watch: Watch, loaded: Loaded, side: b
         })
         .collect();
     let content = loaded.baseline.clone();
-    let diff = loaded.sides.as_ref().map(|(from, to)| {
-        let change = driftwatch_diff::diff_texts(&from.content, &to.content, &from.id, &to.id);
-        DiffView {
-            from: from.id.clone(),
-            to: to.id.clone(),
-            from_at: When::new(from.created_at, now, zone),
-            to_at: When::new(to.created_at, now, zone),
-            added: change.added,
-            removed: change.removed,
-            blocks: blocks(&change),
-            from_seen: seen == Some(from.id.as_str()),
-        }
+    let diff = loaded.sides.as_ref().zip(change).map(|((from, to), change)| DiffView {
+        from: from.id.clone(),
+        to: to.id.clone(),
+        from_at: When::new(from.created_at, now, zone),
+        to_at: When::new(to.created_at, now, zone),
+        added: change.added,
+        removed: change.removed,
+        blocks: blocks(&change),
+        from_seen: seen == Some(from.id.as_str()),
+        truncated: change.truncated,
     });
     let runs = loaded
         .runs
