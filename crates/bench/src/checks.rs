@@ -166,6 +166,7 @@ pub(crate) fn local_runner(store: &Store, concurrency: usize) -> anyhow::Result<
         RunnerConfig {
             concurrency: concurrency.max(1),
             per_host_concurrency: concurrency.max(1),
+            per_account_concurrency: concurrency.max(1),
             per_host_gap: Duration::ZERO,
             node_id: "bench".into(),
             ..RunnerConfig::default()

@@ -87,6 +87,7 @@ pub(crate) fn runner(
         failure_threshold: settings.failure_threshold,
         failing_backoff_max: settings.failing_backoff_max.into(),
         per_host_concurrency: settings.per_host_concurrency,
+        per_account_concurrency: settings.per_account(),
         per_host_gap: settings.per_host_gap.into(),
         node_id: settings.node_id(),
         max_text_bytes: settings.max_text_bytes,

@@ -162,6 +162,11 @@ pub struct Settings {
     #[arg(long, env = "DRIFTWATCH_PER_HOST_CONCURRENCY", default_value_t = 4)]
     pub per_host_concurrency: usize,
 
+    /// Checks of one account in flight at once (default: three quarters of the check
+    /// concurrency), so one account's slow pages leave slots to the others.
+    #[arg(long, env = "DRIFTWATCH_PER_ACCOUNT_CONCURRENCY")]
+    pub per_account_concurrency: Option<usize>,
+
     /// Least time between the starts of two page requests to one host.
     #[arg(long, env = "DRIFTWATCH_PER_HOST_GAP", default_value = "100ms", value_parser = parse_duration)]
     pub per_host_gap: HumanDuration,
@@ -218,6 +223,12 @@ pub struct SettingError {
 }
 
 impl Settings {
+    /// Checks of one account in flight at once: the setting, or three quarters of the check
+    /// concurrency.
+    pub fn per_account(&self) -> usize {
+        self.per_account_concurrency.unwrap_or((self.check_concurrency * 3 / 4).max(1))
+    }
+
     /// Checks every setting that has a range or a syntax, so that a bad one is refused at
     /// start-up, naming it, instead of being clamped or failing later.
     pub fn validate(&self) -> Result<(), SettingError> {
@@ -255,6 +266,7 @@ impl Settings {
         at_least("DRIFTWATCH_DELIVERY_CONCURRENCY", "delivery-concurrency", self.delivery_concurrency, 1)?;
         at_least("DRIFTWATCH_CHECK_CONCURRENCY", "check-concurrency", self.check_concurrency, 1)?;
         at_least("DRIFTWATCH_PER_HOST_CONCURRENCY", "per-host-concurrency", self.per_host_concurrency, 1)?;
+        at_least("DRIFTWATCH_PER_ACCOUNT_CONCURRENCY", "per-account-concurrency", self.per_account(), 1)?;
         at_least("DRIFTWATCH_CIRCUIT_THRESHOLD", "circuit-threshold", self.circuit_threshold, 1)?;
         at_least("DRIFTWATCH_FAILURE_THRESHOLD", "failure-threshold", self.failure_threshold, 1)?;
         at_least("DRIFTWATCH_MIN_INTERVAL_SECONDS", "min-interval-seconds", self.min_interval_seconds, 1)?;

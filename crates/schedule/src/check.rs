@@ -366,10 +366,7 @@ impl Runner {
             etag: watch.etag.as_deref().filter(|_| conditional),
             last_modified: watch.last_modified.as_deref().filter(|_| conditional),
         };
-        let host = url::Url::parse(&watch.url)
-            .ok()
-            .and_then(|u| u.host_str().map(|h| format!("{h}:{}", u.port_or_known_default().unwrap_or(0))))
-            .unwrap_or_default();
+        let host = crate::fair::host_key(&watch.url);
         let fetched = {
             let turn = self.hosts().enter(&host);
             let _turn = match stop {

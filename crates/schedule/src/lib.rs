@@ -5,6 +5,7 @@
 //! under the watch's lease, then the delivery worker is woken.
 
 mod check;
+mod fair;
 mod hosts;
 mod runner;
 

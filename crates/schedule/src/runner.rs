@@ -9,6 +9,7 @@ use driftwatch_scrape::Fetcher;
 use driftwatch_store::checks::{self, CheckResult};
 use driftwatch_store::{BatchWriter, Store, StoreResult, watches};
 
+use crate::fair::{Fairness, Round, host_key};
 use crate::hosts::Hosts;
 use driftwatch_metrics::Metrics;
 use tokio::sync::{Notify, Semaphore};
@@ -31,8 +32,12 @@ pub struct RunnerConfig {
     pub failure_threshold: i32,
     /// Longest wait between two checks of a failing watch (the back-off doubles up to this).
     pub failing_backoff_max: Duration,
-    /// Requests in flight to one host at once.
+    /// Requests in flight to one host at once; due watches beyond it are deferred rather than
+    /// wait in a check slot.
     pub per_host_concurrency: usize,
+    /// Checks of one account in flight at once; due watches beyond it are deferred, so one
+    /// account's slow pages leave slots to the others.
+    pub per_account_concurrency: usize,
     /// Least time between the starts of two requests to one host.
     pub per_host_gap: Duration,
     /// A name for this node, in lease owners and logs.
@@ -54,6 +59,7 @@ impl Default for RunnerConfig {
             failure_threshold: 3,
             failing_backoff_max: Duration::from_secs(86_400),
             per_host_concurrency: 4,
+            per_account_concurrency: 24,
             per_host_gap: Duration::from_millis(100),
             node_id: "node".into(),
             max_text_bytes: 1024 * 1024,
@@ -76,6 +82,7 @@ struct Inner {
     wake: Notify,
     slots: Arc<Semaphore>,
     hosts: Hosts,
+    fair: Arc<Fairness>,
     on_queued: Box<dyn Fn() + Send + Sync>,
     /// Checks waiting to be written by the record writers (started with the first check).
     records: OnceLock<BatchWriter<CheckResult, StoreResult<usize>>>,
@@ -95,6 +102,7 @@ impl Runner {
     ) -> Runner {
         let slots = Arc::new(Semaphore::new(config.concurrency.max(1)));
         let hosts = Hosts::new(config.per_host_concurrency, config.per_host_gap);
+        let fair = Arc::new(Fairness::new(config.per_host_concurrency, config.per_account_concurrency));
         Runner {
             inner: Arc::new(Inner {
                 store,
@@ -104,6 +112,7 @@ impl Runner {
                 wake: Notify::new(),
                 slots,
                 hosts,
+                fair,
                 on_queued: Box::new(on_queued),
                 recorded: tokio::sync::watch::Sender::new(0),
                 records: OnceLock::new(),
@@ -193,7 +202,17 @@ impl Runner {
                 match inner.store.write(move |c| watches::claim_due(c, &lease, now, until, wanted)).await {
                     Ok(due) => {
                         let claimed = due.len() as i64;
+                        let mut round = Round::default();
+                        let mut deferred = Vec::new();
                         for watch in due {
+                            let started = match inner.fair.admit(&host_key(&watch.url), &watch.account_id, &mut round) {
+                                Ok(started) => started,
+                                Err(wait) => {
+                                    let wait = TimeDelta::from_std(wait).unwrap_or(TimeDelta::minutes(10));
+                                    deferred.push((watch.id, now + wait));
+                                    continue;
+                                }
+                            };
                             let Ok(permit) = Arc::clone(&inner.slots).acquire_owned().await else {
                                 break;
                             };
@@ -205,9 +224,16 @@ impl Runner {
                                 if let Err(e) = runner.check(watch, owner, Some(&stop)).await {
                                     tracing::error!(watch.id = %id, error = %e, "recording a check failed");
                                 }
-                                drop(permit);
+                                drop((started, permit));
                                 runner.wake();
                             });
+                        }
+                        if !deferred.is_empty() {
+                            let count = deferred.len();
+                            if let Err(e) = inner.store.write(move |c| watches::defer(c, &owner, &deferred)).await {
+                                tracing::error!(error = %e, "deferring watches failed; their leases will expire");
+                            }
+                            tracing::debug!(deferred = count, "watches deferred: their host or account is busy");
                         }
                         if claimed == wanted {
                             continue;

@@ -328,6 +328,24 @@ pub fn release(conn: &mut DbConn, id: &str, owner: &str) -> StoreResult<bool> {
     Ok(released == 1)
 }
 
+/// Gives claimed watches back unchecked with a later due time each (their host or account
+/// has no room now): only where `owner` still holds the lease. Returns how many it held.
+pub fn defer(conn: &mut DbConn, owner: &str, deferred: &[(String, NaiveDateTime)]) -> StoreResult<usize> {
+    conn.transaction(|conn| {
+        let mut held = 0;
+        for (id, until) in deferred {
+            held += diesel::update(watches::table.filter(watches::id.eq(id)).filter(watches::lease_owner.eq(owner)))
+                .set((
+                    watches::lease_owner.eq(None::<String>),
+                    watches::lease_until.eq(None::<NaiveDateTime>),
+                    watches::next_run_at.eq(until),
+                ))
+                .execute(conn)?;
+        }
+        Ok(held)
+    })
+}
+
 /// When the runner next has something to do: the earliest due time of an unleased active
 /// watch. (A lease abandoned by a crashed node is not looked for here: leases last minutes,
 /// and the runner's poll interval, a few seconds, picks the watch up once it expires.)

@@ -64,6 +64,7 @@ on_both_backends!(
     ops::readiness_follows_the_database,
     ops::stalled_clients_cannot_take_the_server,
     ops::stopping_gives_back_watches_not_yet_fetched,
+    ops::a_hanging_host_or_account_leaves_room_for_others,
     ops::retention_keeps_the_newest_runs_and_what_is_owed,
     store::concurrent_claims_never_overlap,
     store::a_wide_fan_out_is_queued_whole,

@@ -182,11 +182,12 @@ pub async fn readiness_follows_the_database(backend: Backend) {
 }
 
 /// A stopping node gives back the watches it claimed but has not started to fetch (waiting
-/// for their turn at a busy host), and finishes and records the fetch under way.
+/// for their turn at a host: its gap between two requests), and finishes and records the
+/// fetch under way.
 pub async fn stopping_gives_back_watches_not_yet_fetched(backend: Backend) {
     let mut app = TestApp::start_with(backend, |s| {
-        s.per_host_concurrency = 1;
-        s.per_host_gap = driftwatch::HumanDuration(std::time::Duration::ZERO);
+        s.per_host_concurrency = 2;
+        s.per_host_gap = driftwatch::HumanDuration(std::time::Duration::from_secs(30));
     })
     .await;
     let token = app.account("acme").await;
@@ -380,4 +381,50 @@ pub async fn stalled_clients_cannot_take_the_server(backend: Backend) {
     assert_eq!(app.ok("/watches", &token).await["items"].as_array().map(Vec::len), Some(0));
     let health = app.http.get(format!("{}/healthz", app.root())).send().await.expect("healthz");
     assert_eq!(health.status(), 200);
+}
+
+/// One host's backlog and one account's slow pages slow only themselves: with every check
+/// slot's worth of hanging pages due (on one host, and across an account's hosts), another
+/// account's watch is checked at once, long before any hanging fetch could end.
+pub async fn a_hanging_host_or_account_leaves_room_for_others(backend: Backend) {
+    use std::time::Duration;
+
+    let mut app = TestApp::start_with(backend, |s| {
+        s.check_concurrency = 8;
+        s.per_host_concurrency = 3;
+        s.per_account_concurrency = Some(5);
+        s.per_host_gap = driftwatch::HumanDuration(Duration::ZERO);
+        s.fetch_timeout = driftwatch::HumanDuration(Duration::from_secs(60));
+    })
+    .await;
+    let hog = app.account("hog").await;
+    let hanging = [PageServer::start(&page("1")).await, PageServer::start(&page("1")).await];
+    for site in &hanging {
+        site.set_delay(Duration::from_secs(600));
+    }
+    // Far more due than there are slots: 40 on each of two hanging hosts.
+    for n in 0..80 {
+        let url = format!("{}?n={n}", hanging[n % 2].url);
+        let (status, watch) = app.post("/watches", &hog, json!({"url": url})).await;
+        assert_eq!(status, StatusCode::CREATED, "{watch}");
+    }
+    eventually("the hanging hosts are busy", || async {
+        (hanging.iter().all(|s| !s.requests().is_empty())).then_some(())
+    })
+    .await;
+
+    let other = app.account("other").await;
+    let site = PageServer::start(&page("2")).await;
+    let watch = app.watch_with_baseline(&other, json!({"url": site.url})).await;
+    let runs = app.ok(&format!("/watches/{}/runs", watch["id"].as_str().expect("id")), &other).await;
+    assert_eq!(runs["items"][0]["outcome"], "baseline");
+    // The hog never had more in flight than its share: three per host, five in all.
+    let fetching: usize = hanging.iter().map(|s| s.requests().len()).sum();
+    assert!(fetching <= 5, "{fetching} hanging fetches at once");
+    assert!(hanging.iter().all(|s| s.requests().len() <= 3));
+    let health = app.http.get(format!("{}/healthz", app.root())).send().await.expect("healthz");
+    assert_eq!(health.status(), 200);
+    // Stop without waiting for the hanging fetches (their leases would expire).
+    let running = app.app.take().expect("running");
+    assert!(!running.shutdown_within(Some(Duration::from_millis(200))).await, "the hanging fetches were in flight");
 }
