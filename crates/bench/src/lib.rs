@@ -1,15 +1,17 @@
 //! Benchmarks behind `driftwatch bench`: delivery (raw next to durable), the API path, checks,
-//! pages, retention.
+//! hostile pages beside normal ones, pages, retention.
 
 mod api;
 mod checks;
 mod delivery;
+mod hostile;
 mod pages;
 mod retention;
 
 pub use api::{ApiBench, ApiReport, api};
 pub use checks::{ChecksBench, ChecksReport, checks};
 pub use delivery::{DeliveryBench, Report, Shape, delivery};
+pub use hostile::{Hostile, HostileBench, HostileReport, hostile_bench};
 pub use pages::{PagesBench, PagesReport, pages};
 pub use retention::{RetentionBench, RetentionReport, retention};
 

@@ -148,6 +148,25 @@ pub(crate) enum BenchCommand {
         #[arg(long)]
         database_url: Option<String>,
     },
+    /// Normal watches beside one hostile case (dead-host, trickle, nested, diff-bomb or
+    /// none): their scheduling lag and `/healthz` latency throughout.
+    Hostile {
+        /// The hostile case.
+        #[arg(long, default_value = "dead-host")]
+        case: driftwatch_bench::Hostile,
+        /// Normal watches.
+        #[arg(long, default_value_t = 1_000)]
+        watches: usize,
+        /// Their interval, seconds.
+        #[arg(long, default_value_t = 30)]
+        interval: u64,
+        /// How long to run, seconds.
+        #[arg(long, default_value_t = 75)]
+        seconds: u64,
+        /// An empty database to use (default: a temporary SQLite file).
+        #[arg(long)]
+        database_url: Option<String>,
+    },
     /// Durable delivery rate and enqueue-to-2xx latency, next to the raw HTTP rate.
     Delivery {
         /// Deliveries to send.
