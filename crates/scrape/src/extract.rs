@@ -46,16 +46,29 @@
 //! own, matches inside a removed element still counted, with the removed element as their
 //! root).
 //!
+//! Both paths are bounded, so that hostile markup costs time and memory linear in the page:
+//!
+//! - **Nesting**: an element inserted more than [`MAX_DEPTH`] elements deep fails the read with
+//!   [`ExtractError::TooDeep`]. The streaming path falls back at that depth; the DOM path feeds
+//!   html5ever in chunks and stops after the chunk that went too deep (html5ever scans its
+//!   stack of open elements for each block start tag, so unbounded depth is quadratic).
+//! - **Selected text**: nested matches repeat their text (the outer match's text, then the
+//!   inner's), so a selector matching every level of a deep nest selects text quadratic in the
+//!   page. The text collected plus one per element visited, over all matches, may not pass
+//!   [`text_limit`] of the page (16 MiB plus four times its size): beyond, the read fails with
+//!   [`ExtractError::TooMuchText`].
+//!
 //! `tests/differential.rs` runs both paths over real, hand-written and generated pages and
 //! requires identical results.
 
 use ego_tree::iter::Edge;
-use scraper::{ElementRef, Html, Node, Selector};
+use scraper::{ElementRef, Node, Selector};
 
 use driftwatch_core::ExtractOptions;
 
 use crate::Page;
 
+mod bounded;
 mod lexer;
 mod matching;
 mod stream;
@@ -82,6 +95,21 @@ pub enum ExtractError {
     /// After extraction nothing was left (an empty or blank page).
     #[error("the page has no text")]
     Empty,
+    /// An element is nested deeper than [`MAX_DEPTH`] elements.
+    #[error("the page nests elements more than {0} deep")]
+    TooDeep(usize),
+    /// The selected text is over [`text_limit`] (nested matches repeat their text).
+    #[error("the selected text is over {0} bytes (each match nested in another repeats its text)")]
+    TooMuchText(usize),
+}
+
+/// How deep elements may nest (`html` is at depth 1). Real pages stay under a few hundred.
+pub const MAX_DEPTH: usize = 1024;
+
+/// The most text (bytes collected plus one per element visited, summed over matches) a page of
+/// `body_len` bytes may select: 16 MiB plus four times the page.
+pub fn text_limit(body_len: usize) -> usize {
+    (16 << 20) + 4 * body_len
 }
 
 /// Checks that `selector` parses, for validating input before it is stored.
@@ -201,7 +229,8 @@ fn other_text(body: &str, kind: BodyKind, options: &ExtractOptions) -> Result<St
 }
 
 fn dom_text(body: &str, selector: Option<&str>, options: &ExtractOptions) -> Result<String, ExtractError> {
-    let mut document = Html::parse_document(body);
+    let mut document = bounded::parse(body)?;
+    let mut budget = Budget { elements: 0, limit: text_limit(body.len()) };
     for remove in &options.remove_selectors {
         let parsed = parse_selector(remove)?;
         let doomed: Vec<_> = document.select(&parsed).map(|e| e.id()).collect();
@@ -220,7 +249,7 @@ fn dom_text(body: &str, selector: Option<&str>, options: &ExtractOptions) -> Res
                 return Ok(String::new());
             };
             let mut raw = String::new();
-            push_text(root, &mut raw, links);
+            push_text(root, &mut raw, links, &mut budget)?;
             Ok(normalise(&raw))
         }
         Some(selector) => {
@@ -229,14 +258,28 @@ fn dom_text(body: &str, selector: Option<&str>, options: &ExtractOptions) -> Res
             let mut matched = false;
             for element in document.select(&parsed) {
                 matched = true;
-                push_text(element, &mut raw, links);
+                push_text(element, &mut raw, links, &mut budget)?;
                 raw.push('\n');
+                budget.check(&raw)?;
             }
             if !matched {
                 return Err(ExtractError::SelectorMissing(selector.to_owned()));
             }
             Ok(normalise(&raw))
         }
+    }
+}
+
+/// The selected text so far, against [`text_limit`].
+struct Budget {
+    /// Elements visited, over all matches.
+    elements: usize,
+    limit: usize,
+}
+
+impl Budget {
+    fn check(&self, raw: &str) -> Result<(), ExtractError> {
+        if raw.len() + self.elements > self.limit { Err(ExtractError::TooMuchText(self.limit)) } else { Ok(()) }
     }
 }
 
@@ -326,8 +369,9 @@ const BLOCKS: &[&str] = &[
 ];
 
 /// Appends the text under `root`, with a line break around each block element and a space
-/// between table cells. Iterative, so a deeply nested page cannot overflow the stack.
-fn push_text(root: ElementRef<'_>, out: &mut String, links: bool) {
+/// between table cells. Iterative, so a deeply nested page cannot overflow the stack. Fails once
+/// `out` and the elements visited pass the budget.
+fn push_text(root: ElementRef<'_>, out: &mut String, links: bool, budget: &mut Budget) -> Result<(), ExtractError> {
     let mut skipping = 0usize;
     let mut preformatted = 0usize;
     let mut hrefs: Vec<Option<String>> = Vec::new();
@@ -340,6 +384,7 @@ fn push_text(root: ElementRef<'_>, out: &mut String, links: bool) {
                         skipping += 1;
                         continue;
                     }
+                    budget.elements += 1;
                     if name == "pre" {
                         preformatted += 1;
                     }
@@ -378,7 +423,9 @@ fn push_text(root: ElementRef<'_>, out: &mut String, links: bool) {
                 }
             }
         }
+        budget.check(out)?;
     }
+    Ok(())
 }
 
 /// Collapses whitespace within lines, trims them and drops empty ones; ends with a newline.
@@ -399,98 +446,4 @@ fn normalise(raw: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[track_caller]
-    fn check(content_type: &str, body: &[u8], selector: Option<&str>, expected: Result<&str, ExtractError>) {
-        let page =
-            Page { status: 200, content_type: Some(content_type.to_owned()), body: body.to_vec(), ..Page::default() };
-        assert_eq!(extract(&page, selector).as_deref().map_err(Clone::clone), expected);
-    }
-
-    const HTML: &str = "text/html";
-
-    #[test]
-    fn html_text_keeps_blocks_and_collapses_whitespace() {
-        check(HTML, b"<html><head><title>T</title><style>p{}</style></head><body><h1>Title</h1>\n<p>Hello   <b>big</b>\n world</p><script>x()</script><ul><li>a</li><li>b</li></ul>line<br>break</body></html>",
-            None, Ok("Title\nHello big world\na\nb\nline\nbreak\n"));
-        check(HTML, b"<pre>a\n  b</pre>", None, Ok("a\nb\n"));
-        check(HTML, b"<table><tr><td>1</td><td>2</td></tr><tr><td>3</td></tr></table>", None, Ok("1 2\n3\n"));
-        check(HTML, "<p>caf\u{e9}&nbsp;&amp;\u{a0}co</p>".as_bytes(), None, Ok("caf\u{e9} & co\n"));
-    }
-
-    #[test]
-    fn selectors_narrow_the_text() {
-        let page = b"<div id=nav>Menu</div><div class=price>10 EUR</div><div class=price>12 EUR</div>";
-        check(HTML, page, Some(".price"), Ok("10 EUR\n12 EUR\n"));
-        check(HTML, page, Some("#missing"), Err(ExtractError::SelectorMissing("#missing".into())));
-        assert!(matches!(validate_selector("div[["), Err(ExtractError::InvalidSelector { .. })));
-    }
-
-    #[test]
-    fn charsets_are_honoured() {
-        check("text/html; charset=ISO-8859-1", b"<p>caf\xe9</p>", None, Ok("caf\u{e9}\n"));
-        check(HTML, b"<meta charset=\"windows-1252\"><p>\x93quoted\x94</p>", None, Ok("\u{201c}quoted\u{201d}\n"));
-        check(HTML, b"<p>bad \xff byte</p>", None, Ok("bad \u{fffd} byte\n"));
-    }
-
-    #[test]
-    fn json_is_canonical_and_text_is_normalised() {
-        let a = br#"{"b": 1, "a": {"d": [1, 2], "c": null}}"#;
-        let b = br#"{"a": {"c": null, "d": [1, 2]}, "b": 1}"#;
-        let page = |body: &[u8]| Page {
-            status: 200,
-            content_type: Some("application/json".into()),
-            body: body.to_vec(),
-            ..Page::default()
-        };
-        assert_eq!(extract(&page(a), None), extract(&page(b), None));
-        assert!(matches!(extract(&page(b"{oops"), None), Err(ExtractError::InvalidJson(_))));
-        check("text/plain", b"  one  two \n\n three\n", None, Ok("one two\nthree\n"));
-        check(HTML, b"<html><body>  </body></html>", None, Err(ExtractError::Empty));
-    }
-
-    #[track_caller]
-    fn check_with(content_type: &str, body: &str, options: ExtractOptions, expected: Result<&str, ExtractError>) {
-        let page = Page {
-            status: 200,
-            content_type: Some(content_type.to_owned()),
-            body: body.as_bytes().to_vec(),
-            ..Page::default()
-        };
-        assert_eq!(extract_with(&page, None, &options).as_deref().map_err(Clone::clone), expected);
-    }
-
-    #[test]
-    fn extraction_options() {
-        let remove = |s: &[&str]| ExtractOptions {
-            remove_selectors: s.iter().map(|s| s.to_string()).collect(),
-            ..Default::default()
-        };
-        check_with(
-            HTML,
-            "<p>price 10</p><p class=ad>buy now</p><span id=n>42 visitors</span>",
-            remove(&[".ad", "#n"]),
-            Ok("price 10\n"),
-        );
-        let page = Page { status: 200, content_type: Some(HTML.into()), body: b"<p>x</p>".to_vec(), ..Page::default() };
-        assert!(matches!(extract_with(&page, None, &remove(&["[["])), Err(ExtractError::InvalidSelector { .. })));
-        let links = ExtractOptions { keep_links: true, ..Default::default() };
-        check_with(HTML, "<p>see <a href=\"/docs\">the docs</a></p>", links, Ok("see the docs (/docs)\n"));
-        let pointer = |p: &str| ExtractOptions { json_pointer: Some(p.into()), ..Default::default() };
-        check_with("application/json", r#"{"data": {"price": 10, "ts": 99}}"#, pointer("/data/price"), Ok("10\n"));
-        check_with(
-            "application/json",
-            r#"{"data": {}}"#,
-            pointer("/data/price"),
-            Err(ExtractError::SelectorMissing("/data/price".into())),
-        );
-    }
-
-    #[test]
-    fn deep_nesting_does_not_overflow() {
-        let body = format!("{}deep{}", "<div>".repeat(2_000), "</div>".repeat(2_000));
-        check(HTML, body.as_bytes(), None, Ok("deep\n"));
-    }
-}
+mod tests;

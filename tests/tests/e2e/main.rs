@@ -48,6 +48,7 @@ on_both_backends!(
     pipeline::a_failing_receiver_is_retried_then_dead_lettered,
     pipeline::a_failing_page_is_a_failed_run_not_a_change,
     pipeline::long_texts_and_diffs_are_cut_and_say_so,
+    pipeline::a_page_nested_too_deep_fails_its_run_clearly,
     pipeline::what_remote_servers_send_is_stored_whatever_it_says,
     pipeline::each_endpoint_of_the_owner_gets_one_delivery,
     api::owners_cannot_see_each_other,

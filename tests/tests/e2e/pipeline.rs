@@ -233,6 +233,26 @@ pub async fn long_texts_and_diffs_are_cut_and_say_so(backend: Backend) {
     );
 }
 
+/// Markup nested deeper than the extractor's limit fails its run at once with a clear error
+/// (extraction was quadratic in the depth: 100,000 levels took half a minute a check).
+pub async fn a_page_nested_too_deep_fails_its_run_clearly(backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let token = app.account("acme").await;
+    let nested = format!("<html><body>{}x{}</body></html>", "<div>".repeat(100_000), "</div>".repeat(100_000));
+    let site = PageServer::start(&nested).await;
+    for selector in [None, Some("div")] {
+        let mut body = json!({"url": site.url});
+        if let Some(selector) = selector {
+            body["selector"] = json!(selector);
+        }
+        let watch = app.watch_with_baseline(&token, body).await;
+        let runs = app.ok(&format!("/watches/{}/runs", watch["id"].as_str().expect("id")), &token).await;
+        let run = &items(&runs)[0];
+        assert_eq!(run["outcome"], "failed", "{run}");
+        assert_eq!(run["error"], "the page nests elements more than 1024 deep", "{run}");
+    }
+}
+
 pub async fn a_failing_page_is_a_failed_run_not_a_change(backend: Backend) {
     let app = TestApp::start(backend).await;
     let token = app.account("acme").await;

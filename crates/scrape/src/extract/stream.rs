@@ -10,7 +10,7 @@ use super::lexer::Bail;
 use super::matching::{self, Matcher};
 use super::tags::Kind;
 use super::tree::{self, Element, Sink};
-use super::{ExtractError, normalise, parse_selector};
+use super::{ExtractError, normalise, parse_selector, text_limit};
 
 /// The page's text as the DOM path would give it, `Err(Bail)` where the streaming path cannot
 /// be sure of that, `Ok(Err(_))` for the DOM path's own errors other than `Empty`.
@@ -33,6 +33,7 @@ pub(super) fn html_text(
         Some(Ok(list)) => Some(list),
         None => None,
     };
+    let limit = text_limit(body.len());
     if body.contains('\0') {
         return Err(Bail("NUL character"));
     }
@@ -53,8 +54,14 @@ pub(super) fn html_text(
         nested: Vec::new(),
         captures: Vec::new(),
         matched: false,
+        spent: 0,
+        limit,
+        over: false,
     };
     tree::build(body, &mut collector)?;
+    if collector.over {
+        return Err(OVER);
+    }
     Ok(match selector {
         Some(selector) if !collector.matched => Err(ExtractError::SelectorMissing(selector.to_owned())),
         _ => Ok(normalise(&collector.out)),
@@ -95,10 +102,29 @@ struct Collector<'a> {
     nested: Vec<String>,
     captures: Vec<Capture>,
     matched: bool,
+    /// Bytes collected plus elements visited, over all captures: the DOM path's budget.
+    spent: usize,
+    limit: usize,
+    /// `spent` went over `limit`: the DOM path words the error.
+    over: bool,
+}
+
+const OVER: Bail = Bail("selected text over the limit");
+
+/// Adds `n` to `spent`; false (and `over` set) past `limit`.
+fn charge(spent: &mut usize, limit: usize, over: &mut bool, n: usize) -> bool {
+    *spent += n;
+    if *spent > limit {
+        *over = true;
+    }
+    !*over
 }
 
 impl<'s> Sink<'s> for Collector<'_> {
     fn open(&mut self, stack: &mut [Element<'s>]) -> Result<(), Bail> {
+        if self.over {
+            return Err(OVER);
+        }
         let depth = stack.len() - 1;
         // The DOM path detaches each remove selector's matches in turn; an element already
         // detached has no parent, so later selectors do not see it.
@@ -135,13 +161,17 @@ impl<'s> Sink<'s> for Collector<'_> {
                 capture.skip_from = Some(depth);
                 continue;
             }
+            let block = name == "br" || element.kind.has(Kind::BLOCK);
+            if !charge(&mut self.spent, self.limit, &mut self.over, 1 + usize::from(block)) {
+                return Err(OVER);
+            }
             if name == "pre" {
                 capture.preformatted += 1;
             }
             if self.links && name == "a" {
                 capture.hrefs.push(element.attr("href").map(str::to_owned));
             }
-            if name == "br" || element.kind.has(Kind::BLOCK) {
+            if block {
                 target(&mut self.out, &mut self.nested, capture.slot).push('\n');
             }
         }
@@ -152,6 +182,9 @@ impl<'s> Sink<'s> for Collector<'_> {
         for capture in &self.captures {
             if capture.skip_from.is_some() {
                 continue;
+            }
+            if !charge(&mut self.spent, self.limit, &mut self.over, text.len()) {
+                return;
             }
             let out = target(&mut self.out, &mut self.nested, capture.slot);
             // Source line breaks are plain whitespace in HTML, except inside <pre>.
@@ -171,6 +204,7 @@ impl<'s> Sink<'s> for Collector<'_> {
             match capture.skip_from {
                 Some(from) if from == depth => capture.skip_from = None,
                 Some(_) => {}
+                None if self.over => {}
                 None => {
                     let out = target(&mut self.out, &mut self.nested, capture.slot);
                     if name == "pre" {
@@ -180,14 +214,17 @@ impl<'s> Sink<'s> for Collector<'_> {
                         && name == "a"
                         && let Some(Some(href)) = capture.hrefs.pop()
                     {
+                        charge(&mut self.spent, self.limit, &mut self.over, href.len() + 3);
                         out.push_str(" (");
                         out.push_str(&href);
                         out.push(')');
                     }
                     if kind.has(Kind::BLOCK) {
                         out.push('\n');
+                        charge(&mut self.spent, self.limit, &mut self.over, 1);
                     } else if matches!(name, "td" | "th") {
                         out.push(' ');
+                        charge(&mut self.spent, self.limit, &mut self.over, 1);
                     }
                 }
             }
@@ -197,6 +234,7 @@ impl<'s> Sink<'s> for Collector<'_> {
         {
             if self.main.is_some() {
                 target(&mut self.out, &mut self.nested, capture.slot).push('\n');
+                charge(&mut self.spent, self.limit, &mut self.over, 1);
             }
             if capture.slot.is_none() {
                 for text in self.nested.drain(..) {

@@ -5,6 +5,7 @@
 
 use std::borrow::Cow;
 
+use super::MAX_DEPTH;
 use super::lexer::{Attrs, Bail, Lexer, RawKind, Token};
 use super::tags::Kind;
 
@@ -16,6 +17,9 @@ pub(super) struct Element<'s> {
     pub(super) removed_by: Option<usize>,
     pub(super) kind: Kind,
     mode: Mode,
+    /// A `p` is open in button scope here (kept per element: scanning the stack for each
+    /// block start tag would be quadratic in the depth).
+    p_in_scope: bool,
 }
 
 impl Element<'_> {
@@ -58,6 +62,12 @@ enum Phase {
 
 fn is_space(c: char) -> bool {
     matches!(c, '\t' | '\n' | '\x0C' | '\r' | ' ')
+}
+
+/// Elements that end the default scope (and `button` the button scope).
+fn is_scope_boundary(name: &str, button: bool) -> bool {
+    matches!(name, "applet" | "caption" | "html" | "table" | "td" | "th" | "marquee" | "object" | "template")
+        || (button && name == "button")
 }
 
 fn raw_kind(name: &str) -> Option<(RawKind, &'static str)> {
@@ -136,8 +146,16 @@ impl<'s, S: Sink<'s>> Builder<'s, '_, S> {
             "colgroup" => Mode::ColumnGroup,
             _ => self.mode(),
         };
+        if self.stack.len() >= MAX_DEPTH {
+            return Err(Bail("nesting deeper than the limit"));
+        }
+        let p_in_scope = match &*name {
+            "p" => true,
+            n if is_scope_boundary(n, true) => false,
+            _ => self.stack.last().is_some_and(|e| e.p_in_scope),
+        };
         let kind = Kind::of(&name);
-        self.stack.push(Element { name, attrs, removed_by: None, kind, mode });
+        self.stack.push(Element { name, attrs, removed_by: None, kind, mode, p_in_scope });
         self.sink.open(&mut self.stack)
     }
 
@@ -172,9 +190,7 @@ impl<'s, S: Sink<'s>> Builder<'s, '_, S> {
             if name == target {
                 return true;
             }
-            if matches!(name, "applet" | "caption" | "html" | "table" | "td" | "th" | "marquee" | "object" | "template")
-                || (button && name == "button")
-            {
+            if is_scope_boundary(name, button) {
                 return false;
             }
         }
@@ -182,7 +198,7 @@ impl<'s, S: Sink<'s>> Builder<'s, '_, S> {
     }
 
     fn refuse_open_p(&self) -> Result<(), Bail> {
-        if self.in_scope("p", true) { Err(Bail("implicit </p>")) } else { Ok(()) }
+        if self.stack.last().is_some_and(|e| e.p_in_scope) { Err(Bail("implicit </p>")) } else { Ok(()) }
     }
 
     fn text(&mut self, mut text: &str) -> Result<(), Bail> {
