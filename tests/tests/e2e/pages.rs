@@ -316,6 +316,9 @@ pub async fn another_accounts_ids_answer_not_found(backend: Backend) {
             vec![("since", since_local.as_str()), ("failed", "on"), ("dead", "on"), ("action", "start")],
         ),
         (format!("/endpoints/{e}/edit"), vec![("url", receiver.url.as_str()), ("description", "Bob's now")]),
+        // A bad form does not turn the 404 into a 422 that shows the id exists.
+        (format!("/endpoints/{e}/edit"), vec![("url", "not a url"), ("max_attempts", "lots")]),
+        (format!("/watches/{w}/edit"), vec![("url", "ftp://nowhere"), ("schedule", "interval")]),
         (format!("/deliveries/{d}/redeliver"), vec![]),
         (format!("/tokens/{t}/revoke"), vec![]),
     ];

@@ -129,13 +129,14 @@ pub async fn new(viewer: Viewer) -> Response {
 
 /// `GET /endpoints/{id}/edit`.
 pub async fn edit(State(state): State<AppState>, viewer: Viewer, Path(id): Path<String>) -> Result<Response, UiError> {
-    let account = viewer.account_id().to_owned();
-    let endpoint = state
-        .store
-        .read(move |c| endpoints::get_endpoint(c, &account, &id))
-        .await?
-        .ok_or(UiError::NotFound("endpoint"))?;
+    let endpoint = find(&state, &viewer, &id).await?;
     Ok(html(&page(&viewer, Some(endpoint.id.clone()), EndpointForm::of(&endpoint), Vec::new())))
+}
+
+/// The viewer's endpoint `id`; another account's id is the 404 page, whatever the request says.
+async fn find(state: &AppState, viewer: &Viewer, id: &str) -> Result<driftwatch_store::Endpoint, UiError> {
+    let (account, id) = (viewer.account_id().to_owned(), id.to_owned());
+    state.store.read(move |c| endpoints::get_endpoint(c, &account, &id)).await?.ok_or(UiError::NotFound("endpoint"))
 }
 
 /// `POST /endpoints/new`: creates it and shows its secret once.
@@ -172,6 +173,8 @@ pub async fn update(
     Path(id): Path<String>,
     post: Post<Vec<(String, String)>>,
 ) -> Result<Response, UiError> {
+    // Whose endpoint it is comes first: another account's id answers 404 even to a bad form.
+    find(&state, &post.viewer, &id).await?;
     let form = EndpointForm::from_pairs(&post.form);
     let mut errors = Vec::new();
     let optional = |text: &str| Some(text.trim().to_owned()).filter(|t| !t.is_empty());
