@@ -169,11 +169,7 @@ pub async fn api(bench: &ApiBench) -> anyhow::Result<ApiReport> {
     let raw_per_second = count as f64 / started.elapsed().as_secs_f64();
     received.wait_for(|n| *n >= before + count).await?;
 
-    let dir = tempfile::tempdir()?;
-    let url =
-        bench.database_url.clone().unwrap_or_else(|| format!("sqlite://{}", dir.path().join("bench.db").display()));
-    let store = Store::open(&url, &PoolOptions::default())?;
-    store.migrate().await?;
+    let (store, _dir) = crate::open_store(bench.database_url.as_deref(), &PoolOptions::default()).await?;
     let target = hook.clone();
     let (token, endpoint_id) = store
         .write(move |c| {

@@ -21,7 +21,7 @@ use driftwatch_delivery::{DeliveryConfig, DeliveryWorker};
 use driftwatch_schedule::{Runner, RunnerConfig};
 use driftwatch_scrape::{FetchOptions, Fetcher};
 use driftwatch_store::schema::runs;
-use driftwatch_store::{PoolOptions, Store, Watch, accounts};
+use driftwatch_store::{PoolOptions, Watch, accounts};
 use tokio_util::sync::CancellationToken;
 
 /// The hostile cases.
@@ -199,11 +199,7 @@ async fn hostile(case: Hostile) -> anyhow::Result<Vec<(String, String)>> {
 
 /// Runs the benchmark.
 pub async fn hostile_bench(bench: &HostileBench) -> anyhow::Result<HostileReport> {
-    let dir = tempfile::tempdir()?;
-    let url =
-        bench.database_url.clone().unwrap_or_else(|| format!("sqlite://{}", dir.path().join("bench.db").display()));
-    let store = Store::open(&url, &PoolOptions::default())?;
-    store.migrate().await?;
+    let (store, _dir) = crate::open_store(bench.database_url.as_deref(), &PoolOptions::default()).await?;
     let interval = Duration::from_secs(bench.interval.max(1));
 
     // Normal watches: 50 hosts, 10 accounts, due evenly over the first interval.

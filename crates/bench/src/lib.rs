@@ -99,3 +99,16 @@ pub(crate) async fn serve(app: axum::Router) -> anyhow::Result<std::net::SocketA
     });
     Ok(addr)
 }
+
+/// The benchmark's database, migrated: `url`, or a SQLite file in a temporary directory (kept
+/// while the returned guard lives).
+pub(crate) async fn open_store(
+    url: Option<&str>,
+    pool: &driftwatch_store::PoolOptions,
+) -> anyhow::Result<(driftwatch_store::Store, tempfile::TempDir)> {
+    let dir = tempfile::tempdir()?;
+    let url = url.map_or_else(|| format!("sqlite://{}", dir.path().join("bench.db").display()), str::to_owned);
+    let store = driftwatch_store::Store::open(&url, pool)?;
+    store.migrate().await?;
+    Ok((store, dir))
+}

@@ -14,7 +14,7 @@ use driftwatch_core::{Clock as _, EventType, IdKind, SystemClock, new_id};
 use driftwatch_delivery::{DeliveryConfig, DeliveryWorker, Sender, SenderOptions};
 use driftwatch_net::TargetPolicy;
 use driftwatch_store::schema::{events, watches};
-use driftwatch_store::{Event, PoolOptions, Store, Watch, accounts, users};
+use driftwatch_store::{Event, PoolOptions, Watch, accounts, users};
 use tower::ServiceExt as _;
 
 /// What to measure.
@@ -72,11 +72,9 @@ impl std::fmt::Display for PagesReport {
 
 /// Seeds the account and measures the pages.
 pub async fn pages(bench: &PagesBench) -> anyhow::Result<PagesReport> {
-    let dir = tempfile::tempdir()?;
-    let url =
-        bench.database_url.clone().unwrap_or_else(|| format!("sqlite://{}", dir.path().join("bench.db").display()));
-    let store = Store::open(&url, &PoolOptions { max_size: 8, ..PoolOptions::default() })?;
-    store.migrate().await?;
+    let (store, _dir) =
+        crate::open_store(bench.database_url.as_deref(), &PoolOptions { max_size: 8, ..PoolOptions::default() })
+            .await?;
     let count = bench.watches.max(50);
     let session_id = driftwatch_core::new_random_key("");
     let sid = session_id.clone();

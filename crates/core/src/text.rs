@@ -13,6 +13,11 @@ pub fn storable(text: &str) -> Cow<'_, str> {
     if text.contains('\0') { Cow::Owned(text.replace('\0', "\u{FFFD}")) } else { Cow::Borrowed(text) }
 }
 
+/// Whether any of `texts` holds a NUL (so [`storable`] would change it).
+pub fn any_nul<'a>(texts: impl IntoIterator<Item = &'a Option<String>>) -> bool {
+    texts.into_iter().any(|t| t.as_deref().is_some_and(|t| t.contains('\0')))
+}
+
 /// [`storable`] for an optional owned string, without copying when nothing is replaced.
 pub fn storable_opt(text: Option<String>) -> Option<String> {
     text.map(|t| match storable(&t) {

@@ -152,9 +152,13 @@ async fn serve_connection(
     id: u64,
 ) {
     let _ = stream.set_nodelay(true);
+    let served = std::sync::atomic::AtomicBool::new(false);
     let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
-        // A whole request arrived: this connection is in use, not a candidate for eviction.
-        waiting.remove(id);
+        // A whole request arrived: this connection is in use, not a candidate for eviction
+        // (the shared map is touched once per connection, not once per request).
+        if !served.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            waiting.remove(id);
+        }
         request.extensions_mut().insert(ConnectInfo(remote));
         router.clone().oneshot(request.map(axum::body::Body::new))
     });

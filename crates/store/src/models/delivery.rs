@@ -115,8 +115,7 @@ impl DeliveryAttempt {
     /// The attempt as both backends store it: the receiver's answer and the error it caused,
     /// without NUL (see [`driftwatch_core::storable`]).
     pub fn storable(&self) -> std::borrow::Cow<'_, DeliveryAttempt> {
-        let clean = |t: &Option<String>| t.as_deref().is_none_or(|t| !t.contains('\0'));
-        if clean(&self.error) && clean(&self.response_snippet) {
+        if !driftwatch_core::text::any_nul([&self.error, &self.response_snippet]) {
             return std::borrow::Cow::Borrowed(self);
         }
         std::borrow::Cow::Owned(DeliveryAttempt {

@@ -175,8 +175,7 @@ impl Run {
     /// The run as both backends store it: its error and note, which quote what a page or a
     /// server said, without NUL (see [`driftwatch_core::storable`]).
     pub fn storable(&self) -> std::borrow::Cow<'_, Run> {
-        let clean = |t: &Option<String>| t.as_deref().is_none_or(|t| !t.contains('\0'));
-        if clean(&self.error) && clean(&self.note) {
+        if !driftwatch_core::text::any_nul([&self.error, &self.note]) {
             return std::borrow::Cow::Borrowed(self);
         }
         std::borrow::Cow::Owned(Run {
