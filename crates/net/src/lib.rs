@@ -174,6 +174,42 @@ fn vet_addresses(name: &str, resolved: &[IpAddr]) -> Result<(), TargetError> {
     }
 }
 
+/// Resolves `host` (a name or an IP literal, IPv6 possibly in brackets) and returns the socket
+/// addresses the policy allows, in resolver order; an error when the name does not resolve or
+/// when any address is refused (same rule as the fetcher: a name with any non-public address is
+/// refused unless `policy.allow_private`).
+///
+/// Callers connect to the returned addresses, never to the name again, so the answer that was
+/// vetted is the one used (no DNS rebinding between check and connect).
+pub async fn resolve_vetted(host: &str, port: u16, policy: TargetPolicy) -> Result<Vec<SocketAddr>, TargetError> {
+    let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+    if host.is_empty() {
+        return Err(TargetError::NoHost);
+    }
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        if !policy.allow_private && is_non_public(ip) {
+            return Err(TargetError::Private(ip.to_string()));
+        }
+        return Ok(vec![SocketAddr::new(ip, port)]);
+    }
+    let lower = host.trim_end_matches('.').to_ascii_lowercase();
+    if !policy.allow_private && (lower == "localhost" || lower.ends_with(".localhost")) {
+        return Err(TargetError::Private(host.to_owned()));
+    }
+    let resolved: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
+        .await
+        .map_err(|e| TargetError::Unvetted(format!("{host}: {e}")))?
+        .collect();
+    if resolved.is_empty() {
+        return Err(TargetError::Unvetted(format!("{host}: no address")));
+    }
+    if !policy.allow_private {
+        let ips: Vec<IpAddr> = resolved.iter().map(SocketAddr::ip).collect();
+        vet_addresses(host, &ips)?;
+    }
+    Ok(resolved)
+}
+
 /// If `err` (or anything in its source chain) is a refusal by the guard, its message.
 pub fn blocked_reason(err: &(dyn StdError + 'static)) -> Option<String> {
     let mut current = Some(err);
@@ -345,6 +381,26 @@ mod tests {
         assert!(matches!(vet_url(&url("http://10.0.0.1/"), deny, true).await, Err(TargetError::Private(_))));
         let allow = TargetPolicy { allow_private: true };
         assert_eq!(vet_url(&url("http://metadata.invalid/"), allow, true).await, Ok(()));
+    }
+
+    #[tokio::test]
+    async fn resolve_vetted_applies_the_policy() {
+        let deny = TargetPolicy::default();
+        let allow = TargetPolicy { allow_private: true };
+        assert!(matches!(resolve_vetted("127.0.0.1", 80, deny).await, Err(TargetError::Private(_))));
+        assert!(matches!(resolve_vetted("[::1]", 80, deny).await, Err(TargetError::Private(_))));
+        assert!(matches!(resolve_vetted("localhost", 80, deny).await, Err(TargetError::Private(_))));
+        assert!(matches!(resolve_vetted("", 80, deny).await, Err(TargetError::NoHost)));
+        assert_eq!(resolve_vetted("127.0.0.1", 8080, allow).await, Ok(vec![SocketAddr::from(([127, 0, 0, 1], 8080))]));
+        assert_eq!(
+            resolve_vetted("[::1]", 443, allow).await,
+            Ok(vec![SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), 443)])
+        );
+        assert_eq!(
+            resolve_vetted("93.184.216.34", 443, deny).await,
+            Ok(vec![SocketAddr::from(([93, 184, 216, 34], 443))])
+        );
+        assert!(matches!(resolve_vetted("metadata.invalid", 80, deny).await, Err(TargetError::Unvetted(_))));
     }
 
     #[tokio::test]
