@@ -48,6 +48,19 @@ pub fn change_payload(
     snapshots: SnapshotPair<'_>,
     at: DateTime<Utc>,
 ) -> String {
+    change_payload_rendered(event_id, watch, change, snapshots, at, None)
+}
+
+/// [`change_payload`] for a page rendered in a browser: `render` says so and links the
+/// screenshots.
+pub fn change_payload_rendered(
+    event_id: &str,
+    watch: WatchRef<'_>,
+    change: &TextChange,
+    snapshots: SnapshotPair<'_>,
+    at: DateTime<Utc>,
+    render: Option<v1::Render>,
+) -> String {
     let full_diff = change
         .truncated
         .then(|| format!("/api/v1/watches/{}/diff?from={}&to={}", watch.id, snapshots.previous, snapshots.current));
@@ -63,6 +76,7 @@ pub fn change_payload(
             full_diff,
         },
         snapshots: v1::Snapshots { previous: snapshots.previous.to_owned(), current: snapshots.current.to_owned() },
+        render,
     };
     body(EventType::ChangeDetected, at, data)
 }

@@ -126,6 +126,8 @@ fn old_run(watch_id: &str, at_millis: u64, started_at: chrono::NaiveDateTime) ->
         note: None,
         snapshot_id: None,
         event_id: None,
+        engine: Some("http".into()),
+        error_kind: None,
     }
 }
 

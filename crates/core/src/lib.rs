@@ -18,7 +18,10 @@ pub mod timing;
 pub use clock::{Clock, SystemClock};
 pub use duration::{parse_duration, parse_schedule};
 pub use id::{IdKind, id_floor, new_id};
-pub use options::{ExtractOptions, FetchSpec, NoiseRules, TextRules, WatchOptions};
+pub use options::{
+    Compare, DEFAULT_MIN_VISUAL_CHANGE_PERCENT, Engine, ExtractOptions, FetchSpec, MAX_STEPS, NoiseRules, Region,
+    ScreenshotMode, Step, TextRules, Wait, WaitKind, WatchOptions,
+};
 pub use password::{PasswordError, hash_password, verify_password};
 pub use regexes::{REGEX_SIZE_LIMIT, compiled_regex};
 pub use secret::{

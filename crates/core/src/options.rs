@@ -33,9 +33,179 @@ pub struct FetchSpec {
     pub cookies: std::collections::BTreeMap<String, String>,
     /// A `User-Agent` instead of driftwatch's own.
     pub user_agent: Option<String>,
-    /// Request timeout in seconds (1-300), instead of the global one.
+    /// Request timeout in seconds (1-300), instead of the global one. With the browser it
+    /// bounds the whole render: loading, waiting, steps and the screenshot.
     #[schema(minimum = 1, maximum = 300)]
     pub timeout_seconds: Option<u32>,
+    /// What loads the page: `http` (the default), `browser` (Chromium runs its scripts) or
+    /// `auto` (HTTP first, the browser when HTTP gives an empty shell).
+    pub engine: Engine,
+    /// With the browser: what to wait for once the page has loaded. `"load"` (the default),
+    /// `"network_idle"`, a delay in milliseconds (`1500`), or a CSS selector to appear.
+    pub wait: Option<Wait>,
+    /// With the browser: actions run in order before the text is read (at most 20).
+    #[schema(max_items = 20)]
+    pub steps: Vec<Step>,
+    /// With the browser: keep a screenshot with each snapshot.
+    pub screenshot: ScreenshotMode,
+}
+
+/// What loads a watch's page.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Engine {
+    /// A plain HTTP request; scripts do not run.
+    #[default]
+    Http,
+    /// Chromium renders the page and runs its scripts.
+    Browser,
+    /// HTTP first; the browser when the HTTP page is an empty shell (the selector finds
+    /// nothing, or scripts and almost no text). Remembered per watch, re-tried over HTTP daily.
+    Auto,
+}
+
+impl Engine {
+    /// The name used in options and the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Engine::Http => "http",
+            Engine::Browser => "browser",
+            Engine::Auto => "auto",
+        }
+    }
+}
+
+/// What the browser waits for after the page's `load` event, as written: a delay in
+/// milliseconds, or text (`load`, `network_idle`, or a CSS selector). See [`Wait::kind`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(untagged)]
+pub enum Wait {
+    /// Milliseconds to wait after `load` (at most 60000).
+    Delay(u32),
+    /// `load`, `network_idle`, or a CSS selector.
+    Text(String),
+}
+
+/// A [`Wait`] as it is carried out.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WaitKind<'a> {
+    /// The `load` event (what every render waits for anyway).
+    Load,
+    /// No network request for half a second after `load`.
+    NetworkIdle,
+    /// A fixed delay after `load`.
+    Delay(std::time::Duration),
+    /// An element matching this CSS selector exists.
+    Selector(&'a str),
+}
+
+impl Wait {
+    /// How the wait is carried out.
+    pub fn kind(&self) -> WaitKind<'_> {
+        match self {
+            Wait::Delay(ms) => WaitKind::Delay(std::time::Duration::from_millis(u64::from(*ms))),
+            Wait::Text(text) => match text.trim() {
+                "" | "load" => WaitKind::Load,
+                "network_idle" | "networkidle" => WaitKind::NetworkIdle,
+                selector => WaitKind::Selector(selector),
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for Wait {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Wait::Delay(ms) => write!(f, "{ms}"),
+            Wait::Text(text) => f.write_str(text),
+        }
+    }
+}
+
+/// One action in the page before its text is read. Each waits (within the render's timeout)
+/// for its element to appear; a step that cannot be done fails the check, naming the step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(tag = "action", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Step {
+    /// Click the element (a cookie banner's button, "load more", a tab).
+    Click {
+        /// CSS selector of the element.
+        selector: String,
+    },
+    /// Type text into a field.
+    Type {
+        /// CSS selector of the field.
+        selector: String,
+        /// The text typed.
+        text: String,
+    },
+    /// Press a key (`Enter`, `Escape`, `Tab`, `ArrowDown`, a letter...) in the focused element.
+    Press {
+        /// The key's name, as in `KeyboardEvent.key`.
+        key: String,
+    },
+    /// Choose an option of a `<select>` by its value.
+    Select {
+        /// CSS selector of the `<select>`.
+        selector: String,
+        /// The option's value.
+        value: String,
+    },
+    /// Scroll an element into view, or to the bottom of the page without a selector.
+    Scroll {
+        /// CSS selector of the element.
+        #[serde(default)]
+        selector: Option<String>,
+    },
+    /// Wait for an element to appear, or for some milliseconds.
+    WaitFor {
+        /// CSS selector of the element.
+        #[serde(default)]
+        selector: Option<String>,
+        /// Milliseconds (at most 60000).
+        #[serde(default)]
+        #[schema(minimum = 0, maximum = 60000)]
+        ms: Option<u32>,
+    },
+}
+
+impl Step {
+    /// The action's name (`click`, `type`...).
+    pub fn action(&self) -> &'static str {
+        match self {
+            Step::Click { .. } => "click",
+            Step::Type { .. } => "type",
+            Step::Press { .. } => "press",
+            Step::Select { .. } => "select",
+            Step::Scroll { .. } => "scroll",
+            Step::WaitFor { .. } => "wait_for",
+        }
+    }
+
+    /// The CSS selector the step looks for, if any.
+    pub fn selector(&self) -> Option<&str> {
+        match self {
+            Step::Click { selector } | Step::Type { selector, .. } | Step::Select { selector, .. } => Some(selector),
+            Step::Scroll { selector } | Step::WaitFor { selector, .. } => selector.as_deref(),
+            Step::Press { .. } => None,
+        }
+    }
+}
+
+/// The most steps a watch may have.
+pub const MAX_STEPS: usize = 20;
+
+/// Which screenshot a browser check keeps with its snapshot.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ScreenshotMode {
+    /// None.
+    #[default]
+    Off,
+    /// What a 1280x900 window shows.
+    Viewport,
+    /// The whole page, cut at a height cap.
+    FullPage,
 }
 
 /// How the page becomes text (the CSS `selector` lives on the watch itself).
@@ -92,4 +262,51 @@ pub struct NoiseRules {
     /// Fetch again this many seconds (1-60) after a change and alert only if it holds.
     #[schema(minimum = 1, maximum = 60)]
     pub confirm_after_seconds: Option<u32>,
+    /// What is compared: `text` (the default), `text_or_visual` (the text, or the screenshot
+    /// when the text is the same) or `visual` (only the screenshot). Visual needs a screenshot.
+    pub compare: Compare,
+    /// A visual change counts when at least this share of pixels differ, in percent (0-100;
+    /// 1 when not set).
+    #[schema(minimum = 0, maximum = 100)]
+    pub min_visual_change_percent: Option<f64>,
+    /// Rectangles of the screenshot ignored when comparing (ads, clocks), in page pixels.
+    #[schema(max_items = 50)]
+    pub ignore_regions: Vec<Region>,
 }
+
+/// What a check compares with the last snapshot.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Compare {
+    /// The extracted text.
+    #[default]
+    Text,
+    /// The text; when it is the same, the screenshot.
+    TextOrVisual,
+    /// Only the screenshot: text changes are kept but raise no alert.
+    Visual,
+}
+
+impl Compare {
+    /// The screenshot is compared.
+    pub fn visual(self) -> bool {
+        self != Compare::Text
+    }
+}
+
+/// A rectangle of a screenshot, in page pixels from the top left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Region {
+    /// Left edge.
+    pub x: u32,
+    /// Top edge.
+    pub y: u32,
+    /// Width.
+    pub width: u32,
+    /// Height.
+    pub height: u32,
+}
+
+/// The default [`NoiseRules::min_visual_change_percent`].
+pub const DEFAULT_MIN_VISUAL_CHANGE_PERCENT: f64 = 1.0;

@@ -24,6 +24,8 @@ const FIRST_GUESS: Duration = Duration::from_secs(1);
 pub(crate) struct Fairness {
     per_host: usize,
     per_account: usize,
+    /// Checks rendering in the browser (waiting for a render slot included).
+    browser: usize,
     state: Mutex<State>,
 }
 
@@ -31,6 +33,7 @@ pub(crate) struct Fairness {
 struct State {
     hosts: HashMap<String, Tally>,
     accounts: HashMap<String, Tally>,
+    browser: Tally,
 }
 
 /// One host's or account's running checks and a moving average of their durations.
@@ -66,6 +69,7 @@ pub(crate) struct Started {
     fair: Arc<Fairness>,
     host: String,
     account: String,
+    browser: bool,
     at: Instant,
 }
 
@@ -82,6 +86,9 @@ impl Drop for Started {
                 }
             }
         }
+        if self.browser {
+            state.browser.record(took);
+        }
     }
 }
 
@@ -91,11 +98,17 @@ impl Drop for Started {
 pub(crate) struct Round {
     hosts: HashMap<String, usize>,
     accounts: HashMap<String, usize>,
+    browser: usize,
 }
 
 impl Fairness {
-    pub(crate) fn new(per_host: usize, per_account: usize) -> Fairness {
-        Fairness { per_host: per_host.max(1), per_account: per_account.max(1), state: Mutex::default() }
+    pub(crate) fn new(per_host: usize, per_account: usize, browser: usize) -> Fairness {
+        Fairness {
+            per_host: per_host.max(1),
+            per_account: per_account.max(1),
+            browser: browser.max(1),
+            state: Mutex::default(),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -103,16 +116,27 @@ impl Fairness {
         self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Starts a check of a watch on `host` of `account` if both have room; otherwise says how
-    /// long to defer it.
-    pub(crate) fn admit(self: &Arc<Self>, host: &str, account: &str, round: &mut Round) -> Result<Started, Duration> {
+    /// Starts a check of a watch on `host` of `account` (rendering in the browser when
+    /// `browser`) if each has room; otherwise says how long to defer it.
+    pub(crate) fn admit(
+        self: &Arc<Self>,
+        host: &str,
+        account: &str,
+        browser: bool,
+        round: &mut Round,
+    ) -> Result<Started, Duration> {
         let mut state = self.lock();
         let host_tally = state.hosts.get(host).copied().unwrap_or_default();
         let account_tally = state.accounts.get(account).copied().unwrap_or_default();
         let host_full = host_tally.running >= self.per_host;
         let account_full = account_tally.running >= self.per_account;
-        if host_full || account_full {
+        let browser_full = browser && state.browser.running >= self.browser;
+        if host_full || account_full || browser_full {
             let mut wait = Duration::ZERO;
+            if browser_full {
+                wait = wait.max(state.browser.wait(self.browser, round.browser));
+                round.browser += 1;
+            }
             if host_full {
                 let ahead = round.hosts.entry(host.to_owned()).or_default();
                 wait = wait.max(host_tally.wait(self.per_host, *ahead));
@@ -127,7 +151,16 @@ impl Fairness {
         }
         state.hosts.entry(host.to_owned()).or_default().running += 1;
         state.accounts.entry(account.to_owned()).or_default().running += 1;
-        Ok(Started { fair: Arc::clone(self), host: host.to_owned(), account: account.to_owned(), at: Instant::now() })
+        if browser {
+            state.browser.running += 1;
+        }
+        Ok(Started {
+            fair: Arc::clone(self),
+            host: host.to_owned(),
+            account: account.to_owned(),
+            browser,
+            at: Instant::now(),
+        })
     }
 }
 
@@ -145,21 +178,33 @@ mod tests {
 
     #[test]
     fn a_full_host_or_account_defers_longer_the_further_back_a_watch_is() {
-        let fair = Arc::new(Fairness::new(2, 3));
+        let fair = Arc::new(Fairness::new(2, 3, 1));
         let mut round = Round::default();
-        let a = fair.admit("dead:80", "acme", &mut round).expect("room");
-        let b = fair.admit("dead:80", "acme", &mut round).expect("room");
-        let first = fair.admit("dead:80", "acme", &mut round).expect_err("the host is full");
-        let second = fair.admit("dead:80", "acme", &mut round).expect_err("the host is full");
-        let third = fair.admit("dead:80", "acme", &mut round).expect_err("the host is full");
+        let a = fair.admit("dead:80", "acme", false, &mut round).expect("room");
+        let b = fair.admit("dead:80", "acme", false, &mut round).expect("room");
+        let first = fair.admit("dead:80", "acme", false, &mut round).expect_err("the host is full");
+        let second = fair.admit("dead:80", "acme", false, &mut round).expect_err("the host is full");
+        let third = fair.admit("dead:80", "acme", false, &mut round).expect_err("the host is full");
         assert_eq!(first, MIN_DEFER);
         assert!(first <= second && second < third, "{first:?} {second:?} {third:?}");
         // Another host of the same account still has room, up to the account's limit.
-        let c = fair.admit("ok:80", "acme", &mut round).expect("another host");
-        assert!(fair.admit("ok:80", "acme", &mut round).is_err(), "the account is full");
-        assert!(fair.admit("ok:80", "other", &mut round).is_ok(), "another account is not");
+        let c = fair.admit("ok:80", "acme", false, &mut round).expect("another host");
+        assert!(fair.admit("ok:80", "acme", false, &mut round).is_err(), "the account is full");
+        assert!(fair.admit("ok:80", "other", false, &mut round).is_ok(), "another account is not");
         drop((a, b, c));
-        assert!(fair.admit("dead:80", "acme", &mut round).is_ok(), "finished checks free their host");
+        assert!(fair.admit("dead:80", "acme", false, &mut round).is_ok(), "finished checks free their host");
+    }
+
+    #[test]
+    fn browser_checks_beyond_their_share_are_deferred_and_http_checks_are_not() {
+        let fair = Arc::new(Fairness::new(10, 10, 2));
+        let mut round = Round::default();
+        let a = fair.admit("a:80", "acme", true, &mut round).expect("room");
+        let _b = fair.admit("b:80", "acme", true, &mut round).expect("room");
+        assert!(fair.admit("c:80", "acme", true, &mut round).is_err(), "the browser is full");
+        assert!(fair.admit("c:80", "acme", false, &mut round).is_ok(), "HTTP checks still start");
+        drop(a);
+        assert!(fair.admit("c:80", "acme", true, &mut round).is_ok(), "a finished render frees its place");
     }
 
     #[test]

@@ -45,6 +45,9 @@ pub struct RunnerConfig {
     /// Bytes of a page's extracted text kept; the rest is cut, and the text ends with a line
     /// saying so (snapshots, diffs and payloads all see that line).
     pub max_text_bytes: usize,
+    /// Renders in flight at once in the node's browser; browser checks beyond twice this are
+    /// deferred rather than hold check slots that HTTP watches need.
+    pub browser_concurrency: usize,
     /// Where finished checks are counted.
     pub metrics: Arc<Metrics>,
 }
@@ -63,6 +66,7 @@ impl Default for RunnerConfig {
             per_host_gap: Duration::from_millis(100),
             node_id: "node".into(),
             max_text_bytes: 1024 * 1024,
+            browser_concurrency: 2,
             metrics: Arc::new(Metrics::default()),
         }
     }
@@ -83,6 +87,8 @@ struct Inner {
     slots: Arc<Semaphore>,
     hosts: Hosts,
     fair: Arc<Fairness>,
+    /// The node's browser, for watches that render (none: they fail, saying so).
+    browsers: Option<driftwatch_browser::Browsers>,
     on_queued: Box<dyn Fn() + Send + Sync>,
     /// Checks waiting to be written by the record writers (started with the first check).
     records: OnceLock<BatchWriter<CheckResult, StoreResult<usize>>>,
@@ -102,7 +108,11 @@ impl Runner {
     ) -> Runner {
         let slots = Arc::new(Semaphore::new(config.concurrency.max(1)));
         let hosts = Hosts::new(config.per_host_concurrency, config.per_host_gap);
-        let fair = Arc::new(Fairness::new(config.per_host_concurrency, config.per_account_concurrency));
+        let fair = Arc::new(Fairness::new(
+            config.per_host_concurrency,
+            config.per_account_concurrency,
+            config.browser_concurrency * 2,
+        ));
         Runner {
             inner: Arc::new(Inner {
                 store,
@@ -113,11 +123,26 @@ impl Runner {
                 slots,
                 hosts,
                 fair,
+                browsers: None,
                 on_queued: Box::new(on_queued),
                 recorded: tokio::sync::watch::Sender::new(0),
                 records: OnceLock::new(),
             }),
         }
+    }
+
+    /// The runner with a browser for the watches that render. Call before cloning it.
+    pub fn with_browsers(mut self, browsers: driftwatch_browser::Browsers) -> Runner {
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => inner.browsers = Some(browsers),
+            None => tracing::error!("with_browsers called on a runner already shared; no browser is used"),
+        }
+        self
+    }
+
+    /// The node's browser, when it has one.
+    pub fn browsers(&self) -> Option<&driftwatch_browser::Browsers> {
+        self.inner.browsers.as_ref()
     }
 
     /// Asks the loop to look for due watches now (a watch was added or changed).
@@ -205,14 +230,16 @@ impl Runner {
                         let mut round = Round::default();
                         let mut deferred = Vec::new();
                         for watch in due {
-                            let started = match inner.fair.admit(&host_key(&watch.url), &watch.account_id, &mut round) {
-                                Ok(started) => started,
-                                Err(wait) => {
-                                    let wait = TimeDelta::from_std(wait).unwrap_or(TimeDelta::minutes(10));
-                                    deferred.push((watch.id, now + wait));
-                                    continue;
-                                }
-                            };
+                            let renders = renders_in_browser(&watch, now);
+                            let started =
+                                match inner.fair.admit(&host_key(&watch.url), &watch.account_id, renders, &mut round) {
+                                    Ok(started) => started,
+                                    Err(wait) => {
+                                        let wait = TimeDelta::from_std(wait).unwrap_or(TimeDelta::minutes(10));
+                                        deferred.push((watch.id, now + wait));
+                                        continue;
+                                    }
+                                };
                             let Ok(permit) = Arc::clone(&inner.slots).acquire_owned().await else {
                                 break;
                             };
@@ -262,6 +289,20 @@ impl Runner {
         let next = self.inner.store.read(move |c| watches::next_wake(c, now)).await.ok().flatten();
         let until_next = next.map_or(poll, |at| (at - now).to_std().unwrap_or(Duration::ZERO));
         until_next.min(poll).max(Duration::from_millis(5))
+    }
+}
+
+/// Whether a check of `watch` will render in the browser: its engine is `browser`, or `auto`
+/// and it is known to need the browser. (Reading the options costs a JSON parse, so the
+/// common case, no `engine` in them, is told by a substring first.)
+fn renders_in_browser(watch: &driftwatch_store::Watch, now: NaiveDateTime) -> bool {
+    if !watch.options.contains("\"engine\"") {
+        return false;
+    }
+    match watch.options().fetch.engine {
+        driftwatch_core::Engine::Browser => true,
+        driftwatch_core::Engine::Auto => watch.browser_since.is_some_and(|since| now - since < TimeDelta::hours(24)),
+        driftwatch_core::Engine::Http => false,
     }
 }
 

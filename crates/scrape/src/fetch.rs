@@ -100,6 +100,19 @@ pub enum FetchError {
 }
 
 impl FetchError {
+    /// A short name for the kind of failure, stored with the run: `target`, `timeout`,
+    /// `connect`, `status`, `too_large` or `fetch`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            FetchError::Target(_) => "target",
+            FetchError::Timeout(_) => "timeout",
+            FetchError::Connect(_) => "connect",
+            FetchError::Status { .. } => "status",
+            FetchError::TooLarge(_) => "too_large",
+            FetchError::Other(_) => "fetch",
+        }
+    }
+
     /// The HTTP status, when the server answered.
     pub fn status(&self) -> Option<u16> {
         match self {

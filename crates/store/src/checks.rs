@@ -21,6 +21,10 @@ pub struct CheckResult {
     pub run: Run,
     /// A new snapshot (first check or changed content).
     pub snapshot: Option<Snapshot>,
+    /// The new snapshot's screenshot, stored unless an identical one is.
+    pub screenshot: Option<crate::screenshots::StoredScreenshot>,
+    /// An `auto` watch's new `browser_since` (`Some(None)` clears it; `None` leaves it).
+    pub browser_since: Option<Option<NaiveDateTime>>,
     /// Events to deliver, each to every enabled endpoint of the owner (a change, a health
     /// change, or both).
     pub events: Vec<NewEvent>,
@@ -121,6 +125,10 @@ fn record_set_pg(conn: &mut DbConn, results: &[CheckResult]) -> StoreResult<Vec<
         .load(pg)?;
     let written: std::collections::HashSet<String> = written.into_iter().map(|w| w.id).collect();
     let kept: Vec<&CheckResult> = results.iter().filter(|r| written.contains(&r.watch_id)).collect();
+    for result in &kept {
+        extras(conn, result)?;
+    }
+    let DbConn::Pg(pg) = conn else { return Err(StoreError::Config("not PostgreSQL".into())) };
     let snapshots: Vec<Snapshot> =
         kept.iter().filter_map(|r| r.snapshot.as_ref().map(|s| s.storable().into_owned())).collect();
     if !snapshots.is_empty() {
@@ -180,6 +188,7 @@ fn record_in(conn: &mut DbConn, result: &CheckResult) -> StoreResult<usize> {
     if updated != 1 {
         return Err(StoreError::LeaseLost);
     }
+    extras(conn, result)?;
     if let Some(snapshot) = &result.snapshot {
         diesel::insert_into(snapshots::table).values(&*snapshot.storable()).execute(conn)?;
     }
@@ -189,4 +198,18 @@ fn record_in(conn: &mut DbConn, result: &CheckResult) -> StoreResult<usize> {
     }
     diesel::insert_into(runs::table).values(&*result.run.storable()).execute(conn)?;
     Ok(queued)
+}
+
+/// The rarer parts of a check, written row by row: the screenshot (before the snapshot that
+/// refers to it) and an `auto` watch's browser memory.
+fn extras(conn: &mut DbConn, result: &CheckResult) -> StoreResult<()> {
+    if let Some(shot) = &result.screenshot {
+        crate::screenshots::put(conn, shot)?;
+    }
+    if let Some(since) = result.browser_since {
+        diesel::update(watches::table.filter(watches::id.eq(&result.watch_id)))
+            .set(watches::browser_since.eq(since))
+            .execute(conn)?;
+    }
+    Ok(())
 }

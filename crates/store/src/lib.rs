@@ -25,6 +25,7 @@ mod predicates;
 pub mod recoveries;
 pub mod retention;
 pub mod runs;
+pub mod screenshots;
 pub mod snapshots;
 pub mod stats;
 pub mod users;

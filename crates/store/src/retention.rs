@@ -86,6 +86,8 @@ pub struct Purged {
     pub attempts: usize,
     /// Snapshots deleted.
     pub snapshots: usize,
+    /// Screenshots deleted (no snapshot referred to them any more).
+    pub screenshots: usize,
     /// Idempotency keys deleted.
     pub idempotency_keys: usize,
     /// Batches written (transactions).
@@ -124,6 +126,8 @@ pub async fn purge(store: &Store, retention: &Retention) -> StoreResult<Purged> 
     let policy = r.clone();
     purged.snapshots =
         walk(store, &mut batches, move |c, cursor, bounds| snapshots_step(c, cursor, &policy, bounds)).await?;
+    let policy = r.clone();
+    purged.screenshots = walk(store, &mut batches, move |c, cursor, _| screenshots_step(c, cursor, &policy)).await?;
     let before = r.idempotency_before;
     purged.idempotency_keys = store.write(move |conn| crate::idempotency::purge(conn, before)).await?;
     purged.batches = batches;
@@ -299,6 +303,16 @@ fn snapshots_step(conn: &mut DbConn, cursor: &str, r: &Retention, bounds: &mut B
             doomed.push(id);
         }
     }
+    // Their screenshots go in the sweep that follows, once no snapshot refers to them.
     let deleted = diesel::delete(snapshots::table.filter(snapshots::id.eq_any(&doomed))).execute(conn)?;
+    Ok(Step { next: Some(next), deleted })
+}
+
+/// Screenshots after `cursor`, one batch: deleted when no snapshot refers to them (their
+/// snapshots were purged, or their watch was deleted).
+fn screenshots_step(conn: &mut DbConn, cursor: &str, r: &Retention) -> StoreResult<Step> {
+    let hashes = crate::screenshots::hashes_after(conn, cursor, r.batch.max(1))?;
+    let Some(next) = hashes.last().cloned() else { return Ok(Step::default()) };
+    let deleted = crate::screenshots::delete_unreferenced(conn, &hashes)?;
     Ok(Step { next: Some(next), deleted })
 }

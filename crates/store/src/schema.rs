@@ -81,6 +81,7 @@ diesel::table! {
         created_at -> Timestamp,
         updated_at -> Timestamp,
         tags -> Text,
+        browser_since -> Nullable<Timestamp>,
     }
 }
 
@@ -90,6 +91,19 @@ diesel::table! {
         watch_id -> Text,
         content_hash -> Text,
         content -> Text,
+        created_at -> Timestamp,
+        screenshot_hash -> Nullable<Text>,
+        visual_change_percent -> Nullable<Double>,
+    }
+}
+
+diesel::table! {
+    screenshots (hash) {
+        hash -> Text,
+        format -> Text,
+        width -> Integer,
+        height -> Integer,
+        bytes -> Binary,
         created_at -> Timestamp,
     }
 }
@@ -124,6 +138,8 @@ diesel::table! {
         note -> Nullable<Text>,
         snapshot_id -> Nullable<Text>,
         event_id -> Nullable<Text>,
+        engine -> Nullable<Text>,
+        error_kind -> Nullable<Text>,
     }
 }
 
@@ -243,6 +259,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     api_tokens,
     watches,
     snapshots,
+    screenshots,
     events,
     runs,
     endpoints,

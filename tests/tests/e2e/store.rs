@@ -60,8 +60,12 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
                     note: None,
                     snapshot_id: None,
                     event_id: Some(event_id.clone()),
+                    engine: Some("http".into()),
+                    error_kind: None,
                 },
                 snapshot: None,
+                screenshot: None,
+                browser_since: None,
                 events: vec![NewEvent {
                     slack_body: String::new(),
                     event: Event {

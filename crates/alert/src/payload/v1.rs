@@ -29,7 +29,7 @@ pub struct Watch {
 }
 
 /// `change.detected`: the watched text changed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChangeDetected {
     /// `evt_...`.
     pub event_id: String,
@@ -39,6 +39,27 @@ pub struct ChangeDetected {
     pub diff: Diff,
     /// The snapshots on both sides.
     pub snapshots: Snapshots,
+    /// How the page was rendered, when a browser rendered it (absent for HTTP watches).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub render: Option<Render>,
+}
+
+/// A change seen in a browser: whether a screenshot was kept, where to fetch it, and how much
+/// it differs from the previous one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Render {
+    /// Always `true`: the page was rendered in a browser.
+    pub browser: bool,
+    /// Path of the new snapshot's screenshot (`/api/v1/watches/{id}/snapshots/{sid}/screenshot`),
+    /// fetched with the owner's token; never the image itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screenshot: Option<String>,
+    /// Path of the previous snapshot's screenshot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_screenshot: Option<String>,
+    /// Share of pixels that differ between the two screenshots, in percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visual_change_percent: Option<f64>,
 }
 
 /// A change's diff.

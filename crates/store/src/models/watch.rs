@@ -53,6 +53,8 @@ pub struct Watch {
     pub updated_at: NaiveDateTime,
     /// Tags, stored as `,a,b,` (lower case, sorted, once each; empty for none).
     pub tags: String,
+    /// An `auto` watch: since when its page has needed the browser (`None`: HTTP does).
+    pub browser_since: Option<NaiveDateTime>,
 }
 
 /// Extracted content of a watch at one moment; written only when it differs from the last.
@@ -69,6 +71,10 @@ pub struct Snapshot {
     pub content: String,
     /// When it was fetched.
     pub created_at: NaiveDateTime,
+    /// Hex SHA-256 of its screenshot (in `screenshots`), when one was kept.
+    pub screenshot_hash: Option<String>,
+    /// Share of the screenshot's pixels that differ from the previous snapshot's, in percent.
+    pub visual_change_percent: Option<f64>,
 }
 
 /// One check of a watch, whatever its outcome.
@@ -99,6 +105,11 @@ pub struct Run {
     pub snapshot_id: Option<String>,
     /// The event raised.
     pub event_id: Option<String>,
+    /// What loaded the page: `http` or `browser` (`None` for runs before there was a choice).
+    pub engine: Option<String>,
+    /// The kind of failure (`target`, `timeout`, `connect`, `status`, `too_large`, `extract`,
+    /// `selector_missing`, `browser`, `step`, `wait`, ...), when it failed.
+    pub error_kind: Option<String>,
 }
 
 impl Watch {
@@ -144,6 +155,7 @@ impl Watch {
             created_at: now,
             updated_at: now,
             tags: String::new(),
+            browser_since: None,
         }
     }
 

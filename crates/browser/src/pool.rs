@@ -1,0 +1,324 @@
+//! One browser per node, started when first needed, restarted when it fails or grows.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
+
+use chromiumoxide::Browser;
+use chromiumoxide::handler::HandlerConfig;
+use chromiumoxide::handler::viewport::Viewport;
+use driftwatch_net::TargetPolicy;
+use futures_util::StreamExt;
+use tokio::sync::{Mutex, Semaphore};
+
+use crate::process::{Process, find_chromium};
+use crate::proxy::GuardProxy;
+use crate::render::{self, RenderError, RenderRequest, Rendered};
+
+/// Settings of the browser.
+#[derive(Debug, Clone)]
+pub struct BrowserConfig {
+    /// Chromium's executable; found on `PATH` when not set.
+    pub executable: Option<PathBuf>,
+    /// A remote browser's DevTools address (`ws://...`, or `http://host:9222`) instead of a
+    /// local Chromium.
+    pub remote: Option<String>,
+    /// Renders in flight at once.
+    pub concurrency: usize,
+    /// A local browser is restarted after this many renders.
+    pub recycle_after: u32,
+    /// A local browser is restarted once its process tree uses more than this (PSS, bytes).
+    pub memory_cap: u64,
+    /// Which addresses pages and their resources may reach.
+    pub policy: TargetPolicy,
+    /// Where the guard proxy listens (127.0.0.1 on a free port when not set). A remote
+    /// browser must reach it there.
+    pub proxy_bind: Option<std::net::SocketAddr>,
+    /// The window: width and height in CSS pixels.
+    pub window: (u32, u32),
+    /// Screenshots larger than this (encoded) are not kept.
+    pub max_screenshot_bytes: usize,
+    /// Full-page screenshots are cut at this height.
+    pub full_page_max_height: u32,
+    /// The rendered document's HTML larger than this fails the check.
+    pub max_html_bytes: usize,
+}
+
+impl Default for BrowserConfig {
+    fn default() -> Self {
+        BrowserConfig {
+            executable: None,
+            remote: None,
+            concurrency: 2,
+            recycle_after: 200,
+            memory_cap: 1536 * 1024 * 1024,
+            policy: TargetPolicy::default(),
+            proxy_bind: None,
+            window: (1280, 900),
+            max_screenshot_bytes: 4 * 1024 * 1024,
+            full_page_max_height: 10_000,
+            max_html_bytes: 5 * 1024 * 1024,
+        }
+    }
+}
+
+/// What the browser has done since the node started.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BrowserStats {
+    /// Renders finished (successful or not).
+    pub renders: u64,
+    /// Browsers started (the first one included).
+    pub starts: u64,
+    /// The local browser's process id, while one runs.
+    pub pid: Option<u32>,
+}
+
+/// The node's browser. Cheap to clone.
+#[derive(Clone)]
+pub struct Browsers {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: BrowserConfig,
+    executable: Option<PathBuf>,
+    permits: Semaphore,
+    current: Mutex<Option<Arc<Instance>>>,
+    proxy: Mutex<Option<Arc<GuardProxy>>>,
+    renders: AtomicU64,
+    starts: AtomicU64,
+    closed: AtomicBool,
+}
+
+/// One connected browser.
+pub(crate) struct Instance {
+    pub(crate) browser: Browser,
+    /// Local Chromium (none for a remote browser).
+    process: std::sync::Mutex<Option<Process>>,
+    pid: Option<u32>,
+    /// The DevTools connection ended or a render found it broken.
+    broken: AtomicBool,
+    renders: AtomicU32,
+    pub(crate) proxy: Arc<GuardProxy>,
+    handler: tokio::task::JoinHandle<()>,
+    /// The browser's own user agent without `Headless`, learnt from the first page.
+    agent: tokio::sync::OnceCell<Option<String>>,
+}
+
+impl Instance {
+    /// Marks the browser as unusable: the next render starts another.
+    pub(crate) fn break_down(&self, why: &str) {
+        if !self.broken.swap(true, Ordering::SeqCst) {
+            tracing::warn!(pid = ?self.pid, why, "browser will be restarted");
+        }
+    }
+
+    /// The user agent pages see: the browser's own, without the `HeadlessChrome` that many
+    /// sites turn away.
+    pub(crate) async fn user_agent(&self, page: &chromiumoxide::Page) -> Option<String> {
+        self.agent
+            .get_or_init(|| async { page.user_agent().await.ok().map(|a| a.replace("HeadlessChrome", "Chrome")) })
+            .await
+            .clone()
+    }
+
+    fn usable(&self) -> bool {
+        !self.broken.load(Ordering::SeqCst)
+            && !self.handler.is_finished()
+            && self.process.lock().map(|mut p| p.as_mut().is_none_or(|p| !p.exited())).unwrap_or(false)
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        self.handler.abort();
+        // Dropping the process kills its group.
+    }
+}
+
+impl Browsers {
+    /// The node's browser; nothing starts until the first render.
+    pub fn new(config: BrowserConfig) -> Browsers {
+        let executable = if config.remote.is_some() { None } else { find_chromium(config.executable.as_deref()) };
+        Browsers {
+            inner: Arc::new(Inner {
+                permits: Semaphore::new(config.concurrency.max(1)),
+                config,
+                executable,
+                current: Mutex::new(None),
+                proxy: Mutex::new(None),
+                renders: AtomicU64::new(0),
+                starts: AtomicU64::new(0),
+                closed: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// Whether a browser is configured: a remote address, or a Chromium executable found.
+    pub fn available(&self) -> bool {
+        self.inner.config.remote.is_some() || self.inner.executable.is_some()
+    }
+
+    /// Why no browser is available, naming what fixes it.
+    pub fn unavailable_reason(&self) -> String {
+        match &self.inner.config.executable {
+            Some(path) => format!("no Chromium at {} (DRIFTWATCH_CHROMIUM)", path.display()),
+            None => "no browser: install Chromium (Debian: apt-get install chromium), or set DRIFTWATCH_CHROMIUM \
+                     or DRIFTWATCH_BROWSER_WS"
+                .to_owned(),
+        }
+    }
+
+    /// The settings in use.
+    pub fn config(&self) -> &BrowserConfig {
+        &self.inner.config
+    }
+
+    /// Counters, and the local browser's process id.
+    pub async fn stats(&self) -> BrowserStats {
+        let pid = self.inner.current.lock().await.as_ref().and_then(|i| i.pid);
+        BrowserStats {
+            renders: self.inner.renders.load(Ordering::Relaxed),
+            starts: self.inner.starts.load(Ordering::Relaxed),
+            pid,
+        }
+    }
+
+    /// The guard proxy's counters (passed, refused), once it runs.
+    pub async fn proxy_counts(&self) -> Option<(u64, u64)> {
+        self.inner.proxy.lock().await.as_ref().map(|p| (p.passed(), p.refused()))
+    }
+
+    /// Renders a page: waits for a render slot, then loads, waits, runs the steps and reads
+    /// the document (and a screenshot when asked), all within `request.timeout`.
+    pub async fn render(&self, request: RenderRequest<'_>) -> Result<Rendered, RenderError> {
+        if !self.available() {
+            return Err(RenderError::Unavailable(self.unavailable_reason()));
+        }
+        let deadline = tokio::time::Instant::now() + request.timeout;
+        let _permit = tokio::time::timeout_at(deadline, self.inner.permits.acquire())
+            .await
+            .map_err(|_| RenderError::Timeout(request.timeout))?
+            .map_err(|_| RenderError::Unavailable("the browser is shutting down".into()))?;
+        let instance = tokio::time::timeout_at(deadline, self.instance())
+            .await
+            .map_err(|_| RenderError::Browser(format!("the browser did not start within {:?}", request.timeout)))??;
+        let result = render::render(&instance, &self.inner.config, &request, deadline).await;
+        self.inner.renders.fetch_add(1, Ordering::Relaxed);
+        if let Err(RenderError::Browser(why)) = &result {
+            instance.break_down(why);
+        }
+        instance.renders.fetch_add(1, Ordering::Relaxed);
+        result
+    }
+
+    /// The browser to render in: the current one, or a new one when there is none, it failed,
+    /// it has rendered enough pages or it uses too much memory.
+    async fn instance(&self) -> Result<Arc<Instance>, RenderError> {
+        let mut current = self.inner.current.lock().await;
+        if self.inner.closed.load(Ordering::SeqCst) {
+            return Err(RenderError::Unavailable("the browser is shutting down".into()));
+        }
+        if let Some(instance) = current.as_ref() {
+            let renders = instance.renders.load(Ordering::Relaxed);
+            let worn = instance.pid.is_some() && renders >= self.inner.config.recycle_after;
+            // Measured every tenth render: reading /proc is cheap but not free.
+            let heavy = renders % 10 == 9
+                && instance.process.lock().ok().and_then(|p| p.as_ref().and_then(Process::memory)).unwrap_or(0)
+                    > self.inner.config.memory_cap;
+            if instance.usable() && !worn && !heavy {
+                return Ok(instance.clone());
+            }
+            tracing::info!(renders, worn, heavy, "replacing the browser");
+            // Renders still using the old one finish in it; it goes when the last one does.
+            *current = None;
+        }
+        let instance = Arc::new(self.start().await?);
+        *current = Some(instance.clone());
+        Ok(instance)
+    }
+
+    async fn proxy(&self) -> Result<Arc<GuardProxy>, RenderError> {
+        let mut proxy = self.inner.proxy.lock().await;
+        if let Some(proxy) = proxy.as_ref() {
+            return Ok(proxy.clone());
+        }
+        let started = GuardProxy::start(self.inner.config.policy, self.inner.config.proxy_bind)
+            .await
+            .map_err(|e| RenderError::Browser(format!("cannot start the guard proxy: {e}")))?;
+        let started = Arc::new(started);
+        *proxy = Some(started.clone());
+        Ok(started)
+    }
+
+    async fn start(&self) -> Result<Instance, RenderError> {
+        let proxy = self.proxy().await?;
+        let config = &self.inner.config;
+        let (process, ws_url) = match (&config.remote, &self.inner.executable) {
+            (Some(remote), _) => (None, remote.clone()),
+            (None, Some(executable)) => {
+                let process = Process::start(executable, &proxy.url(), config.window)
+                    .await
+                    .map_err(|e| RenderError::Browser(format!("cannot start Chromium: {e}")))?;
+                let url = process.ws_url.clone();
+                (Some(process), url)
+            }
+            (None, None) => return Err(RenderError::Unavailable(self.unavailable_reason())),
+        };
+        let handler_config = HandlerConfig {
+            viewport: Some(Viewport {
+                width: config.window.0,
+                height: config.window.1,
+                device_scale_factor: Some(1.0),
+                ..Viewport::default()
+            }),
+            // Renders are bounded by their own timeout; this only backs it up.
+            request_timeout: Duration::from_secs(330),
+            ..HandlerConfig::default()
+        };
+        let (browser, mut handler) = Browser::connect_with_config(ws_url, handler_config)
+            .await
+            .map_err(|e| RenderError::Browser(format!("cannot connect to the browser: {e}")))?;
+        let handler = tokio::spawn(async move {
+            while let Some(event) = handler.next().await {
+                if let Err(e) = event {
+                    tracing::debug!(error = %e, "DevTools message not understood");
+                }
+            }
+        });
+        self.inner.starts.fetch_add(1, Ordering::Relaxed);
+        let pid = process.as_ref().and_then(Process::pid);
+        Ok(Instance {
+            browser,
+            process: std::sync::Mutex::new(process),
+            pid,
+            broken: AtomicBool::new(false),
+            renders: AtomicU32::new(0),
+            proxy,
+            handler,
+            agent: tokio::sync::OnceCell::new(),
+        })
+    }
+
+    /// Closes the browser (asking it to quit, then killing what is left after `grace`) and
+    /// refuses further renders. Idempotent.
+    pub async fn shutdown(&self, grace: Duration) {
+        self.inner.closed.store(true, Ordering::SeqCst);
+        self.inner.permits.close();
+        let instance = self.inner.current.lock().await.take();
+        if let Some(instance) = instance {
+            instance.break_down("shutting down");
+            let process = instance.process.lock().ok().and_then(|mut p| p.take());
+            if let Some(process) = process {
+                // Renders still in flight end with an error as the browser goes.
+                let close = chromiumoxide::cdp::browser_protocol::browser::CloseParams::default();
+                let _ = tokio::time::timeout(grace / 2, instance.browser.execute(close)).await;
+                process.stop(grace / 2).await;
+                tracing::info!("Chromium closed");
+            }
+            instance.handler.abort();
+        }
+        self.inner.proxy.lock().await.take();
+    }
+}

@@ -1,0 +1,202 @@
+//! A local Chromium: found, started headless in a process group of its own, measured, and
+//! killed as a whole group, so no renderer or zygote outlives it.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// The names Chromium goes by on `PATH`, in the order tried.
+const NAMES: [&str; 4] = ["chromium", "chromium-browser", "google-chrome-stable", "google-chrome"];
+
+/// How long a starting Chromium may take to print its DevTools address.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Chromium's executable: `configured` when given, else the first of the usual names on `PATH`.
+pub fn find_chromium(configured: Option<&Path>) -> Option<PathBuf> {
+    if let Some(path) = configured {
+        return path.is_file().then(|| path.to_owned());
+    }
+    let path = std::env::var_os("PATH")?;
+    NAMES.iter().flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name))).find(|p| p.is_file())
+}
+
+/// A running Chromium. Dropping it kills its whole process group.
+pub(crate) struct Process {
+    child: Child,
+    /// The group of the browser and every process it started (the browser leads it).
+    group: Option<u32>,
+    /// The DevTools WebSocket address.
+    pub ws_url: String,
+    _profile: tempfile::TempDir,
+}
+
+impl Process {
+    /// Starts Chromium headless with a throwaway profile and every background service off;
+    /// `proxy` carries all its traffic (loopback included: `<-loopback>`).
+    pub(crate) async fn start(executable: &Path, proxy: &str, window: (u32, u32)) -> std::io::Result<Process> {
+        let profile = tempfile::Builder::new().prefix("driftwatch-chromium-").tempdir()?;
+        let mut command = Command::new(executable);
+        command
+            .args([
+                "--headless=new",
+                "--remote-debugging-port=0",
+                "--remote-debugging-address=127.0.0.1",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--disable-background-networking",
+                "--disable-background-timer-throttling",
+                "--disable-renderer-backgrounding",
+                "--disable-backgrounding-occluded-windows",
+                "--disable-breakpad",
+                "--disable-component-update",
+                "--disable-default-apps",
+                "--disable-domain-reliability",
+                "--disable-extensions",
+                "--disable-sync",
+                "--disable-client-side-phishing-detection",
+                "--disable-features=Translate,MediaRouter,OptimizationHints,InterestFeedContentSuggestions,AutofillServerCommunication,CertificateTransparencyComponentUpdater",
+                "--no-first-run",
+                "--no-default-browser-check",
+                "--no-pings",
+                "--metrics-recording-only",
+                "--mute-audio",
+                "--hide-scrollbars",
+                "--password-store=basic",
+                "--use-mock-keychain",
+                // WebRTC may not use UDP outside the proxy: the guard sees every connection.
+                "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+                "--proxy-bypass-list=<-loopback>",
+            ])
+            .arg(format!("--proxy-server={proxy}"))
+            .arg(format!("--window-size={},{}", window.0, window.1))
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .arg("about:blank")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .process_group(0);
+        if running_as_root() {
+            // Chromium refuses to start as root with its sandbox on.
+            command.arg("--no-sandbox");
+        }
+        let mut child = command.spawn()?;
+        let group = child.id();
+        let stderr = child.stderr.take().ok_or_else(|| std::io::Error::other("no stderr"))?;
+        let mut lines = BufReader::new(stderr).lines();
+        let mut seen = Vec::new();
+        let ws_url = tokio::time::timeout(START_TIMEOUT, async {
+            while let Some(line) = lines.next_line().await? {
+                if let Some(url) = line.strip_prefix("DevTools listening on ") {
+                    return Ok(url.trim().to_owned());
+                }
+                if seen.len() < 20 {
+                    seen.push(line);
+                }
+            }
+            Err(std::io::Error::other(format!("Chromium exited while starting: {}", seen.join(" | "))))
+        })
+        .await
+        .map_err(|_| std::io::Error::other(format!("Chromium did not start within {START_TIMEOUT:?}")))??;
+        // Keep reading, or Chromium blocks once the pipe is full.
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                tracing::debug!(target: "driftwatch::chromium", "{line}");
+            }
+        });
+        let process = Process { child, group, ws_url, _profile: profile };
+        tracing::info!(pid = ?process.group, executable = %executable.display(), "Chromium started");
+        Ok(process)
+    }
+
+    /// The browser's process id.
+    pub(crate) fn pid(&self) -> Option<u32> {
+        self.group
+    }
+
+    /// Whether the browser process has exited.
+    pub(crate) fn exited(&mut self) -> bool {
+        !matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Waits up to `grace` for the browser to exit by itself (after `Browser.close`), then
+    /// kills the group.
+    pub(crate) async fn stop(mut self, grace: Duration) {
+        let _ = tokio::time::timeout(grace, self.child.wait()).await;
+        self.kill();
+    }
+
+    /// Kills every process of the group now.
+    pub(crate) fn kill(&mut self) {
+        if let Some(pid) = self.group.and_then(|g| rustix::process::Pid::from_raw(g as i32)) {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+        let _ = self.child.start_kill();
+    }
+
+    /// Proportional memory (PSS, so pages shared between Chromium's processes count once) of
+    /// every process in the group, in bytes. Linux only; `None` elsewhere.
+    pub(crate) fn memory(&self) -> Option<u64> {
+        self.group.map(tree_memory)
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Sum of the PSS of every process in process group `group` (0 when `/proc` says nothing).
+pub fn tree_memory(group: u32) -> u64 {
+    group_members(group).iter().filter_map(|pid| pss(*pid)).sum()
+}
+
+/// Every process whose process group is `group`.
+pub fn group_members(group: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| process_group(*pid) == Some(group))
+        .collect()
+}
+
+/// CPU time (user + system) used so far by every process in `group`, in clock ticks
+/// (normally 100 a second).
+pub fn group_cpu_ticks(group: u32) -> u64 {
+    group_members(group).iter().filter_map(|pid| stat_fields(*pid).map(|f| f.2)).sum()
+}
+
+/// The process group of `pid`, from `/proc/<pid>/stat`.
+fn process_group(pid: u32) -> Option<u32> {
+    stat_fields(pid).map(|f| f.1)
+}
+
+/// (state, process group, utime + stime) of `/proc/<pid>/stat`.
+fn stat_fields(pid: u32) -> Option<(char, u32, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may hold spaces: fields start after the last `)`.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split(' ').collect();
+    let state = fields.first()?.chars().next()?;
+    let group = fields.get(2)?.parse().ok()?;
+    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some((state, group, ticks))
+}
+
+/// A process's PSS in bytes, from `/proc/<pid>/smaps_rollup`.
+fn pss(pid: u32) -> Option<u64> {
+    let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
+    let line = rollup.lines().find(|l| l.starts_with("Pss:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Whether this process runs as root (Chromium's sandbox will not start then).
+fn running_as_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+}

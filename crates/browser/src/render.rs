@@ -1,0 +1,433 @@
+//! One render: a fresh browser context, the page loaded, waited for, stepped through, read
+//! and photographed, and the context disposed of whatever happened.
+
+use std::time::Duration;
+
+use chromiumoxide::Page;
+use chromiumoxide::cdp::browser_protocol::input::InsertTextParams;
+use chromiumoxide::cdp::browser_protocol::network::{CookieParam, Headers, SetExtraHttpHeadersParams};
+use chromiumoxide::cdp::browser_protocol::page::{
+    CaptureScreenshotFormat, CaptureScreenshotParams, EventLifecycleEvent, NavigateParams, Viewport,
+};
+use chromiumoxide::cdp::browser_protocol::target::{CreateBrowserContextParams, CreateTargetParams};
+use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
+use chromiumoxide::error::CdpError;
+use chromiumoxide::page::ScreenshotParams;
+use driftwatch_core::{FetchSpec, ScreenshotMode, Step, WaitKind};
+use futures_util::StreamExt;
+use tokio::time::Instant;
+use url::Url;
+
+use crate::pool::{BrowserConfig, Instance};
+
+/// How often a wait for an element looks again.
+const POLL: Duration = Duration::from_millis(50);
+/// How long closing a context may take before the browser is deemed stuck.
+const DISPOSE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A page to render.
+#[derive(Debug, Clone)]
+pub struct RenderRequest<'a> {
+    /// The page.
+    pub url: &'a str,
+    /// The watch's request settings: headers, cookies, user agent, wait, steps, screenshot.
+    pub spec: &'a FetchSpec,
+    /// The whole render: slot, load, wait, steps, reading and the screenshot.
+    pub timeout: Duration,
+}
+
+/// An encoded screenshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Screenshot {
+    /// The image (WebP).
+    pub bytes: Vec<u8>,
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// `webp`.
+    pub format: &'static str,
+}
+
+/// A rendered page.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    /// The main document's HTTP status, when the browser reports one.
+    pub status: Option<u16>,
+    /// Where the page ended (after redirects and steps).
+    pub final_url: String,
+    /// The document as the scripts left it.
+    pub html: String,
+    /// The screenshot, when the watch keeps one and it was within the cap.
+    pub screenshot: Option<Screenshot>,
+    /// Something worth saying about the render that did not fail it (a screenshot too large).
+    pub note: Option<String>,
+}
+
+/// Why a render failed. Each is a failed check.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    /// No browser is configured or it is shutting down.
+    #[error("{0}")]
+    Unavailable(String),
+    /// The URL, or where the page went, is refused.
+    #[error("{0}")]
+    Target(String),
+    /// The render did not finish in time.
+    #[error("the browser did not finish within {0:?}")]
+    Timeout(Duration),
+    /// The page answered with an error status.
+    #[error("HTTP {status}")]
+    Status {
+        /// The status code.
+        status: u16,
+    },
+    /// The page did not load.
+    #[error("the page did not load: {0}")]
+    Load(String),
+    /// The wait for the page could not be satisfied.
+    #[error("{0}")]
+    Wait(String),
+    /// A page step could not be done.
+    #[error("step {number} ({action}{target}): {reason}")]
+    Step {
+        /// 1-based.
+        number: usize,
+        /// `click`, `type`...
+        action: &'static str,
+        /// ` #selector` or empty.
+        target: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The rendered document is larger than the cap.
+    #[error("the rendered page is larger than {0} bytes")]
+    TooLarge(usize),
+    /// The browser failed (crashed, hung, disconnected); it is restarted.
+    #[error("browser failed: {0}")]
+    Browser(String),
+}
+
+impl RenderError {
+    /// A short name for the kind of failure, stored with the run: `browser`, `step`,
+    /// `timeout`, `status`, `target`, `load`, `wait`, `too_large`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RenderError::Unavailable(_) | RenderError::Browser(_) => "browser",
+            RenderError::Target(_) => "target",
+            RenderError::Timeout(_) => "timeout",
+            RenderError::Status { .. } => "status",
+            RenderError::Load(_) => "load",
+            RenderError::Wait(_) => "wait",
+            RenderError::Step { .. } => "step",
+            RenderError::TooLarge(_) => "too_large",
+        }
+    }
+
+    /// The HTTP status, when the page answered with an error.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            RenderError::Status { status } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+/// A DevTools failure: the browser itself is in trouble.
+fn browser(e: CdpError) -> RenderError {
+    RenderError::Browser(e.to_string())
+}
+
+/// Renders `request` in a fresh context of `instance`, within `deadline`; the context is
+/// disposed of afterwards whatever happened (if it cannot be, the browser is restarted).
+pub(crate) async fn render(
+    instance: &Instance,
+    config: &BrowserConfig,
+    request: &RenderRequest<'_>,
+    deadline: Instant,
+) -> Result<Rendered, RenderError> {
+    let url = Url::parse(request.url).map_err(|e| RenderError::Target(format!("invalid URL: {e}")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(RenderError::Target(format!("{} pages are not rendered", url.scheme())));
+    }
+    // The proxy refuses it too; this says why in the run instead of a browser error page.
+    driftwatch_net::vet_url(&url, config.policy, false).await.map_err(|e| RenderError::Target(e.to_string()))?;
+    let params = CreateBrowserContextParams {
+        dispose_on_detach: Some(true),
+        proxy_server: Some(instance.proxy.url()),
+        proxy_bypass_list: Some("<-loopback>".into()),
+        origins_with_universal_network_access: None,
+    };
+    let context = tokio::time::timeout_at(deadline, instance.browser.create_browser_context(params))
+        .await
+        .map_err(|_| RenderError::Browser("the browser did not open a context in time".into()))?
+        .map_err(browser)?;
+    let rendered = tokio::time::timeout_at(deadline, in_context(instance, config, request, &url, context.clone()))
+        .await
+        .unwrap_or(Err(RenderError::Timeout(request.timeout)));
+    match tokio::time::timeout(DISPOSE_TIMEOUT, instance.browser.dispose_browser_context(context)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => instance.break_down(&format!("closing a context failed: {e}")),
+        Err(_) => instance.break_down("closing a context timed out"),
+    }
+    rendered
+}
+
+async fn in_context(
+    instance: &Instance,
+    config: &BrowserConfig,
+    request: &RenderRequest<'_>,
+    url: &Url,
+    context: chromiumoxide::cdp::browser_protocol::browser::BrowserContextId,
+) -> Result<Rendered, RenderError> {
+    let spec = request.spec;
+    let target = CreateTargetParams::builder()
+        .url("about:blank")
+        .browser_context_id(context)
+        .build()
+        .map_err(RenderError::Browser)?;
+    let page = instance.browser.new_page(target).await.map_err(browser)?;
+    let agent = match &spec.user_agent {
+        Some(agent) => Some(agent.clone()),
+        None => instance.user_agent(&page).await,
+    };
+    if let Some(agent) = agent {
+        page.set_user_agent(agent).await.map_err(browser)?;
+    }
+    if !spec.headers.is_empty() {
+        let headers = serde_json::to_value(&spec.headers).map_err(|e| RenderError::Browser(e.to_string()))?;
+        page.execute(SetExtraHttpHeadersParams::new(Headers::new(headers))).await.map_err(browser)?;
+    }
+    if !spec.cookies.is_empty() {
+        let cookies = spec
+            .cookies
+            .iter()
+            .map(|(name, value)| CookieParam::builder().name(name).value(value).url(url.as_str()).build())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(RenderError::Browser)?;
+        page.set_cookies(cookies).await.map_err(browser)?;
+    }
+    let wait = spec.wait.as_ref().map_or(WaitKind::Load, |w| w.kind());
+    let mut lifecycle = match wait {
+        WaitKind::NetworkIdle => Some(page.event_listener::<EventLifecycleEvent>().await.map_err(browser)?),
+        _ => None,
+    };
+    let navigated = page.execute(NavigateParams::new(url.as_str())).await.map_err(|e| match e {
+        CdpError::ChromeMessage(message) => load_error(&message),
+        other => browser(other),
+    })?;
+    if let Some(text) = navigated.result.error_text.as_deref() {
+        return Err(load_error(text));
+    }
+    let status = eval(&page, STATUS_JS).await?.as_u64().and_then(|s| u16::try_from(s).ok()).filter(|s| *s > 0);
+    if let Some(status) = status.filter(|s| *s >= 400) {
+        return Err(RenderError::Status { status });
+    }
+    match wait {
+        WaitKind::Load => {}
+        WaitKind::Delay(delay) => tokio::time::sleep(delay).await,
+        WaitKind::Selector(selector) => wait_for_selector(&page, selector)
+            .await
+            .map_err(|reason| RenderError::Wait(format!("waiting for {selector}: {reason}")))?,
+        WaitKind::NetworkIdle => {
+            let loader = navigated.result.loader_id.clone();
+            if let Some(events) = lifecycle.as_mut() {
+                loop {
+                    match events.next().await {
+                        Some(event)
+                            if event.name == "networkIdle" && loader.as_ref().is_none_or(|l| *l == event.loader_id) =>
+                        {
+                            break;
+                        }
+                        Some(_) => {}
+                        None => return Err(RenderError::Browser("the page closed while loading".into())),
+                    }
+                }
+            }
+        }
+    }
+    drop(lifecycle);
+    for (i, step) in spec.steps.iter().enumerate() {
+        run_step(&page, step).await.map_err(|reason| RenderError::Step {
+            number: i + 1,
+            action: step.action(),
+            target: step.selector().map(|s| format!(" {s}")).unwrap_or_default(),
+            reason,
+        })?;
+    }
+    let final_url = page.url().await.map_err(browser)?.unwrap_or_default();
+    if !(final_url.starts_with("http://") || final_url.starts_with("https://")) {
+        let scheme = final_url.split(':').next().unwrap_or_default();
+        return Err(RenderError::Target(format!("the page went to a {scheme}: address, which is not rendered")));
+    }
+    let html = page.content().await.map_err(browser)?;
+    if html.len() > config.max_html_bytes {
+        return Err(RenderError::TooLarge(config.max_html_bytes));
+    }
+    let (screenshot, note) = match spec.screenshot {
+        ScreenshotMode::Off => (None, None),
+        mode => match screenshot(&page, config, mode).await? {
+            shot if shot.bytes.len() > config.max_screenshot_bytes => (
+                None,
+                Some(format!(
+                    "the screenshot ({} bytes) is larger than the cap of {} bytes and was not kept",
+                    shot.bytes.len(),
+                    config.max_screenshot_bytes
+                )),
+            ),
+            shot => (Some(shot), None),
+        },
+    };
+    Ok(Rendered { status, final_url, html, screenshot, note })
+}
+
+/// The main document's status, as the Navigation Timing entry has it (0 when unknown).
+const STATUS_JS: &str = "(() => { const e = performance.getEntriesByType('navigation')[0]; return e && e.responseStatus ? e.responseStatus : 0; })()";
+
+/// A failed navigation: refused by the guard, or unreachable.
+fn load_error(message: &str) -> RenderError {
+    if message.contains("ERR_TUNNEL_CONNECTION_FAILED") || message.contains("ERR_PROXY") {
+        RenderError::Load(format!("{message} (refused by the address guard, or unreachable)"))
+    } else {
+        RenderError::Load(message.to_owned())
+    }
+}
+
+/// Evaluates `js` in the page and returns its value; a script exception is a message.
+async fn eval(page: &Page, js: &str) -> Result<serde_json::Value, RenderError> {
+    eval_in(page, js).await.map_err(RenderError::Browser)
+}
+
+async fn eval_in(page: &Page, js: &str) -> Result<serde_json::Value, String> {
+    let params = EvaluateParams::builder()
+        .expression(js)
+        .await_promise(true)
+        .return_by_value(true)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let result = page.evaluate_expression(params).await.map_err(|e| match e {
+        CdpError::JavascriptException(details) => {
+            details.exception.as_ref().and_then(|e| e.description.clone()).unwrap_or(details.text.clone())
+        }
+        other => other.to_string(),
+    })?;
+    Ok(result.value().cloned().unwrap_or(serde_json::Value::Null))
+}
+
+/// A JavaScript string literal of `text`.
+fn js_str(text: &str) -> String {
+    serde_json::Value::String(text.to_owned()).to_string()
+}
+
+/// Waits until an element matches `selector` (the render's deadline bounds it).
+async fn wait_for_selector(page: &Page, selector: &str) -> Result<(), String> {
+    let probe = format!("document.querySelector({}) !== null", js_str(selector));
+    loop {
+        if eval_in(page, &probe).await? == serde_json::Value::Bool(true) {
+            return Ok(());
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Does one step: waits for its element, then acts.
+async fn run_step(page: &Page, step: &Step) -> Result<(), String> {
+    if let Some(selector) = step.selector() {
+        wait_for_selector(page, selector).await?;
+    }
+    match step {
+        Step::Click { selector } => {
+            let js = format!(
+                "(() => {{ const e = document.querySelector({}); e.scrollIntoView({{block: 'center'}}); e.click(); return true; }})()",
+                js_str(selector)
+            );
+            eval_in(page, &js).await?;
+            settle(page).await
+        }
+        Step::Type { selector, text } => {
+            let js = format!(
+                "(() => {{ const e = document.querySelector({}); e.focus(); if ('select' in e) e.select(); return document.activeElement === e; }})()",
+                js_str(selector)
+            );
+            if eval_in(page, &js).await? != serde_json::Value::Bool(true) {
+                return Err("the element cannot take text".into());
+            }
+            page.execute(InsertTextParams::new(text.clone())).await.map_err(|e| e.to_string())?;
+            Ok(())
+        }
+        Step::Press { key } => {
+            if chromiumoxide::keys::get_key_definition(key).is_none() {
+                return Err(format!("unknown key {key:?}"));
+            }
+            let focused = match page.find_element(":focus").await {
+                Ok(element) => element,
+                Err(_) => page.find_element("body").await.map_err(|e| e.to_string())?,
+            };
+            focused.press_key(key).await.map_err(|e| e.to_string())?;
+            settle(page).await
+        }
+        Step::Select { selector, value } => {
+            let js = format!(
+                "(() => {{ const e = document.querySelector({}); const v = {}; \
+                 if (!e.options || ![...e.options].some(o => o.value === v)) return false; \
+                 e.value = v; e.dispatchEvent(new Event('input', {{bubbles: true}})); \
+                 e.dispatchEvent(new Event('change', {{bubbles: true}})); return true; }})()",
+                js_str(selector),
+                js_str(value)
+            );
+            if eval_in(page, &js).await? != serde_json::Value::Bool(true) {
+                return Err(format!("no option with the value {value:?}"));
+            }
+            Ok(())
+        }
+        Step::Scroll { selector: Some(selector) } => {
+            let js = format!("document.querySelector({}).scrollIntoView({{block: 'center'}})", js_str(selector));
+            eval_in(page, &js).await.map(drop)
+        }
+        Step::Scroll { selector: None } => {
+            eval_in(page, "window.scrollTo(0, document.scrollingElement.scrollHeight)").await.map(drop)
+        }
+        Step::WaitFor { selector: Some(_), .. } => Ok(()),
+        Step::WaitFor { selector: None, ms } => {
+            tokio::time::sleep(Duration::from_millis(u64::from(ms.unwrap_or(0).min(60_000)))).await;
+            Ok(())
+        }
+    }
+}
+
+/// After a click or a key: lets a navigation it started finish loading.
+async fn settle(page: &Page) -> Result<(), String> {
+    // A navigation starts on the next task; give it that turn, then wait for the document.
+    tokio::time::sleep(POLL).await;
+    loop {
+        match eval_in(page, "document.readyState").await {
+            Ok(state) if state == "complete" => return Ok(()),
+            // Between two documents there is no context to evaluate in: look again.
+            Ok(_) | Err(_) => tokio::time::sleep(POLL).await,
+        }
+    }
+}
+
+/// Photographs the window, or the page cut at the height cap, as WebP.
+async fn screenshot(page: &Page, config: &BrowserConfig, mode: ScreenshotMode) -> Result<Screenshot, RenderError> {
+    let (width, height) = match mode {
+        ScreenshotMode::FullPage => {
+            let metrics = page.layout_metrics().await.map_err(browser)?;
+            let height = metrics.css_content_size.height.ceil().clamp(1.0, f64::from(config.full_page_max_height));
+            (config.window.0, height as u32)
+        }
+        _ => config.window,
+    };
+    let cdp_params = CaptureScreenshotParams {
+        format: Some(CaptureScreenshotFormat::Webp),
+        quality: Some(80),
+        clip: Some(Viewport { x: 0.0, y: 0.0, width: f64::from(width), height: f64::from(height), scale: 1.0 }),
+        capture_beyond_viewport: Some(mode == ScreenshotMode::FullPage),
+        ..CaptureScreenshotParams::default()
+    };
+    let bytes = page
+        .screenshot(ScreenshotParams { cdp_params, full_page: Some(false), omit_background: None })
+        .await
+        .map_err(browser)?;
+    Ok(Screenshot { bytes, width, height, format: "webp" })
+}

@@ -1,0 +1,137 @@
+//! Renders in a real Chromium (skipped, with one line, when none is installed; required under
+//! `DRIFTWATCH_REQUIRE_BROWSER=1`): scripts run, steps act, screenshots are taken, and the
+//! guard refuses what the page asks of private addresses.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use driftwatch_browser::{BrowserConfig, Browsers, RenderError, RenderRequest};
+use driftwatch_core::{FetchSpec, ScreenshotMode, Step, Wait};
+use driftwatch_net::TargetPolicy;
+
+/// A browser allowed to reach loopback (the test pages live there), or `None` to skip.
+fn browsers(policy: TargetPolicy) -> Option<Browsers> {
+    let browsers = Browsers::new(BrowserConfig { policy, ..BrowserConfig::default() });
+    if browsers.available() {
+        return Some(browsers);
+    }
+    if std::env::var("DRIFTWATCH_REQUIRE_BROWSER").is_ok_and(|v| v == "1") {
+        panic!("DRIFTWATCH_REQUIRE_BROWSER=1 but {}", browsers.unavailable_reason());
+    }
+    eprintln!("SKIPPED browser render tests: {}", browsers.unavailable_reason());
+    None
+}
+
+/// Serves `routes` (path -> (content type, body)) on loopback, counting every request.
+async fn serve(routes: Vec<(&'static str, &'static str, String)>) -> (String, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counter = hits.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut socket, _)) = listener.accept().await else { return };
+            let routes = routes.clone();
+            let counter = counter.clone();
+            tokio::spawn(async move {
+                use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                let mut buf = vec![0u8; 8192];
+                let mut read = 0;
+                loop {
+                    let Ok(n) = socket.read(&mut buf[read..]).await else { return };
+                    if n == 0 {
+                        return;
+                    }
+                    read += n;
+                    if buf[..read].windows(4).any(|w| w == b"\r\n\r\n") || read == buf.len() {
+                        break;
+                    }
+                }
+                counter.fetch_add(1, Ordering::SeqCst);
+                let head = String::from_utf8_lossy(&buf[..read]).to_string();
+                let path = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
+                let (status, kind, body) = match routes.iter().find(|(p, _, _)| *p == path) {
+                    Some((_, kind, body)) => ("200 OK", *kind, body.clone()),
+                    None => ("404 Not Found", "text/plain", "not here".to_owned()),
+                };
+                let response = format!(
+                    "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(response.as_bytes()).await;
+            });
+        }
+    });
+    (format!("http://{addr}"), hits)
+}
+
+const PRICE_PAGE: &str = r#"<!doctype html><html><body><h1>Shop</h1><div id="price"></div>
+<script>document.getElementById('price').textContent = 'Price: ' + (40 + 2) + ' EUR';</script></body></html>"#;
+
+fn request<'a>(url: &'a str, spec: &'a FetchSpec) -> RenderRequest<'a> {
+    RenderRequest { url, spec, timeout: Duration::from_secs(30) }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripts_run_steps_act_and_screenshots_are_taken() {
+    let Some(browsers) = browsers(TargetPolicy { allow_private: true }) else { return };
+    let banner = r#"<!doctype html><html><body>
+<div id="banner">We use cookies <button id="accept" onclick="document.getElementById('banner').remove(); document.getElementById('content').textContent = 'Welcome in';">Accept</button></div>
+<div id="content">hidden until accepted</div>
+<select id="size"><option value="s">S</option><option value="m">M</option></select><p id="chosen"></p>
+<script>document.getElementById('size').addEventListener('change', e => document.getElementById('chosen').textContent = 'size ' + e.target.value);</script>
+</body></html>"#;
+    let (base, _) =
+        serve(vec![("/price", "text/html", PRICE_PAGE.into()), ("/banner", "text/html", banner.into())]).await;
+
+    let spec = FetchSpec { wait: Some(Wait::Text("#price".into())), ..FetchSpec::default() };
+    let url = format!("{base}/price");
+    let rendered = browsers.render(request(&url, &spec)).await.expect("rendered");
+    assert!(rendered.html.contains("Price: 42 EUR"), "{}", rendered.html);
+    assert_eq!(rendered.status, Some(200));
+    assert!(rendered.screenshot.is_none());
+
+    let spec = FetchSpec {
+        steps: vec![
+            Step::Click { selector: "#accept".into() },
+            Step::Select { selector: "#size".into(), value: "m".into() },
+        ],
+        screenshot: ScreenshotMode::Viewport,
+        ..FetchSpec::default()
+    };
+    let url = format!("{base}/banner");
+    let rendered = browsers.render(request(&url, &spec)).await.expect("rendered");
+    assert!(rendered.html.contains("Welcome in") && !rendered.html.contains("We use cookies"), "{}", rendered.html);
+    assert!(rendered.html.contains("size m"), "{}", rendered.html);
+    let shot = rendered.screenshot.expect("a screenshot");
+    assert_eq!((shot.width, shot.height), (1280, 900));
+    assert_eq!(&shot.bytes[..4], b"RIFF", "WebP");
+
+    let spec = FetchSpec { steps: vec![Step::Click { selector: "#nothing-like-it".into() }], ..FetchSpec::default() };
+    let short = RenderRequest { timeout: Duration::from_secs(3), ..request(&url, &spec) };
+    match browsers.render(short).await {
+        Err(RenderError::Timeout(_)) => {}
+        other => panic!("a step whose element never appears times the render out: {other:?}"),
+    }
+    // The browser is still fine for the next page.
+    let spec = FetchSpec::default();
+    let url = format!("{base}/price");
+    assert!(browsers.render(request(&url, &spec)).await.expect("rendered").html.contains("42 EUR"));
+    browsers.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_guard_keeps_a_page_from_reaching_private_addresses() {
+    let Some(browsers) = browsers(TargetPolicy { allow_private: false }) else { return };
+    // The "public" page is served by a test server too, but only the browser's proxy knows
+    // it is loopback: the render is asked to load it through a name that resolves there.
+    let (private, hits) = serve(vec![("/secret", "text/plain", "secret".into())]).await;
+    let spec = FetchSpec::default();
+    match browsers.render(request(&format!("{private}/secret"), &spec)).await {
+        Err(RenderError::Target(why)) => assert!(why.contains("private") || why.contains("loopback"), "{why}"),
+        other => panic!("a private page is refused: {other:?}"),
+    }
+    assert_eq!(hits.load(Ordering::SeqCst), 0);
+    browsers.shutdown(Duration::from_secs(5)).await;
+}
