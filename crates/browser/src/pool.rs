@@ -32,6 +32,8 @@ pub struct BrowserConfig {
     pub memory_cap: u64,
     /// Which addresses pages and their resources may reach.
     pub policy: TargetPolicy,
+    /// Exact addresses (IP and port) reachable whatever `policy` says.
+    pub exempt: Vec<std::net::SocketAddr>,
     /// Where the guard proxy listens (127.0.0.1 on a free port when not set). A remote
     /// browser must reach it there.
     pub proxy_bind: Option<std::net::SocketAddr>,
@@ -54,6 +56,7 @@ impl Default for BrowserConfig {
             recycle_after: 200,
             memory_cap: 1536 * 1024 * 1024,
             policy: TargetPolicy::default(),
+            exempt: Vec::new(),
             proxy_bind: None,
             window: (1280, 900),
             max_screenshot_bytes: 4 * 1024 * 1024,
@@ -102,6 +105,8 @@ pub(crate) struct Instance {
     renders: AtomicU32,
     pub(crate) proxy: Arc<GuardProxy>,
     handler: tokio::task::JoinHandle<()>,
+    /// Cancelled when the DevTools connection ends (the browser crashed, was killed or closed).
+    pub(crate) gone: tokio_util::sync::CancellationToken,
     /// The browser's own user agent without `Headless`, learnt from the first page.
     agent: tokio::sync::OnceCell<Option<String>>,
 }
@@ -125,6 +130,7 @@ impl Instance {
 
     fn usable(&self) -> bool {
         !self.broken.load(Ordering::SeqCst)
+            && !self.gone.is_cancelled()
             && !self.handler.is_finished()
             && self.process.lock().map(|mut p| p.as_mut().is_none_or(|p| !p.exited())).unwrap_or(false)
     }
@@ -236,6 +242,9 @@ impl Browsers {
         }
         let instance = Arc::new(self.start().await?);
         *current = Some(instance.clone());
+        if instance.pid.is_some() {
+            tokio::spawn(watch_process(Arc::downgrade(&instance)));
+        }
         Ok(instance)
     }
 
@@ -244,9 +253,13 @@ impl Browsers {
         if let Some(proxy) = proxy.as_ref() {
             return Ok(proxy.clone());
         }
-        let started = GuardProxy::start(self.inner.config.policy, self.inner.config.proxy_bind)
-            .await
-            .map_err(|e| RenderError::Browser(format!("cannot start the guard proxy: {e}")))?;
+        let started = GuardProxy::start_with(
+            self.inner.config.policy,
+            self.inner.config.exempt.clone(),
+            self.inner.config.proxy_bind,
+        )
+        .await
+        .map_err(|e| RenderError::Browser(format!("cannot start the guard proxy: {e}")))?;
         let started = Arc::new(started);
         *proxy = Some(started.clone());
         Ok(started)
@@ -280,12 +293,21 @@ impl Browsers {
         let (browser, mut handler) = Browser::connect_with_config(ws_url, handler_config)
             .await
             .map_err(|e| RenderError::Browser(format!("cannot connect to the browser: {e}")))?;
+        let gone = tokio_util::sync::CancellationToken::new();
+        let signal = gone.clone();
         let handler = tokio::spawn(async move {
             while let Some(event) = handler.next().await {
-                if let Err(e) = event {
-                    tracing::debug!(error = %e, "DevTools message not understood");
+                match event {
+                    Ok(()) => {}
+                    Err(chromiumoxide::error::CdpError::InvalidMessage(..)) => {}
+                    Err(e) => {
+                        tracing::warn!(error = %e, "the DevTools connection failed");
+                        break;
+                    }
                 }
             }
+            // Commands in flight are never answered now: renders waiting on them stop here.
+            signal.cancel();
         });
         self.inner.starts.fetch_add(1, Ordering::Relaxed);
         let pid = process.as_ref().and_then(Process::pid);
@@ -297,6 +319,7 @@ impl Browsers {
             renders: AtomicU32::new(0),
             proxy,
             handler,
+            gone,
             agent: tokio::sync::OnceCell::new(),
         })
     }
@@ -320,5 +343,24 @@ impl Browsers {
             instance.handler.abort();
         }
         self.inner.proxy.lock().await.take();
+    }
+}
+
+/// Notices a local browser's death (a crash, the kernel's OOM killer, `kill`): its DevTools
+/// connection does not always say so, and renders waiting on it must stop at once.
+async fn watch_process(instance: std::sync::Weak<Instance>) {
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    loop {
+        tick.tick().await;
+        let Some(instance) = instance.upgrade() else { return };
+        if instance.gone.is_cancelled() {
+            return;
+        }
+        let exited = instance.process.lock().map(|mut p| p.as_mut().is_some_and(Process::exited)).unwrap_or(true);
+        if exited {
+            tracing::warn!(pid = ?instance.pid, "the browser exited");
+            instance.gone.cancel();
+            return;
+        }
     }
 }

@@ -49,6 +49,8 @@ pub struct GuardProxy {
 #[derive(Debug)]
 struct Shared {
     policy: TargetPolicy,
+    /// Exact addresses reachable whatever the policy says.
+    exempt: Vec<SocketAddr>,
     passed: AtomicU64,
     refused: AtomicU64,
     cancel: CancellationToken,
@@ -58,10 +60,21 @@ struct Shared {
 impl GuardProxy {
     /// Binds 127.0.0.1:0 (or `bind` when given) and serves until dropped or shut down.
     pub async fn start(policy: TargetPolicy, bind: Option<SocketAddr>) -> std::io::Result<GuardProxy> {
+        GuardProxy::start_with(policy, Vec::new(), bind).await
+    }
+
+    /// [`GuardProxy::start`], with `exempt` addresses (IP literal and port, exactly) reachable
+    /// whatever the policy says: one internal service, or a test's page server.
+    pub async fn start_with(
+        policy: TargetPolicy,
+        exempt: Vec<SocketAddr>,
+        bind: Option<SocketAddr>,
+    ) -> std::io::Result<GuardProxy> {
         let listener = TcpListener::bind(bind.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)))).await?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             policy,
+            exempt,
             passed: AtomicU64::new(0),
             refused: AtomicU64::new(0),
             cancel: CancellationToken::new(),
@@ -329,7 +342,13 @@ async fn open_upstream(shared: &Shared, host: &str, port: u16) -> Result<TcpStre
     if port == 0 {
         return Err(refuse(shared, host, "port 0 is not allowed"));
     }
-    let addrs = match tokio::time::timeout(LOOKUP_TIMEOUT, resolve_vetted(host, port, shared.policy)).await {
+    let literal = host.trim_start_matches('[').trim_end_matches(']').parse::<std::net::IpAddr>().ok();
+    let exempt = literal.map(|ip| SocketAddr::new(ip, port)).filter(|addr| shared.exempt.contains(addr));
+    let vetted = match exempt {
+        Some(addr) => Ok(Ok(vec![addr])),
+        None => tokio::time::timeout(LOOKUP_TIMEOUT, resolve_vetted(host, port, shared.policy)).await,
+    };
+    let addrs = match vetted {
         Ok(Ok(addrs)) => addrs,
         Ok(Err(e)) => return Err(refuse(shared, host, &e.to_string())),
         Err(_) => {

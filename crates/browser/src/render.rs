@@ -151,7 +151,14 @@ pub(crate) async fn render(
         return Err(RenderError::Target(format!("{} pages are not rendered", url.scheme())));
     }
     // The proxy refuses it too; this says why in the run instead of a browser error page.
-    driftwatch_net::vet_url(&url, config.policy, false).await.map_err(|e| RenderError::Target(e.to_string()))?;
+    let exempt = url
+        .host_str()
+        .and_then(|h| h.trim_start_matches('[').trim_end_matches(']').parse::<std::net::IpAddr>().ok())
+        .zip(url.port_or_known_default())
+        .is_some_and(|(ip, port)| config.exempt.contains(&std::net::SocketAddr::new(ip, port)));
+    if !exempt {
+        driftwatch_net::vet_url(&url, config.policy, false).await.map_err(|e| RenderError::Target(e.to_string()))?;
+    }
     let params = CreateBrowserContextParams {
         dispose_on_detach: Some(true),
         proxy_server: Some(instance.proxy.url()),
@@ -162,9 +169,13 @@ pub(crate) async fn render(
         .await
         .map_err(|_| RenderError::Browser("the browser did not open a context in time".into()))?
         .map_err(browser)?;
-    let rendered = tokio::time::timeout_at(deadline, in_context(instance, config, request, &url, context.clone()))
-        .await
-        .unwrap_or(Err(RenderError::Timeout(request.timeout)));
+    let work = tokio::time::timeout_at(deadline, in_context(instance, config, request, &url, context.clone()));
+    let rendered = tokio::select! {
+        done = work => done.unwrap_or(Err(RenderError::Timeout(request.timeout))),
+        () = instance.gone.cancelled() => {
+            return Err(RenderError::Browser("the browser stopped (it crashed, ran out of memory or was killed)".into()));
+        }
+    };
     match tokio::time::timeout(DISPOSE_TIMEOUT, instance.browser.dispose_browser_context(context)).await {
         Ok(Ok(())) => {}
         Ok(Err(e)) => instance.break_down(&format!("closing a context failed: {e}")),

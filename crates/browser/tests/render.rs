@@ -51,6 +51,10 @@ async fn serve(routes: Vec<(&'static str, &'static str, String)>) -> (String, Ar
                 counter.fetch_add(1, Ordering::SeqCst);
                 let head = String::from_utf8_lossy(&buf[..read]).to_string();
                 let path = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
+                if path == "/slow" {
+                    // Never answers in a test's time: the render hangs on it.
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                }
                 let (status, kind, body) = match routes.iter().find(|(p, _, _)| *p == path) {
                     Some((_, kind, body)) => ("200 OK", *kind, body.clone()),
                     None => ("404 Not Found", "text/plain", "not here".to_owned()),
@@ -123,15 +127,102 @@ async fn scripts_run_steps_act_and_screenshots_are_taken() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_guard_keeps_a_page_from_reaching_private_addresses() {
-    let Some(browsers) = browsers(TargetPolicy { allow_private: false }) else { return };
-    // The "public" page is served by a test server too, but only the browser's proxy knows
-    // it is loopback: the render is asked to load it through a name that resolves there.
-    let (private, hits) = serve(vec![("/secret", "text/plain", "secret".into())]).await;
-    let spec = FetchSpec::default();
-    match browsers.render(request(&format!("{private}/secret"), &spec)).await {
+    // The loopback server the page tries to reach: it must see no request at all.
+    let (private, hits) = serve(vec![
+        ("/secret", "text/plain", "secret".into()),
+        ("/x.js", "text/javascript", "document.title = 'pwned';".into()),
+        ("/pixel.png", "image/png", "x".into()),
+    ])
+    .await;
+    let port = private.rsplit(':').next().expect("port");
+    // The page itself stands in for a public one: its exact address is exempted from the
+    // policy (as an operator may exempt one internal service); nothing else is.
+    let page = format!(
+        r#"<!doctype html><html><body><p id="state">loading</p>
+<img src="{private}/pixel.png"><script src="{private}/x.js"></script>
+<iframe src="{private}/secret"></iframe><iframe src="http://localhost:{port}/secret"></iframe>
+<link rel="stylesheet" href="http://[::1]:{port}/secret">
+<script>
+  const out = [];
+  const note = t => {{ out.push(t); document.getElementById('state').textContent = out.join(' '); }};
+  fetch('{private}/secret').then(r => r.text()).then(t => note('fetch:' + t), () => note('fetch:refused'));
+  try {{ const ws = new WebSocket('ws://127.0.0.1:{port}/ws'); ws.onerror = () => note('ws:refused'); ws.onopen = () => note('ws:open'); }} catch (e) {{ note('ws:refused'); }}
+  const x = new XMLHttpRequest(); x.open('GET', 'http://127.0.0.1:{port}/secret'); x.onload = () => note('xhr:' + x.responseText); x.onerror = () => note('xhr:refused'); x.send();
+</script></body></html>"#
+    );
+    let (public, public_hits) = serve(vec![("/", "text/html", page)]).await;
+    let public_addr: std::net::SocketAddr = public.trim_start_matches("http://").parse().expect("addr");
+    let browsers = Browsers::new(BrowserConfig {
+        policy: TargetPolicy { allow_private: false },
+        exempt: vec![public_addr],
+        ..BrowserConfig::default()
+    });
+    if !browsers.available() {
+        let _ = self::browsers(TargetPolicy::default());
+        return;
+    }
+    let spec = FetchSpec { wait: Some(Wait::Text("network_idle".into())), ..FetchSpec::default() };
+    let url = format!("{public}/");
+    let rendered = browsers.render(request(&url, &spec)).await.expect("the public page renders");
+    assert!(public_hits.load(Ordering::SeqCst) >= 1);
+    assert!(rendered.html.contains("fetch:refused"), "{}", rendered.html);
+    assert!(rendered.html.contains("xhr:refused"), "{}", rendered.html);
+    assert!(rendered.html.contains("ws:refused"), "{}", rendered.html);
+    assert!(!rendered.html.contains("pwned") && !rendered.html.contains("secret</"), "{}", rendered.html);
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "the private server saw no request");
+    let (passed, refused) = browsers.proxy_counts().await.expect("the proxy ran");
+    assert!(passed >= 1 && refused >= 5, "passed {passed}, refused {refused}");
+
+    // Asked for directly, a private page is refused before the browser is asked.
+    match browsers.render(request(&format!("{private}/secret"), &FetchSpec::default())).await {
         Err(RenderError::Target(why)) => assert!(why.contains("private") || why.contains("loopback"), "{why}"),
         other => panic!("a private page is refused: {other:?}"),
     }
     assert_eq!(hits.load(Ordering::SeqCst), 0);
     browsers.shutdown(Duration::from_secs(5)).await;
+}
+
+/// Waits (up to 20 s) for `done`, looking every 20 ms.
+async fn until(what: &str, done: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_killed_mid_render_fails_that_render_and_the_next_one_works() {
+    let Some(browsers) = browsers(TargetPolicy { allow_private: true }) else { return };
+    let (base, hits) = serve(vec![("/price", "text/html", PRICE_PAGE.into())]).await;
+    let spec = FetchSpec::default();
+    let price = format!("{base}/price");
+    browsers.render(request(&price, &spec)).await.expect("first render");
+    let first = browsers.stats().await.pid.expect("a local browser runs");
+    assert!(driftwatch_browser::group_members(first).len() > 1, "Chromium runs as a group of processes");
+
+    let slow = format!("{base}/slow");
+    let hanging = {
+        let browsers = browsers.clone();
+        tokio::spawn(async move {
+            let spec = FetchSpec::default();
+            browsers.render(RenderRequest { url: &slow, spec: &spec, timeout: Duration::from_secs(30) }).await
+        })
+    };
+    until("the hanging page to be asked for", || hits.load(Ordering::SeqCst) >= 2).await;
+    let killed = std::process::Command::new("kill").args(["-KILL", &first.to_string()]).status().expect("kill");
+    assert!(killed.success());
+    match hanging.await.expect("joined") {
+        Err(e) => assert_eq!(e.kind(), "browser", "{e}"),
+        Ok(_) => panic!("a render whose browser died cannot succeed"),
+    }
+    let rendered = browsers.render(request(&price, &spec)).await.expect("the next render starts a new browser");
+    assert!(rendered.html.contains("42 EUR"));
+    let second = browsers.stats().await.pid.expect("a local browser runs");
+    assert_ne!(first, second);
+    assert_eq!(browsers.stats().await.starts, 2);
+    until("the killed browser's processes to be gone", || driftwatch_browser::group_members(first).is_empty()).await;
+    browsers.shutdown(Duration::from_secs(5)).await;
+    until("every Chromium process to be gone", || driftwatch_browser::group_members(second).is_empty()).await;
+    assert!(browsers.render(request(&price, &spec)).await.is_err(), "no renders after shutdown");
 }

@@ -42,6 +42,7 @@ pub struct App {
     shutdown: CancellationToken,
     tasks: TaskTracker,
     scheduler: Option<tokio_cron_scheduler::JobScheduler>,
+    browsers: Option<driftwatch_browser::Browsers>,
 }
 
 impl App {
@@ -53,6 +54,7 @@ impl App {
         let metrics = Arc::new(driftwatch_metrics::Metrics::default());
         let worker = parts::delivery_worker(settings, &store, &clock, &metrics)?;
         let runner = parts::runner(settings, &store, &clock, &metrics, worker.clone())?;
+        let browsers = runner.browsers().cloned();
         let shutdown = CancellationToken::new();
         let tasks = TaskTracker::new();
         let mut scheduler = None;
@@ -73,7 +75,7 @@ impl App {
             Some(web) => (Some(web.addr), web.metrics_addr, web.setup_url),
             None => (None, None, None),
         };
-        Ok(App { addr, metrics_addr, store, setup_url, shutdown, tasks, scheduler })
+        Ok(App { addr, metrics_addr, store, setup_url, shutdown, tasks, scheduler, browsers })
     }
 
     /// Stops accepting work and waits for what is in flight to be recorded.
@@ -92,7 +94,7 @@ impl App {
         {
             tracing::warn!(error = %e, "stopping the job scheduler failed");
         }
-        match grace {
+        let finished = match grace {
             None => {
                 self.tasks.wait().await;
                 true
@@ -108,7 +110,13 @@ impl App {
                     false
                 }
             },
+        };
+        // Checks in flight have finished (or the grace is over): the browser goes too, and
+        // with it every Chromium process.
+        if let Some(browsers) = &self.browsers {
+            browsers.shutdown(std::time::Duration::from_secs(3)).await;
         }
+        finished
     }
 
     /// Resolves when the application has been asked to stop.

@@ -91,10 +91,28 @@ pub(crate) fn runner(
         per_host_gap: settings.per_host_gap.into(),
         node_id: settings.node_id(),
         max_text_bytes: settings.max_text_bytes,
+        browser_concurrency: settings.browser_concurrency,
         metrics: Arc::clone(metrics),
         ..RunnerConfig::default()
     };
-    Ok(Runner::new(store.clone(), fetcher, Arc::clone(clock), config, move || worker.wake()))
+    Ok(Runner::new(store.clone(), fetcher, Arc::clone(clock), config, move || worker.wake())
+        .with_browsers(browsers(settings)))
+}
+
+/// The node's browser, started when a watch first renders.
+pub(crate) fn browsers(settings: &Settings) -> driftwatch_browser::Browsers {
+    driftwatch_browser::Browsers::new(driftwatch_browser::BrowserConfig {
+        executable: settings.chromium.clone(),
+        remote: settings.browser_ws.clone().filter(|u| !u.is_empty()),
+        concurrency: settings.browser_concurrency,
+        recycle_after: settings.browser_recycle_after,
+        memory_cap: settings.browser_memory_mb * 1024 * 1024,
+        policy: target_policy(settings),
+        proxy_bind: settings.browser_proxy_listen,
+        max_screenshot_bytes: settings.max_screenshot_bytes,
+        max_html_bytes: settings.max_page_bytes,
+        ..driftwatch_browser::BrowserConfig::default()
+    })
 }
 
 /// What every HTTP handler shares.
@@ -107,6 +125,7 @@ pub(crate) fn app_state(
     metrics: Arc<Metrics>,
     draining: CancellationToken,
 ) -> AppState {
+    let browser_available = runner.browsers().is_some_and(driftwatch_browser::Browsers::available);
     AppState {
         store: store.clone(),
         runner,
@@ -117,6 +136,7 @@ pub(crate) fn app_state(
             min_interval_seconds: settings.min_interval_seconds,
             secret_rotation_overlap: settings.secret_rotation_overlap.into(),
             rate_limit_per_minute: settings.rate_limit_per_minute,
+            browser_available,
             ..driftwatch_web::ApiLimits::default()
         },
         limiter: Arc::new(driftwatch_web::RateLimiter::new(settings.rate_limit_per_minute)),

@@ -150,6 +150,37 @@ pub struct Settings {
     #[arg(long, env = "DRIFTWATCH_DELIVERY_CONCURRENCY", default_value_t = 64)]
     pub delivery_concurrency: usize,
 
+    /// Chromium's executable, for watches rendered in a browser (default: `chromium`,
+    /// `chromium-browser` or `google-chrome` on `PATH`).
+    #[arg(long, env = "DRIFTWATCH_CHROMIUM")]
+    pub chromium: Option<std::path::PathBuf>,
+
+    /// A remote browser's DevTools address (`ws://host:3000`, or `http://host:9222`), used
+    /// instead of a local Chromium. It must reach the guard proxy (`--browser-proxy-listen`).
+    #[arg(long, env = "DRIFTWATCH_BROWSER_WS")]
+    pub browser_ws: Option<String>,
+
+    /// Pages rendered in the browser at once.
+    #[arg(long, env = "DRIFTWATCH_BROWSER_CONCURRENCY", default_value_t = 2)]
+    pub browser_concurrency: usize,
+
+    /// The local browser is restarted after this many renders.
+    #[arg(long, env = "DRIFTWATCH_BROWSER_RECYCLE_AFTER", default_value_t = 200)]
+    pub browser_recycle_after: u32,
+
+    /// The local browser is restarted once its processes use more memory than this (MiB).
+    #[arg(long, env = "DRIFTWATCH_BROWSER_MEMORY_MB", default_value_t = 1536)]
+    pub browser_memory_mb: u64,
+
+    /// Where the proxy that guards the browser's requests listens (default: 127.0.0.1 on a
+    /// free port). Set it when a remote browser must reach it.
+    #[arg(long, env = "DRIFTWATCH_BROWSER_PROXY_LISTEN")]
+    pub browser_proxy_listen: Option<std::net::SocketAddr>,
+
+    /// Screenshots larger than this (bytes, encoded) are not kept; the run says so.
+    #[arg(long, env = "DRIFTWATCH_MAX_SCREENSHOT_BYTES", default_value_t = 4 * 1024 * 1024)]
+    pub max_screenshot_bytes: usize,
+
     /// Page checks in flight at once.
     #[arg(long, env = "DRIFTWATCH_CHECK_CONCURRENCY", default_value_t = 32)]
     pub check_concurrency: usize,
@@ -275,6 +306,10 @@ impl Settings {
         at_least("DRIFTWATCH_KEEP_SNAPSHOTS", "keep-snapshots", self.keep_snapshots, 1)?;
         at_least("DRIFTWATCH_MAX_PAGE_BYTES", "max-page-bytes", self.max_page_bytes, 1024)?;
         at_least("DRIFTWATCH_MAX_TEXT_BYTES", "max-text-bytes", self.max_text_bytes, 1024)?;
+        at_least("DRIFTWATCH_BROWSER_CONCURRENCY", "browser-concurrency", self.browser_concurrency, 1)?;
+        at_least("DRIFTWATCH_BROWSER_RECYCLE_AFTER", "browser-recycle-after", self.browser_recycle_after, 1)?;
+        at_least("DRIFTWATCH_BROWSER_MEMORY_MB", "browser-memory-mb", self.browser_memory_mb, 128)?;
+        at_least("DRIFTWATCH_MAX_SCREENSHOT_BYTES", "max-screenshot-bytes", self.max_screenshot_bytes, 1024)?;
         positive("DRIFTWATCH_HEADER_TIMEOUT", "header-timeout", self.header_timeout)?;
         positive("DRIFTWATCH_BODY_TIMEOUT", "body-timeout", self.body_timeout)?;
         at_least("DRIFTWATCH_MAX_CONNECTIONS", "max-connections", self.max_connections, 1)?;

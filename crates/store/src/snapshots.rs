@@ -28,6 +28,10 @@ pub struct SnapshotInfo {
     pub content_hash: String,
     /// When it was fetched.
     pub created_at: NaiveDateTime,
+    /// Hex SHA-256 of its screenshot, when one was kept.
+    pub screenshot_hash: Option<String>,
+    /// Share of pixels that differ from the previous snapshot's screenshot, in percent.
+    pub visual_change_percent: Option<f64>,
 }
 
 /// The snapshots of the account's watch `watch_id`, newest first, without their content (none

@@ -96,10 +96,12 @@ pub struct Limits {
     pub min_interval_seconds: i64,
     /// Interval of a watch created without a schedule.
     pub default_interval_seconds: i64,
+    /// Whether the server has a browser for watches whose engine is `browser`.
+    pub browser_available: bool,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { min_interval_seconds: 30, default_interval_seconds: 3600 }
+        Limits { min_interval_seconds: 30, default_interval_seconds: 3600, browser_available: false }
     }
 }

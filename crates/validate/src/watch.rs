@@ -76,8 +76,9 @@ fn valid_selector(selector: Option<String>) -> Result<Option<String>, FieldError
 
 /// Checks fetch, extraction, line and noise options (header names, selectors parse, regexes
 /// compile, ranges); returns them as stored (JSON).
-fn valid_options(options: &WatchOptions) -> Result<String, FieldError> {
+fn valid_options(options: &WatchOptions, limits: &Limits) -> Result<String, FieldError> {
     let fetch = &options.fetch;
+    valid_browser_options(options, limits)?;
     if let Some(method) = &fetch.method
         && !["GET", "POST", "PUT", "PATCH"].contains(&method.to_ascii_uppercase().as_str())
     {
@@ -119,6 +120,110 @@ fn valid_options(options: &WatchOptions) -> Result<String, FieldError> {
     driftwatch_alert::Noise::new(&options.noise)
         .map_err(|e| FieldError::new(format!("options.{}", e.field), e.message))?;
     serde_json::to_string(options).map_err(|e| FieldError::new("options", e.to_string()))
+}
+
+/// Checks the browser's settings: the engine is available, waits and steps are well formed and
+/// only asked of the browser, visual comparison has a screenshot to compare.
+fn valid_browser_options(options: &WatchOptions, limits: &Limits) -> Result<(), FieldError> {
+    use driftwatch_core::{Engine, MAX_STEPS, ScreenshotMode, Step, Wait, WaitKind};
+    let fetch = &options.fetch;
+    let selector = |field: String, selector: &str| {
+        if selector.trim().is_empty() {
+            return Err(FieldError::new(field, "a CSS selector is needed"));
+        }
+        driftwatch_scrape::validate_selector(selector).map_err(|e| FieldError::new(field, e.to_string()))
+    };
+    if fetch.engine == Engine::Browser && !limits.browser_available {
+        return Err(FieldError::new(
+            "options.fetch.engine",
+            "no browser on this server: install Chromium (Debian: apt-get install chromium), or set \
+             DRIFTWATCH_CHROMIUM or DRIFTWATCH_BROWSER_WS",
+        ));
+    }
+    let renders = fetch.engine != Engine::Http;
+    if !renders {
+        let needs = if !fetch.steps.is_empty() {
+            Some("options.fetch.steps")
+        } else if fetch.wait.is_some() {
+            Some("options.fetch.wait")
+        } else if fetch.screenshot != ScreenshotMode::Off {
+            Some("options.fetch.screenshot")
+        } else {
+            None
+        };
+        if let Some(field) = needs {
+            return Err(FieldError::new(field, "needs the browser: set options.fetch.engine to browser or auto"));
+        }
+    }
+    if fetch.engine == Engine::Browser
+        && (fetch.body.is_some() || fetch.method.as_deref().is_some_and(|m| !m.eq_ignore_ascii_case("GET")))
+    {
+        return Err(FieldError::new("options.fetch.method", "the browser loads pages with GET and no body"));
+    }
+    match fetch.wait.as_ref() {
+        Some(Wait::Delay(ms)) if *ms > 60_000 => {
+            return Err(FieldError::new("options.fetch.wait", "at most 60000 milliseconds"));
+        }
+        Some(wait) => {
+            if let WaitKind::Selector(css) = wait.kind() {
+                selector("options.fetch.wait".into(), css)?;
+            }
+        }
+        None => {}
+    }
+    if fetch.steps.len() > MAX_STEPS {
+        return Err(FieldError::new("options.fetch.steps", format!("at most {MAX_STEPS} steps")));
+    }
+    for (i, step) in fetch.steps.iter().enumerate() {
+        let field = |name: &str| format!("options.fetch.steps[{i}].{name}");
+        match step {
+            Step::Click { selector: css } | Step::Select { selector: css, .. } => selector(field("selector"), css)?,
+            Step::Type { selector: css, text } => {
+                selector(field("selector"), css)?;
+                if text.chars().count() > 1000 {
+                    return Err(FieldError::new(field("text"), "at most 1000 characters"));
+                }
+            }
+            Step::Press { key } => {
+                if key.trim().is_empty() || key.chars().count() > 32 {
+                    return Err(FieldError::new(field("key"), "a key name such as Enter, Escape or a"));
+                }
+            }
+            Step::Scroll { selector: css } => {
+                if let Some(css) = css {
+                    selector(field("selector"), css)?;
+                }
+            }
+            Step::WaitFor { selector: css, ms } => match (css, ms) {
+                (Some(css), None) => selector(field("selector"), css)?,
+                (None, Some(ms)) if *ms <= 60_000 => {}
+                (None, Some(_)) => return Err(FieldError::new(field("ms"), "at most 60000 milliseconds")),
+                _ => return Err(FieldError::new(field("selector"), "wait_for takes a selector or ms, one of them")),
+            },
+        }
+    }
+    let noise = &options.noise;
+    if noise.compare.visual() && fetch.screenshot == ScreenshotMode::Off {
+        return Err(FieldError::new(
+            "options.noise.compare",
+            "comparing how the page looks needs a screenshot: set options.fetch.screenshot",
+        ));
+    }
+    if noise.min_visual_change_percent.is_some_and(|p| !(0.0..=100.0).contains(&p)) {
+        return Err(FieldError::new("options.noise.min_visual_change_percent", "must be between 0 and 100"));
+    }
+    if noise.ignore_regions.len() > 50 {
+        return Err(FieldError::new("options.noise.ignore_regions", "at most 50 regions"));
+    }
+    for (i, region) in noise.ignore_regions.iter().enumerate() {
+        if region.width == 0 || region.height == 0 {
+            return Err(FieldError::new(
+                format!("options.noise.ignore_regions[{i}]"),
+                "width and height must be above 0",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Checks a schedule against the limits; returns it parsed.
@@ -223,7 +328,7 @@ pub fn new_watch(
     };
     let time_zone = blank_to_none(input.time_zone);
     errors.take(valid_timing(limits, interval, cron.as_deref(), time_zone.as_deref(), now));
-    let options = errors.take(valid_options(&input.options.unwrap_or_default()));
+    let options = errors.take(valid_options(&input.options.unwrap_or_default(), limits));
     let tags = errors.take(valid_tags(&input.tags.unwrap_or_default()));
     errors.finish()?;
     let (Some(url), Some(name), Some(selector), Some(options), Some(tags)) = (url, name, selector, options, tags)
@@ -310,7 +415,7 @@ pub fn watch_changes(
         }
     }
     if let Some(options) = &patch.options {
-        changes.options = errors.take(valid_options(options));
+        changes.options = errors.take(valid_options(options, limits));
     }
     if let Some(tags) = &patch.tags {
         changes.tags = errors.take(valid_tags(tags)).map(|t| driftwatch_store::stored_tags(&t));

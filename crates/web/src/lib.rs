@@ -40,6 +40,8 @@ pub struct ApiLimits {
     pub secret_rotation_overlap: std::time::Duration,
     /// API requests a minute per token (0: no limit).
     pub rate_limit_per_minute: u32,
+    /// Whether this node has a browser (watches with the `browser` engine need one).
+    pub browser_available: bool,
 }
 
 impl ApiLimits {
@@ -48,6 +50,7 @@ impl ApiLimits {
         driftwatch_validate::Limits {
             min_interval_seconds: self.min_interval_seconds,
             default_interval_seconds: self.default_interval_seconds,
+            browser_available: self.browser_available,
         }
     }
 }
@@ -59,6 +62,7 @@ impl Default for ApiLimits {
             default_interval_seconds: 3600,
             secret_rotation_overlap: std::time::Duration::from_secs(86_400),
             rate_limit_per_minute: 600,
+            browser_available: false,
         }
     }
 }
@@ -179,4 +183,20 @@ pub fn router(state: AppState) -> Router {
         }))
         .layer(SetRequestIdLayer::x_request_id(MakeId))
         .with_state(state)
+}
+
+/// A stored screenshot as an HTTP answer: its own type, cached for good by its owner only (it
+/// is stored by content: the same URL always answers the same bytes).
+pub(crate) fn screenshot_response(shot: driftwatch_store::screenshots::StoredScreenshot) -> axum::response::Response {
+    use axum::http::header;
+    use axum::response::IntoResponse;
+    (
+        [
+            (header::CONTENT_TYPE, shot.content_type().to_owned()),
+            (header::CACHE_CONTROL, "private, max-age=31536000, immutable".to_owned()),
+            (header::ETAG, format!("\"{}\"", shot.hash)),
+        ],
+        shot.bytes,
+    )
+        .into_response()
 }

@@ -46,6 +46,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(watches::resume))
         .routes(routes!(watches::runs))
         .routes(routes!(watches::snapshots))
+        .routes(routes!(watches::screenshot))
         .routes(routes!(watches::diff))
         .routes(routes!(watches::snapshot))
         .routes(routes!(events::list))

@@ -409,6 +409,35 @@ pub async fn snapshot(
     Ok(axum::Json(snapshot.into()))
 }
 
+/// A snapshot's screenshot (WebP), when the watch keeps screenshots; only its owner sees it.
+/// Screenshots are stored by content, so the answer never changes: it may be cached for good.
+#[utoipa::path(
+    get,
+    path = "/watches/{id}/snapshots/{snapshot_id}/screenshot",
+    operation_id = "get_screenshot",
+    tag = "watches",
+    params(
+        ("id" = String, Path, description = "A watch id (`wat_...`)."),
+        ("snapshot_id" = String, Path, description = "A snapshot id (`snp_...`)."),
+    ),
+    responses((status = 200, description = "The screenshot.", content_type = "image/webp"))
+)]
+pub async fn screenshot(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((id, snapshot_id)): Path<(String, String)>,
+) -> Result<axum::response::Response, ApiError> {
+    let watch = find(&state, &caller, &id).await?;
+    let shot = state
+        .store
+        .read(move |c| driftwatch_store::screenshots::of_snapshot(c, &caller.account_id, &watch.id, &snapshot_id))
+        .await?
+        .ok_or_else(|| {
+            ApiError::not_found("no such screenshot: the snapshot has none, or there is no such snapshot")
+        })?;
+    Ok(crate::screenshot_response(shot))
+}
+
 /// Query of `GET /watches/{id}/diff`.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]

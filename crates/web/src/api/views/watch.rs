@@ -39,6 +39,10 @@ pub struct Watch {
     last_run_at: Option<DateTime<Utc>>,
     /// Failed checks in a row.
     consecutive_failures: i32,
+    /// An `auto` watch whose page needs the browser: since when (null while HTTP does).
+    browser_since: Option<DateTime<Utc>>,
+    /// The engine its checks use now: `http` or `browser` (for `auto`, what it has settled on).
+    engine_in_use: String,
     /// Creation time.
     created_at: DateTime<Utc>,
     /// Last change by a request.
@@ -50,6 +54,7 @@ pub struct Watch {
 impl From<store::Watch> for Watch {
     fn from(w: store::Watch) -> Watch {
         let options = w.options();
+        let engine = options.fetch.engine;
         Watch {
             tags: w.tag_list().into_iter().map(str::to_owned).collect(),
             id: w.id,
@@ -65,6 +70,14 @@ impl From<store::Watch> for Watch {
             next_run_at: utc(w.next_run_at),
             last_run_at: w.last_run_at.map(utc),
             consecutive_failures: w.consecutive_failures,
+            engine_in_use: match engine {
+                driftwatch_core::Engine::Http => "http",
+                driftwatch_core::Engine::Browser => "browser",
+                driftwatch_core::Engine::Auto if w.browser_since.is_some() => "browser",
+                driftwatch_core::Engine::Auto => "http",
+            }
+            .to_owned(),
+            browser_since: w.browser_since.map(utc),
             created_at: utc(w.created_at),
             updated_at: utc(w.updated_at),
         }
@@ -95,6 +108,11 @@ pub struct Run {
     snapshot_id: Option<String>,
     /// The event the check raised.
     event_id: Option<String>,
+    /// What loaded the page: `http` or `browser`.
+    engine: Option<String>,
+    /// The kind of failure: `target`, `timeout`, `connect`, `status`, `too_large`, `fetch`,
+    /// `extract`, `selector_missing`, `rules`, `empty`, `browser`, `load`, `wait`, `step`.
+    error_kind: Option<String>,
     /// Start time.
     started_at: DateTime<Utc>,
     /// End time.
@@ -114,6 +132,8 @@ impl From<store::Run> for Run {
             note: r.note,
             snapshot_id: r.snapshot_id,
             event_id: r.event_id,
+            engine: r.engine,
+            error_kind: r.error_kind,
             started_at: utc(r.started_at),
             finished_at: utc(r.finished_at),
         }
@@ -134,11 +154,24 @@ pub struct Snapshot {
     content: Option<String>,
     /// When it was recorded.
     created_at: DateTime<Utc>,
+    /// Where its screenshot is (`/api/v1/watches/{id}/snapshots/{sid}/screenshot`), when one
+    /// was kept.
+    screenshot: Option<String>,
+    /// Share of the screenshot's pixels that differ from the previous snapshot's, in percent
+    /// (when the watch compares how the page looks).
+    visual_change_percent: Option<f64>,
+}
+
+/// The path a snapshot's screenshot is served at.
+fn screenshot_path(watch_id: &str, snapshot_id: &str, hash: Option<&String>) -> Option<String> {
+    hash.map(|_| format!("/api/v1/watches/{watch_id}/snapshots/{snapshot_id}/screenshot"))
 }
 
 impl From<store::Snapshot> for Snapshot {
     fn from(s: store::Snapshot) -> Snapshot {
         Snapshot {
+            screenshot: screenshot_path(&s.watch_id, &s.id, s.screenshot_hash.as_ref()),
+            visual_change_percent: s.visual_change_percent,
             id: s.id,
             watch_id: s.watch_id,
             content_hash: s.content_hash,
@@ -151,6 +184,8 @@ impl From<store::Snapshot> for Snapshot {
 impl From<store::snapshots::SnapshotInfo> for Snapshot {
     fn from(s: store::snapshots::SnapshotInfo) -> Snapshot {
         Snapshot {
+            screenshot: screenshot_path(&s.watch_id, &s.id, s.screenshot_hash.as_ref()),
+            visual_change_percent: s.visual_change_percent,
             id: s.id,
             watch_id: s.watch_id,
             content_hash: s.content_hash,
