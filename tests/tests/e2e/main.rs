@@ -14,6 +14,7 @@ mod openapi;
 mod ops;
 mod pages;
 mod pipeline;
+mod rendering;
 mod scale;
 mod store;
 mod ui;
@@ -51,6 +52,10 @@ on_both_backends!(
     pipeline::a_page_nested_too_deep_fails_its_run_clearly,
     pipeline::what_remote_servers_send_is_stored_whatever_it_says,
     pipeline::each_endpoint_of_the_owner_gets_one_delivery,
+    rendering::a_script_written_price_is_seen_by_browser_and_auto_not_http,
+    rendering::steps_and_screenshots_are_kept_shown_to_their_owner_and_purged,
+    rendering::a_visual_only_change_alerts_and_an_ignored_region_does_not,
+    rendering::browser_options_are_checked_field_by_field,
     api::owners_cannot_see_each_other,
     api::bad_input_answers_problem_json,
     api::lists_page_with_a_cursor,
