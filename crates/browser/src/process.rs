@@ -127,6 +127,17 @@ impl Process {
     pub(crate) async fn stop(mut self, grace: Duration) {
         let _ = tokio::time::timeout(grace, self.child.wait()).await;
         self.kill();
+        let _ = self.child.wait().await;
+        // SIGKILL is delivered, not yet acted on: wait (briefly) until every process of the
+        // group is gone (or a zombie its parent has yet to reap), so none outlives the caller.
+        if let Some(group) = self.group {
+            for _ in 0..200 {
+                if group_members(group).iter().all(|pid| stat_fields(*pid).is_none_or(|f| f.0 == 'Z')) {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
     }
 
     /// Kills every process of the group now.
