@@ -1,7 +1,8 @@
 //! Benchmarks behind `driftwatch bench`: delivery (raw next to durable), the API path, checks,
-//! hostile pages beside normal ones, pages, retention.
+//! hostile pages beside normal ones, pages, retention, rendering in Chromium.
 
 mod api;
+mod browser;
 mod checks;
 mod delivery;
 mod hostile;
@@ -9,6 +10,7 @@ mod pages;
 mod retention;
 
 pub use api::{ApiBench, ApiReport, api};
+pub use browser::{BrowserBench, BrowserReport, BrowserRow, PageKind, browser};
 pub use checks::{ChecksBench, ChecksReport, checks};
 pub use delivery::{DeliveryBench, Report, Shape, delivery};
 pub use hostile::{Hostile, HostileBench, HostileReport, hostile_bench};

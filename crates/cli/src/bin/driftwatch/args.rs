@@ -167,6 +167,20 @@ pub(crate) enum BenchCommand {
         #[arg(long)]
         database_url: Option<String>,
     },
+    /// Pages rendered in headless Chromium (a static page and a scripted one, screenshot off
+    /// and of the viewport), each in a fresh context: renders per second, CPU per render of
+    /// driftwatch and of the browser, and the browser's peak memory.
+    Browser {
+        /// Renders measured per page and screenshot mode, after 3 warm-up renders.
+        #[arg(long, default_value_t = 40)]
+        renders: usize,
+        /// Renders in flight at once, comma-separated; a fresh browser for each.
+        #[arg(long, value_delimiter = ',', default_values_t = [1, 2, 4])]
+        concurrency: Vec<usize>,
+        /// Also measure full-page screenshots.
+        #[arg(long)]
+        full_page: bool,
+    },
     /// Durable delivery rate and enqueue-to-2xx latency, next to the raw HTTP rate.
     Delivery {
         /// Deliveries to send.

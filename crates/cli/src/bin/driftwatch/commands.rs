@@ -65,7 +65,7 @@ pub(crate) async fn token(command: TokenCommand) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `driftwatch bench checks|retention|pages|api|hostile|delivery`: prints the report.
+/// `driftwatch bench checks|retention|pages|api|hostile|browser|delivery`: prints the report.
 pub(crate) async fn bench(command: BenchCommand) -> anyhow::Result<()> {
     match command {
         BenchCommand::Checks { watches, concurrency, idle_seconds, database_url } => {
@@ -83,6 +83,10 @@ pub(crate) async fn bench(command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Hostile { case, watches, interval, seconds, database_url } => {
             let bench = driftwatch_bench::HostileBench { case, watches, interval, seconds, database_url };
             println!("{}", driftwatch_bench::hostile_bench(&bench).await?);
+        }
+        BenchCommand::Browser { renders, concurrency, full_page } => {
+            let bench = driftwatch_bench::BrowserBench { renders, concurrency, full_page };
+            println!("{}", driftwatch_bench::browser(&bench).await?);
         }
         BenchCommand::Api { count, clients, database_url } => {
             let bench = driftwatch_bench::ApiBench { count, clients, database_url };

@@ -1,0 +1,479 @@
+//! `driftwatch bench browser`: pages rendered in a real headless Chromium, as browser checks
+//! render them (each in a fresh context, disposed afterwards), at a few concurrency levels.
+//!
+//! Two pages are served on loopback: a static article (20 paragraphs, no scripts) and a page
+//! whose body a script builds (50 products and their total, with a small stylesheet). For each
+//! concurrency level a fresh browser renders each page with the screenshot off and of the
+//! viewport (and of the full page when asked); per row: renders per second, render time,
+//! driftwatch's CPU and the browser's per render, and the browser's peak memory.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use driftwatch_browser::{BrowserConfig, Browsers, RenderError, RenderRequest, Rendered};
+use driftwatch_core::{FetchSpec, ScreenshotMode};
+use driftwatch_net::TargetPolicy;
+
+/// How long one render may take before it counts as failed.
+const RENDER_TIMEOUT: Duration = Duration::from_secs(60);
+/// Renders before each measured run, not counted.
+const WARM_UP: usize = 3;
+/// How often the browser's memory is sampled.
+const SAMPLE_EVERY: Duration = Duration::from_millis(100);
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub struct BrowserBench {
+    /// Renders measured per row.
+    pub renders: usize,
+    /// Renders in flight at once; one set of rows (and a fresh browser) each.
+    pub concurrency: Vec<usize>,
+    /// Also measure full-page screenshots.
+    pub full_page: bool,
+}
+
+/// The page rendered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageKind {
+    /// An article of 20 paragraphs, no scripts.
+    Static,
+    /// A product list and total built by a script, with a small stylesheet.
+    Script,
+}
+
+impl PageKind {
+    fn name(self) -> &'static str {
+        match self {
+            PageKind::Static => "static",
+            PageKind::Script => "js",
+        }
+    }
+
+    fn path(self) -> &'static str {
+        match self {
+            PageKind::Static => "/static",
+            PageKind::Script => "/js",
+        }
+    }
+
+    /// What the rendered document must hold: for the script page, what only the script writes.
+    fn marker(self) -> &'static str {
+        match self {
+            PageKind::Static => "<p id=\"end\">",
+            PageKind::Script => "<div id=\"total\">Total: ",
+        }
+    }
+}
+
+/// The figures of one row: one page, one screenshot mode, one concurrency level.
+#[derive(Debug, Clone)]
+pub struct BrowserRow {
+    /// Renders in flight at once.
+    pub concurrency: usize,
+    /// The page.
+    pub page: PageKind,
+    /// The screenshot taken.
+    pub screenshot: ScreenshotMode,
+    /// Renders measured (failures included).
+    pub renders: usize,
+    /// Renders that failed (an error, or not the expected document or screenshot).
+    pub failures: usize,
+    /// Renders finished per second, wall clock.
+    pub per_second: f64,
+    /// Render time of successful renders: p50 and p95, milliseconds.
+    pub latency_ms: [f64; 2],
+    /// driftwatch's CPU per render, milliseconds (the process less the page server's and the
+    /// memory sampler's threads: the DevTools client and the guard proxy).
+    pub own_cpu_ms: f64,
+    /// The browser's CPU per render, milliseconds (its whole process group, including
+    /// processes that ended during the run).
+    pub browser_cpu_ms: f64,
+    /// The browser's peak memory during the run (PSS of its process group), MB.
+    pub peak_mb: f64,
+    /// Mean size of the screenshot, bytes (0 when off).
+    pub screenshot_bytes: usize,
+}
+
+/// The figures of a whole run.
+#[derive(Debug, Clone)]
+pub struct BrowserReport {
+    /// `chromium --version`, when it answers.
+    pub chromium: String,
+    /// Renders measured per row.
+    pub renders: usize,
+    /// Bytes of the static page and of the script page, as served.
+    pub page_bytes: [usize; 2],
+    /// Every row, by concurrency, page and screenshot.
+    pub rows: Vec<BrowserRow>,
+    /// Per concurrency level: browsers started (1 when it never restarted) and processes in
+    /// its group at the end.
+    pub browsers: Vec<(usize, u64, usize)>,
+}
+
+impl std::fmt::Display for BrowserReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "browser            {}", self.chromium)?;
+        writeln!(
+            f,
+            "pages              static {} bytes (20 paragraphs, no scripts), js {} bytes (50 products and a total built by a script)",
+            self.page_bytes[0], self.page_bytes[1]
+        )?;
+        writeln!(
+            f,
+            "renders            {} per row after {WARM_UP} warm-up, each in a fresh context; a fresh browser per concurrency level",
+            self.renders
+        )?;
+        writeln!(
+            f,
+            "{:>3}  {:<6}  {:<10}  {:>9}  {:>8}  {:>8}  {:>12}  {:>12}  {:>9}  {:>9}  {:>8}",
+            "C",
+            "page",
+            "screenshot",
+            "renders/s",
+            "p50 ms",
+            "p95 ms",
+            "dw CPU ms/r",
+            "br CPU ms/r",
+            "peak MB",
+            "shot KB",
+            "failures"
+        )?;
+        for r in &self.rows {
+            let shot = match r.screenshot {
+                ScreenshotMode::Off => "off",
+                ScreenshotMode::Viewport => "viewport",
+                ScreenshotMode::FullPage => "full_page",
+            };
+            writeln!(
+                f,
+                "{:>3}  {:<6}  {:<10}  {:>9.1}  {:>8.0}  {:>8.0}  {:>12.1}  {:>12.1}  {:>9.0}  {:>9.1}  {:>8}",
+                r.concurrency,
+                r.page.name(),
+                shot,
+                r.per_second,
+                r.latency_ms[0],
+                r.latency_ms[1],
+                r.own_cpu_ms,
+                r.browser_cpu_ms,
+                r.peak_mb,
+                r.screenshot_bytes as f64 / 1024.0,
+                r.failures
+            )?;
+        }
+        for (concurrency, starts, processes) in &self.browsers {
+            writeln!(
+                f,
+                "browser at C={concurrency:<3} {starts} started, {processes} processes in its group at the end"
+            )?;
+        }
+        writeln!(
+            f,
+            "dw CPU             driftwatch's process (DevTools client, guard proxy), the page server's and memory sampler's threads excluded"
+        )?;
+        writeln!(f, "br CPU             Chromium's process group, processes that ended during the run included")?;
+        write!(f, "peak MB            PSS of Chromium's process group, sampled every {} ms", SAMPLE_EVERY.as_millis())
+    }
+}
+
+/// The static page: an article of 20 paragraphs, no scripts.
+fn static_page() -> String {
+    let mut html = String::from(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>Release notes</title></head><body><article><h1>Release notes</h1>",
+    );
+    for i in 1..=20 {
+        let id = if i == 20 { " id=\"end\"" } else { "" };
+        html.push_str(&format!(
+            "<p{id}>Paragraph {i}. The service now checks pages on a schedule of their own and keeps every version it \
+             has seen, so that a change can be shown next to the text it replaced. Watches that fail are retried \
+             with a growing delay, and the people who follow them are told once, not on every failed check. This \
+             paragraph is here to give the page the length of an ordinary article.</p>"
+        ));
+    }
+    html.push_str("</article></body></html>");
+    html
+}
+
+/// The script page: the body is empty until a script fills in 50 products and their total.
+fn script_page() -> String {
+    concat!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>Shop</title><style>",
+        "body{font-family:sans-serif;margin:2em;color:#222}h1{font-size:1.6em}",
+        "ul{list-style:none;padding:0;columns:2}.item{display:flex;justify-content:space-between;",
+        "border-bottom:1px solid #ddd;padding:4px 8px}.price{font-weight:bold;color:#063}",
+        "#total{font-size:1.4em;margin-top:1em;padding:8px;background:#eef}",
+        "</style></head><body><h1>Products</h1><ul id=\"list\"></ul><div id=\"total\"></div><script>",
+        "const list = document.getElementById('list'); let total = 0;",
+        "for (let i = 1; i <= 50; i++) {",
+        " const price = Math.round(((i * 7.31) % 50 + 5) * 100) / 100; total += price;",
+        " const li = document.createElement('li'); li.className = 'item';",
+        " li.innerHTML = '<span>Product ' + i + '</span><span class=\"price\">' + price.toFixed(2) + ' EUR</span>';",
+        " list.appendChild(li); }",
+        "document.getElementById('total').textContent = 'Total: ' + total.toFixed(2) + ' EUR';",
+        "</script></body></html>"
+    )
+    .to_owned()
+}
+
+/// `/proc/self/task/<tid>/stat` of the calling thread.
+fn thread_stat() -> String {
+    let tid = std::fs::read_link("/proc/thread-self")
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_default();
+    format!("/proc/self/task/{tid}/stat")
+}
+
+/// Seconds of CPU a thread has used, from its `stat` path.
+fn thread_cpu(stat: &str) -> f64 {
+    crate::stat_cpu_seconds(&std::fs::read_to_string(stat).unwrap_or_default())
+}
+
+/// Serves both pages on loopback from a thread of its own (so its CPU can be told apart);
+/// returns the base URL and the thread's `stat` path.
+fn page_server(static_body: String, script_body: String) -> anyhow::Result<(String, String)> {
+    let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    std_listener.set_nonblocking(true)?;
+    let addr = std_listener.local_addr()?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new().name("bench-pages".into()).spawn(move || {
+        let _ = tx.send(thread_stat());
+        let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
+        runtime.block_on(async move {
+            let html = [("content-type", "text/html; charset=utf-8")];
+            let (s, j) = (axum::body::Bytes::from(static_body), axum::body::Bytes::from(script_body));
+            let app = axum::Router::new()
+                .route("/static", axum::routing::get(move || std::future::ready((html, s.clone()))))
+                .route("/js", axum::routing::get(move || std::future::ready((html, j.clone()))));
+            if let Ok(listener) = tokio::net::TcpListener::from_std(std_listener) {
+                let _ = axum::serve(listener, app).await;
+            }
+        });
+    })?;
+    Ok((format!("http://{addr}"), rx.recv()?))
+}
+
+/// Samples the memory of the process group in `group` every [`SAMPLE_EVERY`] on a thread of its
+/// own, keeping the peak, until stopped.
+struct MemorySampler {
+    group: Arc<AtomicU32>,
+    peak: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    stat: String,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl MemorySampler {
+    fn start(group: u32) -> anyhow::Result<MemorySampler> {
+        let (group, peak, stop) =
+            (Arc::new(AtomicU32::new(group)), Arc::new(AtomicU64::new(0)), Arc::new(AtomicBool::new(false)));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let thread = std::thread::Builder::new().name("bench-memory".into()).spawn({
+            let (group, peak, stop) = (Arc::clone(&group), Arc::clone(&peak), Arc::clone(&stop));
+            move || {
+                let _ = tx.send(thread_stat());
+                while !stop.load(Ordering::Relaxed) {
+                    peak.fetch_max(driftwatch_browser::tree_memory(group.load(Ordering::Relaxed)), Ordering::Relaxed);
+                    std::thread::sleep(SAMPLE_EVERY);
+                }
+            }
+        })?;
+        Ok(MemorySampler { group, peak, stop, stat: rx.recv()?, thread })
+    }
+
+    /// Seconds of CPU the sampler has used.
+    fn cpu(&self) -> f64 {
+        thread_cpu(&self.stat)
+    }
+
+    fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = self.thread.join();
+    }
+}
+
+/// Clock ticks of CPU used by process group `group`: its live processes' own
+/// ([`driftwatch_browser::group_cpu_ticks`]) and what they have collected from children that
+/// ended (renderers of disposed contexts), which the live count alone loses.
+fn browser_ticks(group: u32) -> u64 {
+    let reaped: u64 = driftwatch_browser::group_members(group)
+        .iter()
+        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
+        .map(|stat| {
+            // cutime and cstime: the 14th and 15th fields after the command name.
+            let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+            fields.get(13..15).map_or(0, |f| f.iter().filter_map(|v| v.parse::<u64>().ok()).sum())
+        })
+        .sum();
+    driftwatch_browser::group_cpu_ticks(group) + reaped
+}
+
+/// Whether a render gave the page expected; why not when it did not.
+fn verify(page: PageKind, screenshot: ScreenshotMode, result: Result<Rendered, RenderError>) -> Result<usize, String> {
+    let rendered = result.map_err(|e| format!("{} ({})", e, e.kind()))?;
+    if !rendered.html.contains(page.marker()) {
+        return Err(format!(
+            "the rendered document lacks {:?}: {}",
+            page.marker(),
+            rendered.html.chars().take(300).collect::<String>()
+        ));
+    }
+    match (screenshot, &rendered.screenshot) {
+        (ScreenshotMode::Off, _) => Ok(0),
+        (_, Some(shot)) if !shot.bytes.is_empty() => Ok(shot.bytes.len()),
+        (_, _) => Err(format!("no screenshot: {}", rendered.note.unwrap_or_default())),
+    }
+}
+
+/// What a run of renders gave: each render's time, or why it failed; screenshot bytes.
+struct Outcome {
+    took: Vec<Duration>,
+    failures: usize,
+    screenshot_bytes: usize,
+}
+
+/// `count` renders of `url`, `concurrency` tasks each taking the next until all are done.
+async fn run(
+    browsers: &Browsers,
+    url: &str,
+    page: PageKind,
+    spec: &FetchSpec,
+    count: usize,
+    concurrency: usize,
+) -> anyhow::Result<Outcome> {
+    let next = Arc::new(AtomicUsize::new(0));
+    let (url, spec) = (Arc::new(url.to_owned()), Arc::new(spec.clone()));
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..concurrency.max(1) {
+        let (browsers, url, spec, next) = (browsers.clone(), Arc::clone(&url), Arc::clone(&spec), Arc::clone(&next));
+        tasks.spawn(async move {
+            let mut results = Vec::new();
+            while next.fetch_add(1, Ordering::Relaxed) < count {
+                let started = Instant::now();
+                let result = browsers.render(RenderRequest { url: &url, spec: &spec, timeout: RENDER_TIMEOUT }).await;
+                results.push(verify(page, spec.screenshot, result).map(|bytes| (started.elapsed(), bytes)));
+            }
+            results
+        });
+    }
+    let mut outcome = Outcome { took: Vec::with_capacity(count), failures: 0, screenshot_bytes: 0 };
+    while let Some(results) = tasks.join_next().await {
+        for result in results? {
+            match result {
+                Ok((took, bytes)) => {
+                    outcome.took.push(took);
+                    outcome.screenshot_bytes += bytes;
+                }
+                Err(why) => {
+                    outcome.failures += 1;
+                    eprintln!("render of the {} page failed: {why}", page.name());
+                }
+            }
+        }
+    }
+    Ok(outcome)
+}
+
+/// `chromium --version`, or what is known without it.
+fn chromium_version() -> String {
+    let Some(path) = driftwatch_browser::find_chromium(None) else { return "no Chromium on PATH".to_owned() };
+    let version = std::process::Command::new(&path)
+        .arg("--version")
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "version unknown".to_owned());
+    format!("{version} ({})", path.display())
+}
+
+/// Runs the benchmark.
+pub async fn browser(bench: &BrowserBench) -> anyhow::Result<BrowserReport> {
+    let (static_body, script_body) = (static_page(), script_page());
+    let page_bytes = [static_body.len(), script_body.len()];
+    let (base, server_stat) = page_server(static_body, script_body)?;
+    let mut screenshots = vec![ScreenshotMode::Off, ScreenshotMode::Viewport];
+    if bench.full_page {
+        screenshots.push(ScreenshotMode::FullPage);
+    }
+    let renders = bench.renders.max(1);
+    let mut rows = Vec::new();
+    let mut browsers_seen = Vec::new();
+    for &concurrency in &bench.concurrency {
+        let concurrency = concurrency.max(1);
+        let browsers = Browsers::new(BrowserConfig {
+            policy: TargetPolicy { allow_private: true },
+            concurrency,
+            // One browser for the whole level: its CPU and memory are measured by process group.
+            recycle_after: u32::MAX,
+            ..BrowserConfig::default()
+        });
+        anyhow::ensure!(browsers.available(), "{}", browsers.unavailable_reason());
+        let mut sampler: Option<MemorySampler> = None;
+        let level = async {
+            for page in [PageKind::Static, PageKind::Script] {
+                for &screenshot in &screenshots {
+                    let url = format!("{base}{}", page.path());
+                    let spec = FetchSpec { screenshot, ..FetchSpec::default() };
+                    let warm = run(&browsers, &url, page, &spec, WARM_UP, 1).await?;
+                    anyhow::ensure!(
+                        warm.failures < WARM_UP,
+                        "every warm-up render of the {} page failed; see above",
+                        page.name()
+                    );
+                    let pid = browsers.stats().await.pid.ok_or_else(|| anyhow::anyhow!("no local browser runs"))?;
+                    let sampler = match &mut sampler {
+                        Some(s) => s,
+                        None => sampler.insert(MemorySampler::start(pid)?),
+                    };
+                    sampler.group.store(pid, Ordering::Relaxed);
+                    sampler.peak.store(driftwatch_browser::tree_memory(pid), Ordering::Relaxed);
+
+                    let (own, server, sampled, browser) =
+                        (crate::cpu_seconds(), thread_cpu(&server_stat), sampler.cpu(), browser_ticks(pid));
+                    let started = Instant::now();
+                    let outcome = run(&browsers, &url, page, &spec, renders, concurrency).await?;
+                    let elapsed = started.elapsed();
+                    let browser = browser_ticks(pid).saturating_sub(browser);
+                    let own =
+                        crate::cpu_seconds() - own - (thread_cpu(&server_stat) - server) - (sampler.cpu() - sampled);
+                    let peak = sampler.peak.load(Ordering::Relaxed).max(driftwatch_browser::tree_memory(pid));
+                    if browsers.stats().await.pid != Some(pid) {
+                        eprintln!("the browser restarted during a run: its CPU and memory figures are incomplete");
+                    }
+
+                    let mut took = outcome.took;
+                    took.sort();
+                    let at = |q: f64| {
+                        took.get(((took.len() as f64 - 1.0) * q).round() as usize)
+                            .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+                    };
+                    rows.push(BrowserRow {
+                        concurrency,
+                        page,
+                        screenshot,
+                        renders,
+                        failures: outcome.failures,
+                        per_second: renders as f64 / elapsed.as_secs_f64(),
+                        latency_ms: [at(0.5), at(0.95)],
+                        own_cpu_ms: own.max(0.0) * 1000.0 / renders as f64,
+                        browser_cpu_ms: browser as f64 * 10.0 / renders as f64,
+                        peak_mb: peak as f64 / 1e6,
+                        screenshot_bytes: outcome.screenshot_bytes / took.len().max(1),
+                    });
+                }
+            }
+            anyhow::Ok(())
+        }
+        .await;
+        let stats = browsers.stats().await;
+        let processes = stats.pid.map_or(0, |pid| driftwatch_browser::group_members(pid).len());
+        browsers_seen.push((concurrency, stats.starts, processes));
+        if let Some(sampler) = sampler {
+            sampler.stop();
+        }
+        browsers.shutdown(Duration::from_secs(5)).await;
+        level?;
+    }
+    Ok(BrowserReport { chromium: chromium_version(), renders, page_bytes, rows, browsers: browsers_seen })
+}
