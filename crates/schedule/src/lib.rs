@@ -9,5 +9,5 @@ mod fair;
 mod hosts;
 mod runner;
 
-pub use check::CheckError;
+pub use check::{CheckError, Preview};
 pub use runner::{Runner, RunnerConfig};

@@ -71,7 +71,10 @@ pub async fn a_script_written_price_is_seen_by_browser_and_auto_not_http(backend
     assert_eq!(content["content"].as_str().map(str::trim), Some("Price: 10 EUR"), "{content}");
 
     let auto = app
-        .watch_with_baseline(&token, json!({"url": site.url, "selector": "#price", "options": {"fetch": {"engine": "auto"}}}))
+        .watch_with_baseline(
+            &token,
+            json!({"url": site.url, "selector": "#price", "options": {"fetch": {"engine": "auto"}}}),
+        )
         .await;
     let auto_id = auto["id"].as_str().expect("id");
     let run = newest_run(&app, &token, auto_id).await;
@@ -127,7 +130,8 @@ pub async fn steps_and_screenshots_are_kept_shown_to_their_owner_and_purged(back
         "steps": [{"action": "click", "selector": "#accept"}, {"action": "wait_for", "selector": "#content:not([hidden])"}],
         "screenshot": "viewport",
     }});
-    let watch = app.watch_with_baseline(&token, json!({"url": site.url, "selector": "#content", "options": options})).await;
+    let watch =
+        app.watch_with_baseline(&token, json!({"url": site.url, "selector": "#content", "options": options})).await;
     let id = watch["id"].as_str().expect("id");
     let snapshots = app.ok(&format!("/watches/{id}/snapshots"), &token).await;
     let first = items(&snapshots)[0].clone();
@@ -159,7 +163,10 @@ pub async fn steps_and_screenshots_are_kept_shown_to_their_owner_and_purged(back
     assert_eq!(count().await, 1);
     // A second watch of the same page renders the same picture: stored once.
     let twin = app
-        .watch_with_baseline(&token, json!({"url": site.url, "selector": "#content", "options": options, "name": "twin"}))
+        .watch_with_baseline(
+            &token,
+            json!({"url": site.url, "selector": "#content", "options": options, "name": "twin"}),
+        )
         .await;
     let twin_id = twin["id"].as_str().expect("id");
     let twin_snapshot = items(&app.ok(&format!("/watches/{twin_id}/snapshots"), &token).await)[0].clone();
@@ -181,7 +188,9 @@ pub async fn steps_and_screenshots_are_kept_shown_to_their_owner_and_purged(back
     let purged = driftwatch_store::retention::purge(&store, &keep_one).await.expect("purge");
     assert_eq!(purged.snapshots, 1);
     assert_eq!((purged.screenshots, count().await), (0, 2), "the twin still shows the first picture");
-    let (status, _) = app.call(reqwest::Method::DELETE, &format!("/watches/{}", twin["id"].as_str().expect("id")), &token, None).await;
+    let (status, _) = app
+        .call(reqwest::Method::DELETE, &format!("/watches/{}", twin["id"].as_str().expect("id")), &token, None)
+        .await;
     assert_eq!(status, StatusCode::NO_CONTENT);
     let purged = driftwatch_store::retention::purge(&store, &keep_one).await.expect("purge");
     assert_eq!((purged.screenshots, count().await), (1, 1), "a picture no snapshot shows is deleted");
@@ -268,12 +277,11 @@ pub async fn browser_options_are_checked_field_by_field(backend: Backend) {
     let field = |problem: &Value| problem["errors"][0]["field"].as_str().unwrap_or_default().to_owned();
     let many: Vec<Value> = (0..21).map(|_| json!({"action": "wait_for", "ms": 1})).collect();
     assert_eq!(field(&refused(json!({"fetch": {"engine": "auto", "steps": many}})).await), "options.fetch.steps");
+    assert_eq!(field(&refused(json!({"fetch": {"engine": "auto", "wait": "div[[["}})).await), "options.fetch.wait");
     assert_eq!(
-        field(&refused(json!({"fetch": {"engine": "auto", "wait": "div[[["}})).await),
-        "options.fetch.wait"
-    );
-    assert_eq!(
-        field(&refused(json!({"fetch": {"engine": "auto", "steps": [{"action": "click", "selector": "a:::b"}]}})).await),
+        field(
+            &refused(json!({"fetch": {"engine": "auto", "steps": [{"action": "click", "selector": "a:::b"}]}})).await
+        ),
         "options.fetch.steps[0].selector"
     );
     assert_eq!(field(&refused(json!({"fetch": {"steps": [{"action": "scroll"}]}})).await), "options.fetch.steps");
