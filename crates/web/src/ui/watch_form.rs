@@ -356,7 +356,7 @@ async fn with_preview(state: &AppState, mut page: WatchFormPage, input: &WatchIn
     let options = input.options.clone().unwrap_or_default();
     let url = input.url.trim().to_owned();
     let result = state.runner.preview(&url, input.selector.as_deref(), &options).await;
-    page.preview = Some(result.map_err(|e| e.to_string()));
+    page.preview = Some(result.map(|p| p.text));
     page
 }
 
