@@ -434,6 +434,8 @@ async fn screenshot(page: &Page, config: &BrowserConfig, mode: ScreenshotMode) -
         quality: Some(80),
         clip: Some(Viewport { x: 0.0, y: 0.0, width: f64::from(width), height: f64::from(height), scale: 1.0 }),
         capture_beyond_viewport: Some(mode == ScreenshotMode::FullPage),
+        // Encoding is most of a screenshot's cost; a few more bytes are cheaper than CPU.
+        optimize_for_speed: Some(true),
         ..CaptureScreenshotParams::default()
     };
     let bytes = page

@@ -226,3 +226,103 @@ async fn a_browser_killed_mid_render_fails_that_render_and_the_next_one_works() 
     until("every Chromium process to be gone", || driftwatch_browser::group_members(second).is_empty()).await;
     assert!(browsers.render(request(&price, &spec)).await.is_err(), "no renders after shutdown");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renders_share_nothing_typing_and_keys_work_and_the_browser_is_recycled() {
+    let Some(_) = browsers(TargetPolicy { allow_private: true }) else { return };
+    let browsers = Browsers::new(BrowserConfig {
+        policy: TargetPolicy { allow_private: true },
+        recycle_after: 3,
+        ..BrowserConfig::default()
+    });
+    let memory = r#"<!doctype html><html><body><p id="before"></p><script>
+document.getElementById('before').textContent = 'cookie=[' + document.cookie + '] stored=[' + (localStorage.getItem('k') || '') + ']';
+document.cookie = 'visited=yes; max-age=3600'; localStorage.setItem('k', 'v');
+</script></body></html>"#;
+    let search = r#"<!doctype html><html><body><input id="q"><p id="out"></p><script>
+document.getElementById('q').addEventListener('keydown', e => { if (e.key === 'Enter') document.getElementById('out').textContent = 'searched ' + e.target.value; });
+</script></body></html>"#;
+    let (base, _) = serve(vec![("/memory", "text/html", memory.into()), ("/search", "text/html", search.into())]).await;
+    let url = format!("{base}/memory");
+    let spec = FetchSpec::default();
+    let mut pids = Vec::new();
+    for _ in 0..4 {
+        let rendered = browsers.render(request(&url, &spec)).await.expect("rendered");
+        assert!(rendered.html.contains("cookie=[] stored=[]"), "nothing carried over: {}", rendered.html);
+        pids.push(browsers.stats().await.pid.expect("pid"));
+    }
+    assert_eq!(pids[0], pids[2], "one browser for three renders");
+    assert_ne!(pids[2], pids[3], "then a fresh one");
+    assert_eq!(browsers.stats().await.starts, 2);
+
+    let spec = FetchSpec {
+        steps: vec![
+            Step::Type { selector: "#q".into(), text: "running shoes".into() },
+            Step::Press { key: "Enter".into() },
+        ],
+        ..FetchSpec::default()
+    };
+    let url = format!("{base}/search");
+    let rendered = browsers.render(request(&url, &spec)).await.expect("rendered");
+    assert!(rendered.html.contains("searched running shoes"), "{}", rendered.html);
+    let spec = FetchSpec { steps: vec![Step::Press { key: "NoSuchKey".into() }], ..FetchSpec::default() };
+    match browsers.render(request(&url, &spec)).await {
+        Err(RenderError::Step { number: 1, reason, .. }) => assert!(reason.contains("NoSuchKey"), "{reason}"),
+        other => panic!("an unknown key fails its step: {other:?}"),
+    }
+    browsers.shutdown(Duration::from_secs(5)).await;
+    until("the browsers to be gone", || pids.iter().all(|p| driftwatch_browser::group_members(*p).is_empty())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_browser_renders_behind_the_same_guard() {
+    let Some(local) = browsers(TargetPolicy::default()) else { return };
+    drop(local);
+    let chromium = driftwatch_browser::find_chromium(None).expect("chromium");
+    let profile = tempfile::tempdir().expect("profile");
+    // A browser someone else runs: its DevTools endpoint is all driftwatch is given.
+    let mut remote = tokio::process::Command::new(chromium)
+        .args(["--headless=new", "--no-sandbox", "--disable-gpu", "--remote-debugging-port=0", "about:blank"])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("chromium starts");
+    let stderr = remote.stderr.take().expect("stderr");
+    let ws = tokio::time::timeout(Duration::from_secs(30), async {
+        use tokio::io::AsyncBufReadExt;
+        let mut lines = tokio::io::BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(url) = line.strip_prefix("DevTools listening on ") {
+                return url.trim().to_owned();
+            }
+        }
+        panic!("no DevTools address");
+    })
+    .await
+    .expect("DevTools address in time");
+    let (private, hits) = serve(vec![("/price", "text/html", PRICE_PAGE.into())]).await;
+    let addr: std::net::SocketAddr = private.trim_start_matches("http://").parse().expect("addr");
+    let browsers = Browsers::new(BrowserConfig { remote: Some(ws), exempt: vec![addr], ..BrowserConfig::default() });
+    assert!(browsers.available());
+    let spec = FetchSpec::default();
+    let rendered = browsers.render(request(&format!("{private}/price"), &spec)).await.expect("rendered remotely");
+    assert!(rendered.html.contains("42 EUR"));
+    assert_eq!(browsers.stats().await.pid, None, "nothing started locally");
+    assert!(hits.load(Ordering::SeqCst) >= 1, "the page (and its favicon) came through the guard");
+    // The remote browser's traffic goes through the guard too: another loopback port is refused.
+    let (other, other_hits) = serve(vec![("/", "text/html", "<p>internal</p>".into())]).await;
+    let page = format!(r#"<!doctype html><html><body><img src="{other}/"><p>public</p></body></html>"#);
+    let (public, _) = serve(vec![("/", "text/html", page)]).await;
+    let public_addr: std::net::SocketAddr = public.trim_start_matches("http://").parse().expect("addr");
+    let browsers = Browsers::new(BrowserConfig {
+        remote: browsers.config().remote.clone(),
+        exempt: vec![public_addr],
+        ..BrowserConfig::default()
+    });
+    let spec = FetchSpec { wait: Some(Wait::Text("network_idle".into())), ..FetchSpec::default() };
+    browsers.render(request(&format!("{public}/"), &spec)).await.expect("rendered remotely");
+    assert_eq!(other_hits.load(Ordering::SeqCst), 0);
+    browsers.shutdown(Duration::from_secs(2)).await;
+    let _ = remote.kill().await;
+}
