@@ -18,6 +18,7 @@ mod rendering;
 mod scale;
 mod store;
 mod ui;
+mod ui_browser;
 mod watches;
 
 /// Declares each scenario `async fn name(backend: Backend)` as a test on SQLite and, when
@@ -56,6 +57,7 @@ on_both_backends!(
     rendering::steps_and_screenshots_are_kept_shown_to_their_owner_and_purged,
     rendering::a_visual_only_change_alerts_and_an_ignored_region_does_not,
     rendering::browser_options_are_checked_field_by_field,
+    rendering::without_a_browser_the_engine_is_refused_and_a_large_screenshot_is_not_kept,
     api::owners_cannot_see_each_other,
     api::bad_input_answers_problem_json,
     api::lists_page_with_a_cursor,
@@ -112,6 +114,8 @@ on_both_backends!(
     ui::endpoints_deliveries_redelivery_and_recovery,
     ui::tokens_feed_and_bulk_actions,
     ui::forms_need_their_token_and_accounts_stay_apart,
+    ui_browser::a_rendered_watch_shows_what_the_browser_saw,
+    ui_browser::screenshots_show_only_when_kept_and_only_to_their_owner,
     pages::a_post_without_its_token_is_refused,
     pages::a_foreign_origin_is_refused,
     pages::sign_in_redirects_only_to_this_site,

@@ -295,3 +295,46 @@ pub async fn browser_options_are_checked_field_by_field(backend: Backend) {
     // Nothing was created.
     assert!(items(&app.ok("/watches", &token).await).is_empty());
 }
+
+pub async fn without_a_browser_the_engine_is_refused_and_a_large_screenshot_is_not_kept(backend: Backend) {
+    // A node whose configured Chromium does not exist: the browser engine is refused at
+    // create, naming what fixes it; auto still works over HTTP and says why it cannot render.
+    let app = TestApp::start_with(backend, |s| s.chromium = Some("/nonexistent/chromium".into())).await;
+    let token = app.account("acme").await;
+    let site = PageServer::start(&shop("10 EUR")).await;
+    let (status, problem) =
+        app.post("/watches", &token, json!({"url": site.url, "options": {"fetch": {"engine": "browser"}}})).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{problem}");
+    assert_eq!(problem["errors"][0]["field"], "options.fetch.engine");
+    let message = problem["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("DRIFTWATCH_CHROMIUM") && message.contains("apt-get install chromium"), "{message}");
+    let auto = app
+        .watch_with_baseline(
+            &token,
+            json!({"url": site.url, "selector": "#price", "options": {"fetch": {"engine": "auto"}}}),
+        )
+        .await;
+    let run = newest_run(&app, &token, auto["id"].as_str().expect("id")).await;
+    assert_eq!((run["engine"].as_str(), run["error_kind"].as_str()), (Some("http"), Some("selector_missing")), "{run}");
+    assert!(run["note"].as_str().is_some_and(|n| n.contains("none is available")), "{run}");
+    drop(app);
+
+    if !chromium() {
+        return;
+    }
+    // Screenshots over the cap are not kept; the text is, and the run says why.
+    let app = TestApp::start_with(backend, |s| s.max_screenshot_bytes = 1024).await;
+    let token = app.account("acme").await;
+    let watch = app
+        .watch_with_baseline(
+            &token,
+            json!({"url": site.url, "selector": "#price", "options": {"fetch": {"engine": "browser", "screenshot": "full_page"}}}),
+        )
+        .await;
+    let id = watch["id"].as_str().expect("id");
+    let run = newest_run(&app, &token, id).await;
+    assert_eq!(run["outcome"], "baseline", "{run}");
+    assert!(run["note"].as_str().is_some_and(|n| n.contains("larger than the cap")), "{run}");
+    let snapshot = items(&app.ok(&format!("/watches/{id}/snapshots"), &token).await)[0].clone();
+    assert!(snapshot["screenshot"].is_null(), "{snapshot}");
+}
