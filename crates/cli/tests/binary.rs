@@ -98,6 +98,33 @@ fn chrono_now() -> i64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_renders_in_the_browser_when_the_options_say_so() {
+    if driftwatch_browser::find_chromium(None).is_none() {
+        assert!(!std::env::var("DRIFTWATCH_REQUIRE_BROWSER").is_ok_and(|v| v == "1"), "no Chromium on PATH");
+        eprintln!("SKIPPED check --options engine browser: no Chromium on PATH");
+        return;
+    }
+    let app = axum::Router::new().route(
+        "/page",
+        axum::routing::get(|| async {
+            (
+                [("content-type", "text/html")],
+                "<div id=app></div><script>app.innerHTML = '<p id=p>Price 42</p>'</script>",
+            )
+        }),
+    );
+    let url = format!("http://{}/page", driftwatch_test_support::serve(app).await);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let text = tokio::task::spawn_blocking(move || {
+        let options = r#"{"fetch": {"engine": "browser"}}"#;
+        run(dir.path(), &["check", &url, "--selector", "#p", "--options", options, "--allow-private-targets", "true"])
+    })
+    .await
+    .expect("join");
+    assert_eq!(text, "Price 42\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_prints_the_text_and_its_diff() {
     let app = axum::Router::new().route(
         "/page",

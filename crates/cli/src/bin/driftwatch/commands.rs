@@ -264,7 +264,11 @@ pub(crate) async fn check(
         policy: driftwatch_net::TargetPolicy { allow_private },
         ..driftwatch_scrape::FetchOptions::default()
     })?;
-    let text = driftwatch_scrape::read_page(&fetcher, url, selector, &options).await?;
+    let text = match options.fetch.engine {
+        driftwatch_core::Engine::Http => driftwatch_scrape::read_page(&fetcher, url, selector, &options).await?,
+        // `browser` and `auto` render (a one-off check has no memory of what the page needs).
+        _ => rendered_text(url, selector, &options, allow_private).await?,
+    };
     match diff_against {
         None => print!("{text}"),
         Some(path) => {
@@ -278,6 +282,32 @@ pub(crate) async fn check(
         }
     }
     Ok(())
+}
+
+/// The text of `url` rendered in Chromium (found on `PATH`), as a browser watch reads it.
+async fn rendered_text(
+    url: &str,
+    selector: Option<&str>,
+    options: &driftwatch_core::WatchOptions,
+    allow_private: bool,
+) -> anyhow::Result<String> {
+    let browsers = driftwatch_browser::Browsers::new(driftwatch_browser::BrowserConfig {
+        policy: driftwatch_net::TargetPolicy { allow_private },
+        concurrency: 1,
+        ..driftwatch_browser::BrowserConfig::default()
+    });
+    let timeout = std::time::Duration::from_secs(u64::from(options.fetch.timeout_seconds.unwrap_or(30)));
+    let rendered = browsers.render(driftwatch_browser::RenderRequest { url, spec: &options.fetch, timeout }).await;
+    browsers.shutdown(std::time::Duration::from_secs(2)).await;
+    let rendered = rendered?;
+    let page = driftwatch_scrape::Page {
+        status: rendered.status.unwrap_or(200),
+        content_type: Some("text/html; charset=utf-8".into()),
+        body: rendered.html.into_bytes(),
+        ..driftwatch_scrape::Page::default()
+    };
+    let text = driftwatch_scrape::extract_with(&page, selector, &options.extract)?;
+    Ok(driftwatch_scrape::Rules::new(&options.rules)?.apply(&text))
 }
 
 pub(crate) fn verify(secret: &str, headers: &[String], tolerance: i64) -> anyhow::Result<()> {
