@@ -22,6 +22,9 @@ use crate::pool::{BrowserConfig, Instance};
 
 /// How often a wait for an element looks again.
 const POLL: Duration = Duration::from_millis(50);
+/// How long before the render's deadline waits for elements give up (at most a quarter of
+/// the render's time).
+const WAIT_MARGIN: Duration = Duration::from_secs(2);
 /// How long closing a context may take before the browser is deemed stuck.
 const DISPOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -169,7 +172,10 @@ pub(crate) async fn render(
         .await
         .map_err(|_| RenderError::Browser("the browser did not open a context in time".into()))?
         .map_err(browser)?;
-    let work = tokio::time::timeout_at(deadline, in_context(instance, config, request, &url, context.clone()));
+    // Waits for elements give up a little before the deadline, so a missing element is
+    // reported as such (naming the step) rather than as a render that ran out of time.
+    let give_up = deadline.checked_sub(WAIT_MARGIN.min(request.timeout / 4)).unwrap_or(deadline);
+    let work = tokio::time::timeout_at(deadline, in_context(instance, config, request, &url, context.clone(), give_up));
     let rendered = tokio::select! {
         done = work => done.unwrap_or(Err(RenderError::Timeout(request.timeout))),
         () = instance.gone.cancelled() => {
@@ -190,6 +196,7 @@ async fn in_context(
     request: &RenderRequest<'_>,
     url: &Url,
     context: chromiumoxide::cdp::browser_protocol::browser::BrowserContextId,
+    give_up: Instant,
 ) -> Result<Rendered, RenderError> {
     let spec = request.spec;
     let target = CreateTargetParams::builder()
@@ -237,7 +244,7 @@ async fn in_context(
     match wait {
         WaitKind::Load => {}
         WaitKind::Delay(delay) => tokio::time::sleep(delay).await,
-        WaitKind::Selector(selector) => wait_for_selector(&page, selector)
+        WaitKind::Selector(selector) => wait_for_selector(&page, selector, give_up)
             .await
             .map_err(|reason| RenderError::Wait(format!("waiting for {selector}: {reason}")))?,
         WaitKind::NetworkIdle => {
@@ -259,7 +266,7 @@ async fn in_context(
     }
     drop(lifecycle);
     for (i, step) in spec.steps.iter().enumerate() {
-        run_step(&page, step).await.map_err(|reason| RenderError::Step {
+        run_step(&page, step, give_up).await.map_err(|reason| RenderError::Step {
             number: i + 1,
             action: step.action(),
             target: step.selector().map(|s| format!(" {s}")).unwrap_or_default(),
@@ -330,21 +337,25 @@ fn js_str(text: &str) -> String {
     serde_json::Value::String(text.to_owned()).to_string()
 }
 
-/// Waits until an element matches `selector` (the render's deadline bounds it).
-async fn wait_for_selector(page: &Page, selector: &str) -> Result<(), String> {
+/// Waits until an element matches `selector`, giving up at `give_up`.
+async fn wait_for_selector(page: &Page, selector: &str, give_up: Instant) -> Result<(), String> {
     let probe = format!("document.querySelector({}) !== null", js_str(selector));
+    let started = Instant::now();
     loop {
         if eval_in(page, &probe).await? == serde_json::Value::Bool(true) {
             return Ok(());
+        }
+        if Instant::now() + POLL >= give_up {
+            return Err(format!("no element matched within {:.1}s", started.elapsed().as_secs_f64()));
         }
         tokio::time::sleep(POLL).await;
     }
 }
 
 /// Does one step: waits for its element, then acts.
-async fn run_step(page: &Page, step: &Step) -> Result<(), String> {
+async fn run_step(page: &Page, step: &Step, give_up: Instant) -> Result<(), String> {
     if let Some(selector) = step.selector() {
-        wait_for_selector(page, selector).await?;
+        wait_for_selector(page, selector, give_up).await?;
     }
     match step {
         Step::Click { selector } => {

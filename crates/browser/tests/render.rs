@@ -115,8 +115,11 @@ async fn scripts_run_steps_act_and_screenshots_are_taken() {
     let spec = FetchSpec { steps: vec![Step::Click { selector: "#nothing-like-it".into() }], ..FetchSpec::default() };
     let short = RenderRequest { timeout: Duration::from_secs(3), ..request(&url, &spec) };
     match browsers.render(short).await {
-        Err(RenderError::Timeout(_)) => {}
-        other => panic!("a step whose element never appears times the render out: {other:?}"),
+        Err(e @ RenderError::Step { number: 1, .. }) => {
+            let message = e.to_string();
+            assert!(message.starts_with("step 1 (click #nothing-like-it): no element matched"), "{message}");
+        }
+        other => panic!("a step whose element never appears fails, naming itself: {other:?}"),
     }
     // The browser is still fine for the next page.
     let spec = FetchSpec::default();
