@@ -111,6 +111,8 @@ pub fn routes() -> Router<AppState> {
         .route("/watches/{id}/resume", post(watch::resume))
         .route("/watches/{id}/delete", get(watch::confirm_delete).post(watch::delete))
         .route("/watches/{id}/export", get(watch::export))
+        .route("/watches/{id}/snapshots/{snapshot_id}/screenshot", get(watch::screenshot))
+        .route("/watches/{id}/snapshots/{snapshot_id}/visual-diff", get(watch::visual_diff))
         .route("/changes", get(changes::list))
         .route("/endpoints", get(endpoints::list))
         .route("/endpoints/new", get(endpoint_form::new).post(endpoint_form::create))

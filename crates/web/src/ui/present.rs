@@ -26,6 +26,18 @@ pub fn human_seconds(seconds: u64) -> String {
     format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
 }
 
+/// A share in percent for people: `12%`, `4.2%`, `0.35%`, `<0.01%` (never a misleading 0 for
+/// a change that is there).
+pub fn percent(p: f64) -> String {
+    match p {
+        p if p <= 0.0 => "0%".to_owned(),
+        p if p < 0.01 => "<0.01%".to_owned(),
+        p if p < 1.0 => format!("{p:.2}%"),
+        p if p < 10.0 => format!("{p:.1}%"),
+        p => format!("{p:.0}%"),
+    }
+}
+
 /// A time as shown in pages: relative to now, with the exact time (in the viewer's zone) for
 /// the hover title and the machine-readable `datetime`.
 #[derive(Debug, Clone)]
@@ -117,5 +129,9 @@ mod tests {
         assert_eq!(when.relative, "5 minutes ago");
         assert_eq!(when.exact, "2026-12-03 12:55:00 CET");
         assert_eq!(When::new((now + chrono::TimeDelta::hours(2)).naive_utc(), now, "UTC").relative, "in 2 hours");
+        assert_eq!(
+            [percent(0.0), percent(0.004), percent(0.35), percent(4.21), percent(56.7)],
+            ["0%", "<0.01%", "0.35%", "4.2%", "57%"]
+        );
     }
 }

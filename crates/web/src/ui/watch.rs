@@ -1,16 +1,18 @@
 //! A watch's page: its timeline of changes, the diff (from what this user last saw, or any two
-//! snapshots; inline or side by side), its runs and its deliveries.
+//! snapshots; inline or side by side) with how the page looks before and after when it keeps
+//! screenshots, its runs and its deliveries; and the screenshots and visual differences its
+//! page shows, served to its owner only.
 
 use std::collections::HashMap;
 
 use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
-use driftwatch_core::EventType;
+use driftwatch_core::{Engine, EventType, ScreenshotMode};
 use driftwatch_store::deliveries::{self, DeliveryFilter};
 use driftwatch_store::snapshots::{self, SnapshotInfo};
 use driftwatch_store::watches;
-use driftwatch_store::{Event, Page, Run, Snapshot, Watch, events, runs, users};
+use driftwatch_store::{DbConn, Event, Page, Run, Snapshot, StoreResult, Watch, events, runs, screenshots, users};
 use serde::Deserialize;
 
 use axum::response::{IntoResponse, Redirect};
@@ -19,7 +21,7 @@ use super::diff::{Block, blocks};
 use super::error::UiError;
 use super::flash;
 use super::layout::{Layout, html};
-use super::present::{DeliveryRow, When, badge, delivery_row, tags_of};
+use super::present::{DeliveryRow, When, badge, delivery_row, percent, tags_of};
 use super::session::Post;
 use super::session::Viewer;
 use crate::AppState;
@@ -30,6 +32,10 @@ const TIMELINE: i64 = 50;
 const RUNS: i64 = 20;
 /// Deliveries listed.
 const DELIVERIES: i64 = 10;
+/// Screenshots shown in the strip.
+const SHOTS: usize = 6;
+/// How many snapshots back the visual difference looks for the previous screenshot.
+const SHOT_LOOKBACK: i64 = 100;
 
 /// A snapshot in the timeline.
 #[derive(Debug, Clone)]
@@ -63,6 +69,45 @@ pub struct RunRow {
     pub duration_ms: i64,
     /// The error, or why a change raised no alert.
     pub detail: Option<String>,
+    /// The browser rendered the page.
+    pub browser: bool,
+    /// The kind of failure (`timeout`, `step`, ...).
+    pub error_kind: Option<String>,
+}
+
+/// A screenshot in the strip.
+#[derive(Debug, Clone)]
+pub struct ShotItem {
+    /// The snapshot it belongs to.
+    pub id: String,
+    /// When it was taken.
+    pub at: When,
+    /// How much it differs from the screenshot before it (`4.2%`), when measured.
+    pub change: Option<String>,
+}
+
+/// How the page looks before and after the change shown.
+#[derive(Debug, Clone)]
+pub struct VisualView {
+    /// The snapshot with the older screenshot.
+    pub before: String,
+    /// Its time.
+    pub before_at: When,
+    /// The snapshot with the newer screenshot (the newer side of the diff).
+    pub after: String,
+    /// Its time.
+    pub after_at: When,
+    /// Share of pixels that differ (`4.2%`), when the check measured it.
+    pub change: Option<String>,
+}
+
+/// What loads the page, for a watch that does not simply use HTTP.
+#[derive(Debug, Clone)]
+pub struct EngineView {
+    /// What the page says.
+    pub text: &'static str,
+    /// Since when an `auto` watch has rendered in the browser.
+    pub since: Option<When>,
 }
 
 /// The diff shown.
@@ -105,6 +150,12 @@ struct WatchPage {
     content: Option<String>,
     runs: Vec<RunRow>,
     deliveries: Vec<DeliveryRow>,
+    /// `None` when the watch keeps no screenshots: nothing of them shows.
+    shots: Option<Vec<ShotItem>>,
+    /// Whole-window screenshots (all of one size), rather than whole pages.
+    viewport: bool,
+    visual: Option<VisualView>,
+    engine: Option<EngineView>,
 }
 
 /// Query of the watch page.
@@ -145,6 +196,20 @@ struct Loaded {
     sides: Option<(Snapshot, Snapshot)>,
     /// The newest snapshot's content when there is nothing to compare it with.
     baseline: Option<String>,
+    /// The snapshot with the screenshot before the newer side's, when both have one.
+    shot_before: Option<SnapshotInfo>,
+}
+
+/// The newest snapshot of the watch before `snapshot_id` that has a screenshot, among the
+/// [`SHOT_LOOKBACK`] before it.
+fn previous_screenshot(
+    c: &mut DbConn,
+    account: &str,
+    watch_id: &str,
+    snapshot_id: &str,
+) -> StoreResult<Option<SnapshotInfo>> {
+    let page = Page { after: Some(snapshot_id.to_owned()), limit: SHOT_LOOKBACK };
+    Ok(snapshots::list_snapshots(c, account, watch_id, &page)?.into_iter().find(|s| s.screenshot_hash.is_some()))
 }
 
 /// `GET /watches/{id}`.
@@ -158,6 +223,7 @@ pub async fn show(
     let (account, user, watch_id) = (viewer.account_id().to_owned(), viewer.user.id.clone(), watch.id.clone());
     let (from, to) = (query.from.clone(), query.to.clone());
     let now = state.clock.now().naive_utc();
+    let keeps_screenshots = watch.options().fetch.screenshot != ScreenshotMode::Off;
     let loaded = state
         .store
         .read(move |c| {
@@ -199,7 +265,13 @@ pub async fn show(
                 (None, Some(newest)) => snapshots::get_snapshot(c, &account, newest)?.map(|s| s.content),
                 _ => None,
             };
-            Ok(Loaded { snapshots, changes, runs, deliveries, seen, sides, baseline })
+            let shot_before = match &sides {
+                Some((_, to)) if keeps_screenshots && to.screenshot_hash.is_some() => {
+                    previous_screenshot(c, &account, &watch_id, &to.id)?
+                }
+                _ => None,
+            };
+            Ok(Loaded { snapshots, changes, runs, deliveries, seen, sides, baseline, shot_before })
         })
         .await?;
     // The user has now seen the newest snapshot: a write (on SQLite it takes its turn at the
@@ -272,10 +344,44 @@ fn page(
             http_status: r.http_status,
             duration_ms: r.duration_ms,
             detail: r.error.clone().or_else(|| r.note.clone()),
+            browser: r.engine.as_deref() == Some("browser"),
+            error_kind: r.error_kind.clone(),
         })
         .collect();
     let deliveries = loaded.deliveries.iter().map(|d| delivery_row(d, now, zone)).collect();
     let paused = watch.state == driftwatch_core::WatchState::Paused.as_str();
+    let fetch = watch.options().fetch;
+    let shots = (fetch.screenshot != ScreenshotMode::Off).then(|| {
+        loaded
+            .snapshots
+            .iter()
+            .filter(|s| s.screenshot_hash.is_some())
+            .take(SHOTS)
+            .map(|s| ShotItem {
+                id: s.id.clone(),
+                at: When::new(s.created_at, now, zone),
+                change: s.visual_change_percent.map(percent),
+            })
+            .collect()
+    });
+    let visual = loaded.sides.as_ref().zip(loaded.shot_before.as_ref()).map(|((_, after), before)| VisualView {
+        before: before.id.clone(),
+        before_at: When::new(before.created_at, now, zone),
+        after: after.id.clone(),
+        after_at: When::new(after.created_at, now, zone),
+        change: after.visual_change_percent.map(percent),
+    });
+    let engine = match fetch.engine {
+        Engine::Http => None,
+        Engine::Browser => Some(EngineView { text: "Rendered in the browser", since: None }),
+        Engine::Auto => Some(match watch.browser_since {
+            Some(t) => EngineView { text: "Auto: rendered in the browser since", since: Some(When::new(t, now, zone)) },
+            None => EngineView {
+                text: "Auto: read over HTTP; the browser takes over when the page needs scripts",
+                since: None,
+            },
+        }),
+    };
     WatchPage {
         layout: Layout::signed_in(viewer, "watches", watch.name.clone()),
         badge: badge(&watch),
@@ -290,8 +396,76 @@ fn page(
         content,
         runs,
         deliveries,
+        shots,
+        viewport: fetch.screenshot == ScreenshotMode::Viewport,
+        visual,
+        engine,
         watch,
     }
+}
+
+/// `GET /watches/{id}/snapshots/{snapshot_id}/screenshot`: a snapshot's screenshot, to its
+/// owner only (anyone else, or a snapshot without one, gets the 404 page).
+pub async fn screenshot(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path((id, snapshot_id)): Path<(String, String)>,
+) -> Result<Response, UiError> {
+    let watch = find(&state, &viewer, &id).await?;
+    let account = viewer.account_id().to_owned();
+    let shot = state
+        .store
+        .read(move |c| screenshots::of_snapshot(c, &account, &watch.id, &snapshot_id))
+        .await?
+        .ok_or(UiError::NotFound("screenshot"))?;
+    Ok(crate::screenshot_response(shot))
+}
+
+/// `GET /watches/{id}/snapshots/{snapshot_id}/visual-diff`: a PNG of the snapshot's screenshot
+/// with the pixels that differ from the previous screenshot in red (the watch's ignored regions
+/// hatched), to its owner only.
+pub async fn visual_diff(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path((id, snapshot_id)): Path<(String, String)>,
+) -> Result<Response, UiError> {
+    use axum::http::header;
+    let watch = find(&state, &viewer, &id).await?;
+    let ignore: Vec<driftwatch_visual::Rect> = watch
+        .options()
+        .noise
+        .ignore_regions
+        .iter()
+        .map(|r| driftwatch_visual::Rect { x: r.x, y: r.y, width: r.width, height: r.height })
+        .collect();
+    let account = viewer.account_id().to_owned();
+    let pair = state
+        .store
+        .read(move |c| {
+            let Some(after) = screenshots::of_snapshot(c, &account, &watch.id, &snapshot_id)? else { return Ok(None) };
+            let before =
+                match previous_screenshot(c, &account, &watch.id, &snapshot_id)?.and_then(|s| s.screenshot_hash) {
+                    Some(hash) => screenshots::by_hash(c, &hash)?,
+                    None => None,
+                };
+            Ok(before.map(|before| (before, after)))
+        })
+        .await?
+        .ok_or(UiError::NotFound("visual difference"))?;
+    // Decoding and comparing pictures is CPU work: off the async threads.
+    let (_, png) = tokio::task::spawn_blocking(move || {
+        let (before, after) = pair;
+        driftwatch_visual::compare_and_highlight(
+            &before.bytes,
+            &after.bytes,
+            &ignore,
+            driftwatch_visual::Tolerance::default(),
+        )
+    })
+    .await
+    .map_err(|e| UiError::Server(e.to_string()))?
+    .map_err(|e| UiError::Server(format!("highlighting the visual difference: {e}")))?;
+    Ok(([(header::CONTENT_TYPE, "image/png"), (header::CACHE_CONTROL, "private, max-age=86400")], png).into_response())
 }
 
 /// `POST /watches/{id}/check`: checks now and shows the watch with the result.

@@ -1,7 +1,8 @@
 //! Adding and editing a watch: every option the API has, grouped so a newcomer can skip all
 //! but the first section; errors beside their fields, in the API's words (the same rules of
 //! `driftwatch-validate`); a preview that fetches the page now and shows the text that would
-//! be compared; the next five check times of the schedule.
+//! be compared (and, when the browser renders it, what the browser saw); the next five check
+//! times of the schedule.
 
 use std::collections::HashMap;
 
@@ -9,10 +10,11 @@ use askama::Template;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use driftwatch_core::WatchOptions;
+use driftwatch_core::{Region, Step, WatchOptions};
 use driftwatch_store::{Watch, watches};
 use driftwatch_validate::{FieldError, Invalid, WatchInput, WatchPatch};
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 
 use super::error::UiError;
 use super::flash;
@@ -70,6 +72,19 @@ pub struct WatchForm {
     min_change_percent: String,
     known_states: String,
     confirm_after_seconds: String,
+    /// `http`, `browser` or `auto`.
+    engine: String,
+    /// `load`, `network_idle`, milliseconds or a CSS selector.
+    wait: String,
+    /// One step a line (see [`parse_steps`]).
+    steps: String,
+    /// `off`, `viewport` or `full_page`.
+    screenshot: String,
+    /// `text`, `text_or_visual` or `visual`.
+    compare: String,
+    min_visual_change_percent: String,
+    /// One `x,y,width,height` a line.
+    ignore_regions: String,
     /// `save` or `preview`.
     action: String,
 }
@@ -134,13 +149,33 @@ impl WatchForm {
             min_change_percent: noise.min_change_percent.map(|n| n.to_string()).unwrap_or_default(),
             known_states: noise.known_states.map(|n| n.to_string()).unwrap_or_default(),
             confirm_after_seconds: noise.confirm_after_seconds.map(|n| n.to_string()).unwrap_or_default(),
+            engine: fetch.engine.as_str().to_owned(),
+            wait: fetch.wait.as_ref().map(ToString::to_string).unwrap_or_default(),
+            steps: fetch.steps.iter().map(step_line).collect::<Vec<_>>().join("\n"),
+            screenshot: choice_name(&fetch.screenshot),
+            compare: choice_name(&noise.compare),
+            min_visual_change_percent: noise.min_visual_change_percent.map(|n| n.to_string()).unwrap_or_default(),
+            ignore_regions: noise
+                .ignore_regions
+                .iter()
+                .map(|r| format!("{},{},{},{}", r.x, r.y, r.width, r.height))
+                .collect::<Vec<_>>()
+                .join("\n"),
             action: String::new(),
         }
     }
 
     /// A new watch's form: hourly, active.
     fn blank() -> WatchForm {
-        WatchForm { schedule: "interval".into(), every: "1".into(), unit: "hours".into(), ..WatchForm::default() }
+        WatchForm {
+            schedule: "interval".into(),
+            every: "1".into(),
+            unit: "hours".into(),
+            engine: "http".into(),
+            screenshot: "off".into(),
+            compare: "text".into(),
+            ..WatchForm::default()
+        }
     }
 
     /// The interval in seconds, or the cron schedule and zone; errors of the form's own fields.
@@ -192,7 +227,49 @@ impl WatchForm {
         options.noise.known_states = number("options.noise.known_states", &self.known_states, errors);
         options.noise.confirm_after_seconds =
             number("options.noise.confirm_after_seconds", &self.confirm_after_seconds, errors);
+        self.browser_options(&mut options, errors);
         options
+    }
+
+    /// The browser's settings and the visual comparison, into `options`.
+    fn browser_options(&self, options: &mut WatchOptions, errors: &mut Vec<FieldError>) {
+        options.fetch.engine = choice("options.fetch.engine", &self.engine, errors);
+        options.fetch.wait = wait(&self.wait, errors);
+        options.fetch.steps = match parse_steps(&self.steps) {
+            Ok(steps) => steps,
+            Err(message) => {
+                errors.push(FieldError::new("options.fetch.steps", message));
+                Vec::new()
+            }
+        };
+        options.fetch.screenshot = choice("options.fetch.screenshot", &self.screenshot, errors);
+        options.noise.compare = choice("options.noise.compare", &self.compare, errors);
+        options.noise.min_visual_change_percent =
+            number("options.noise.min_visual_change_percent", &self.min_visual_change_percent, errors);
+        options.noise.ignore_regions = match parse_regions(&self.ignore_regions) {
+            Ok(regions) => regions,
+            Err(message) => {
+                errors.push(FieldError::new("options.noise.ignore_regions", message));
+                Vec::new()
+            }
+        };
+    }
+
+    /// The error of a validation field, saying which line of a textarea it is about
+    /// (`options.fetch.steps[2].selector` is the third step).
+    fn message(&self, error: FieldError) -> String {
+        let lines = match error.field.split_once('[') {
+            Some(("options.fetch.steps", _)) => &self.steps,
+            Some(("options.noise.ignore_regions", _)) => &self.ignore_regions,
+            _ => return error.message,
+        };
+        let index = error.field.split(['[', ']']).nth(1).and_then(|i| i.parse::<usize>().ok());
+        let line = index
+            .and_then(|i| lines.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).nth(i).map(|(n, _)| n + 1));
+        match line {
+            Some(line) => format!("line {line}: {}", error.message),
+            None => error.message,
+        }
     }
 
     fn input(&self, errors: &mut Vec<FieldError>) -> WatchInput {
@@ -239,6 +316,13 @@ fn form_field(field: &str) -> &'static str {
         "options.noise.min_change_percent" => "min_change_percent",
         "options.noise.known_states" => "known_states",
         "options.noise.confirm_after_seconds" => "confirm_after_seconds",
+        "options.fetch.engine" => "engine",
+        "options.fetch.wait" => "wait",
+        "options.fetch.screenshot" => "screenshot",
+        "options.noise.compare" => "compare",
+        "options.noise.min_visual_change_percent" => "min_visual_change_percent",
+        b if b.starts_with("options.fetch.steps") => "steps",
+        b if b.starts_with("options.noise.ignore_regions") => "ignore_regions",
         b if b.starts_with("options.fetch.headers") => "fetch_headers",
         b if b.starts_with("options.fetch.cookies") => "fetch_cookies",
         _ => "url",
@@ -254,8 +338,64 @@ struct WatchFormPage {
     form: WatchForm,
     errors: HashMap<&'static str, String>,
     next_runs: Result<Vec<String>, String>,
-    preview: Option<Result<String, String>>,
+    preview: Option<Result<PreviewView, String>>,
 }
+
+/// What a preview shows: the text, what read the page, and the screenshot inline (a preview's
+/// screenshot is not stored, so it travels in the page as a `data:` URL).
+struct PreviewView {
+    text: String,
+    /// `http` or `browser`.
+    engine: &'static str,
+    note: Option<String>,
+    screenshot: Option<InlineImage>,
+}
+
+/// An image embedded in the page.
+struct InlineImage {
+    /// `data:image/webp;base64,...`.
+    src: String,
+    width: u32,
+    height: u32,
+}
+
+impl PreviewView {
+    fn of(preview: driftwatch_schedule::Preview) -> PreviewView {
+        use base64::Engine as _;
+        let screenshot = preview.screenshot.map(|shot| InlineImage {
+            src: format!(
+                "data:image/{};base64,{}",
+                shot.format,
+                base64::engine::general_purpose::STANDARD.encode(&shot.bytes)
+            ),
+            width: shot.width,
+            height: shot.height,
+        });
+        PreviewView { text: preview.text, engine: preview.engine, note: preview.note, screenshot }
+    }
+}
+
+/// A select's choices: value, label and what it does (shown under the select).
+type Choices = [(&'static str, &'static str, &'static str)];
+
+/// The engines offered.
+const ENGINES: [(&str, &str, &str); 3] = [
+    ("http", "HTTP", "a plain request; scripts do not run."),
+    ("browser", "Browser", "Chromium renders the page and runs its scripts."),
+    ("auto", "Auto", "HTTP first; the browser when the page needs scripts."),
+];
+/// The screenshot modes offered.
+const SCREENSHOTS: [(&str, &str, &str); 3] = [
+    ("off", "Off", ""),
+    ("viewport", "Window", "what a 1280×900 window shows."),
+    ("full_page", "Full page", "the whole page, cut when very long."),
+];
+/// What a check can compare.
+const COMPARES: [(&str, &str, &str); 3] = [
+    ("text", "Text", "a change of the text alerts."),
+    ("text_or_visual", "Text or look", "the text, or how the page looks when its text is the same."),
+    ("visual", "Look only", "only how the page looks; text changes are kept quietly."),
+];
 
 impl WatchFormPage {
     /// The error shown beside `field`.
@@ -276,6 +416,9 @@ impl WatchFormPage {
             }
             "extract" => &["remove_selectors", "json_pointer"],
             "rules" => &["ignore_lines", "extract_regex", "keep_lines_containing", "custom_masks"],
+            "browser" => {
+                &["engine", "wait", "steps", "screenshot", "compare", "min_visual_change_percent", "ignore_regions"]
+            }
             _ => &[
                 "trigger_text",
                 "block_text",
@@ -286,6 +429,15 @@ impl WatchFormPage {
             ],
         };
         fields.iter().any(|f| self.errors.contains_key(f))
+    }
+
+    /// The choices of a select: `engine`, `screenshot` or `compare`.
+    fn choices(&self, field: &str) -> &'static Choices {
+        match field {
+            "engine" => &ENGINES,
+            "screenshot" => &SCREENSHOTS,
+            _ => &COMPARES,
+        }
     }
 }
 
@@ -323,7 +475,8 @@ fn page(
 ) -> WatchFormPage {
     let mut errors = HashMap::new();
     for e in invalid {
-        errors.entry(form_field(&e.field)).or_insert(e.message);
+        let field = form_field(&e.field);
+        errors.entry(field).or_insert_with(|| form.message(e));
     }
     let title = if watch_id.is_some() { "Edit watch" } else { "Add a watch" };
     let next_runs = schedule_preview(state, viewer, &form, watch_id.as_deref().unwrap_or("wat_new"));
@@ -348,15 +501,17 @@ pub async fn edit(State(state): State<AppState>, viewer: Viewer, Path(id): Path<
     Ok(html(&page(&state, &viewer, Some(watch.id.clone()), WatchForm::of(&watch), Vec::new())))
 }
 
-/// Fetches the page as the form describes and shows the text that would be compared.
+/// Fetches the page as the form describes and shows the text that would be compared, with the
+/// screenshot when the options ask for one.
 async fn with_preview(state: &AppState, mut page: WatchFormPage, input: &WatchInput) -> WatchFormPage {
-    if page.errors.contains_key("url") || page.errors.contains_key("selector") {
+    // Without these the preview would read another page, or read it another way.
+    if ["url", "selector", "engine", "wait", "steps"].iter().any(|f| page.errors.contains_key(f)) {
         return page;
     }
     let options = input.options.clone().unwrap_or_default();
     let url = input.url.trim().to_owned();
     let result = state.runner.preview(&url, input.selector.as_deref(), &options).await;
-    page.preview = Some(result.map(|p| p.text));
+    page.preview = Some(result.map(PreviewView::of));
     page
 }
 
@@ -434,4 +589,259 @@ pub async fn update(
     tracing::info!(watch.id = %id, "watch updated from the UI");
     flash::set(&state, &post.viewer, "Watch saved.").await?;
     Ok(Redirect::to(&format!("/watches/{id}")).into_response())
+}
+
+/// An option named as the API names it (`full_page`, `text_or_visual`), for a select.
+fn choice_name<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
+/// A select's value as its option: the default when empty.
+fn choice<T: DeserializeOwned + Default>(field: &str, text: &str, errors: &mut Vec<FieldError>) -> T {
+    let text = text.trim();
+    if text.is_empty() {
+        return T::default();
+    }
+    serde_json::from_value(serde_json::Value::String(text.to_owned())).unwrap_or_else(|_| {
+        errors.push(FieldError::new(field, "choose one of the options"));
+        T::default()
+    })
+}
+
+/// What the browser waits for: milliseconds when the text is a number, else the text.
+fn wait(text: &str, errors: &mut Vec<FieldError>) -> Option<driftwatch_core::Wait> {
+    use driftwatch_core::Wait;
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    if !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Some(Wait::Text(text.to_owned()));
+    }
+    match text.parse() {
+        Ok(ms) => Some(Wait::Delay(ms)),
+        Err(_) => {
+            errors.push(FieldError::new("options.fetch.wait", "at most 60000 milliseconds"));
+            None
+        }
+    }
+}
+
+/// `x,y,width,height` lines.
+fn parse_regions(text: &str) -> Result<Vec<Region>, String> {
+    let mut regions = Vec::new();
+    for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let numbers: Vec<Option<u32>> = line.split(',').map(|p| p.trim().parse().ok()).collect();
+        match numbers[..] {
+            [Some(x), Some(y), Some(width), Some(height)] => regions.push(Region { x, y, width, height }),
+            _ => {
+                return Err(format!("line {}: write x,y,width,height in whole pixels, like 0,0,1280,90", n + 1));
+            }
+        }
+    }
+    Ok(regions)
+}
+
+/// The steps of the steps textarea, one a line: `click #accept`, `type #q running shoes`,
+/// `press Enter`, `select #size M`, `scroll` or `scroll #footer`, `wait_for .price` or
+/// `wait_for 1500`. The last argument is the rest of the line; a selector followed by more
+/// (`type`, `select`) ends at the first space. Any argument may be written in double quotes
+/// (`\"`, `\\` and `\n` inside), which [`step_line`] does when it would not read back as it
+/// is (a selector with spaces, a text with spaces at its ends). The error names the line.
+fn parse_steps(text: &str) -> Result<Vec<Step>, String> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(n, line)| parse_step(line.trim()).map_err(|why| format!("line {}: {why}", n + 1)))
+        .collect()
+}
+
+fn parse_step(line: &str) -> Result<Step, String> {
+    let (action, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+    let missing = |usage: &str| format!("{action} needs {usage}");
+    match action.to_ascii_lowercase().as_str() {
+        "click" => {
+            let selector = last(rest)?.ok_or_else(|| missing("a CSS selector, like click #accept"))?;
+            Ok(Step::Click { selector })
+        }
+        "type" => {
+            let usage = "a CSS selector and the text, like type #q running shoes";
+            let (selector, rest) = word(rest)?.ok_or_else(|| missing(usage))?;
+            let text = last(rest)?.ok_or_else(|| missing(usage))?;
+            Ok(Step::Type { selector, text })
+        }
+        "press" => Ok(Step::Press { key: last(rest)?.ok_or_else(|| missing("a key, like press Enter"))? }),
+        "select" => {
+            let usage = "a CSS selector and the option's value, like select #size M";
+            let (selector, rest) = word(rest)?.ok_or_else(|| missing(usage))?;
+            let value = last(rest)?.ok_or_else(|| missing(usage))?;
+            Ok(Step::Select { selector, value })
+        }
+        "scroll" => Ok(Step::Scroll { selector: last(rest)? }),
+        "wait_for" => {
+            let quoted = rest.trim_start().starts_with('"');
+            match last(rest)? {
+                Some(ms) if !quoted && ms.bytes().all(|b| b.is_ascii_digit()) => match ms.parse() {
+                    Ok(ms) => Ok(Step::WaitFor { selector: None, ms: Some(ms) }),
+                    Err(_) => Err("wait_for waits at most 60000 milliseconds".to_owned()),
+                },
+                Some(selector) => Ok(Step::WaitFor { selector: Some(selector), ms: None }),
+                None => Err(missing("a CSS selector or milliseconds, like wait_for .price or wait_for 1500")),
+            }
+        }
+        _ => Err(format!("“{action}” is not a step: use click, type, press, select, scroll or wait_for")),
+    }
+}
+
+/// The first argument of `rest` (a quoted string, or up to the next space) and what follows;
+/// `None` when there is none.
+fn word(rest: &str) -> Result<Option<(String, &str)>, String> {
+    let rest = rest.trim_start();
+    if rest.is_empty() {
+        return Ok(None);
+    }
+    if rest.starts_with('"') {
+        return unquote(rest).map(Some);
+    }
+    let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+    Ok(Some((rest[..end].to_owned(), &rest[end..])))
+}
+
+/// The last argument: the rest of the line, trimmed, or a quoted string; `None` when empty.
+fn last(rest: &str) -> Result<Option<String>, String> {
+    let rest = rest.trim();
+    if rest.is_empty() {
+        return Ok(None);
+    }
+    if !rest.starts_with('"') {
+        return Ok(Some(rest.to_owned()));
+    }
+    match unquote(rest)? {
+        (text, after) if after.trim().is_empty() => Ok(Some(text)),
+        _ => Err("nothing may follow a closing quote; put the whole text in quotes".to_owned()),
+    }
+}
+
+/// The quoted string `text` starts with, and what follows its closing quote.
+fn unquote(text: &str) -> Result<(String, &str), String> {
+    let mut out = String::new();
+    let mut chars = text.char_indices().skip(1);
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' => return Ok((out, &text[i + 1..])),
+            '\\' => match chars.next() {
+                Some((_, 'n')) => out.push('\n'),
+                Some((_, 'r')) => out.push('\r'),
+                Some((_, c)) => out.push(c),
+                None => break,
+            },
+            c => out.push(c),
+        }
+    }
+    Err("a closing \" is missing".to_owned())
+}
+
+/// A step as a line of the textarea: [`parse_steps`] reads it back as the same step.
+fn step_line(step: &Step) -> String {
+    let quote = |s: &str| {
+        format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n").replace('\r', "\\r"))
+    };
+    let risky = |s: &str| s.is_empty() || s.starts_with('"') || s.contains(['\n', '\r']);
+    let first = |s: &str| if risky(s) || s.contains(char::is_whitespace) { quote(s) } else { s.to_owned() };
+    let rest = |s: &str| if risky(s) || s.trim() != s { quote(s) } else { s.to_owned() };
+    match step {
+        Step::Click { selector } => format!("click {}", rest(selector)),
+        Step::Type { selector, text } => format!("type {} {}", first(selector), rest(text)),
+        Step::Press { key } => format!("press {}", rest(key)),
+        Step::Select { selector, value } => format!("select {} {}", first(selector), rest(value)),
+        Step::Scroll { selector: None } => "scroll".to_owned(),
+        Step::Scroll { selector: Some(selector) } => format!("scroll {}", rest(selector)),
+        Step::WaitFor { selector: Some(selector), .. } if selector.bytes().all(|b| b.is_ascii_digit()) => {
+            format!("wait_for {}", quote(selector))
+        }
+        Step::WaitFor { selector: Some(selector), .. } => format!("wait_for {}", rest(selector)),
+        Step::WaitFor { selector: None, ms: Some(ms) } => format!("wait_for {ms}"),
+        Step::WaitFor { selector: None, ms: None } => "wait_for".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use driftwatch_core::{Compare, Engine, ScreenshotMode, Wait};
+
+    use super::*;
+
+    #[test]
+    fn steps_read_as_typed_and_name_the_line() {
+        let steps = parse_steps("click #accept\n\n  type #q running shoes\npress Enter\nselect #size M\nscroll\nscroll #footer\nwait_for .price\nwait_for 1500").expect("steps");
+        assert_eq!(
+            steps,
+            [
+                Step::Click { selector: "#accept".into() },
+                Step::Type { selector: "#q".into(), text: "running shoes".into() },
+                Step::Press { key: "Enter".into() },
+                Step::Select { selector: "#size".into(), value: "M".into() },
+                Step::Scroll { selector: None },
+                Step::Scroll { selector: Some("#footer".into()) },
+                Step::WaitFor { selector: Some(".price".into()), ms: None },
+                Step::WaitFor { selector: None, ms: Some(1500) },
+            ]
+        );
+        assert_eq!(
+            parse_steps("click #a\ndance #x").unwrap_err(),
+            "line 2: “dance” is not a step: use click, type, press, select, scroll or wait_for"
+        );
+        assert!(parse_steps("\ntype #q").unwrap_err().starts_with("line 2: type needs a CSS selector and the text"));
+        assert!(parse_steps("click").unwrap_err().starts_with("line 1: click needs a CSS selector"));
+        assert!(parse_steps("type \"#q x").unwrap_err().contains("closing \" is missing"));
+    }
+
+    #[test]
+    fn a_stored_watch_reads_back_unchanged_through_the_form() {
+        let mut options = WatchOptions::default();
+        options.fetch.engine = Engine::Auto;
+        options.fetch.wait = Some(Wait::Text("#app .ready".into()));
+        options.fetch.screenshot = ScreenshotMode::FullPage;
+        options.fetch.steps = vec![
+            Step::Click { selector: "button.accept".into() },
+            Step::Type { selector: "form input[name=q]".into(), text: " padded \"text\" ".into() },
+            Step::Select { selector: "#size".into(), value: String::new() },
+            Step::Press { key: "Enter".into() },
+            Step::Scroll { selector: Some("footer a".into()) },
+            Step::WaitFor { selector: Some("\"odd".into()), ms: None },
+            Step::WaitFor { selector: None, ms: Some(250) },
+        ];
+        options.noise.compare = Compare::TextOrVisual;
+        options.noise.min_visual_change_percent = Some(2.5);
+        options.noise.ignore_regions = vec![Region { x: 0, y: 0, width: 1280, height: 90 }];
+        for wait in [Some(Wait::Delay(1500)), Some(Wait::Text("network_idle".into())), None] {
+            options.fetch.wait = wait;
+            let mut watch = Watch::new("acc_1", "https://example.com/", chrono::NaiveDateTime::default());
+            watch.options = serde_json::to_string(&options).expect("json");
+            let mut errors = Vec::new();
+            assert_eq!(WatchForm::of(&watch).options(&mut errors), options);
+            assert!(errors.is_empty(), "{errors:?}");
+        }
+        let mut errors = Vec::new();
+        assert_eq!(WatchForm::blank().options(&mut errors), WatchOptions::default());
+        assert!(errors.is_empty(), "{errors:?}");
+    }
+
+    #[test]
+    fn validation_errors_of_a_step_or_region_name_its_line() {
+        let form = WatchForm {
+            steps: "click #a\n\nclick a:::b".into(),
+            ignore_regions: "\n1,1,0,4".into(),
+            ..WatchForm::blank()
+        };
+        let step = FieldError::new("options.fetch.steps[1].selector", "not a selector");
+        assert_eq!((form_field(&step.field), form.message(step)), ("steps", "line 3: not a selector".to_owned()));
+        let region = FieldError::new("options.noise.ignore_regions[0]", "width and height must be above 0");
+        assert_eq!(form.message(region), "line 2: width and height must be above 0");
+        assert_eq!(
+            parse_regions("1,2,3").unwrap_err(),
+            "line 1: write x,y,width,height in whole pixels, like 0,0,1280,90"
+        );
+        assert_eq!(form_field("options.fetch.engine"), "engine");
+    }
 }
