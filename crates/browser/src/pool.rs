@@ -107,6 +107,8 @@ pub(crate) struct Instance {
     handler: tokio::task::JoinHandle<()>,
     /// Cancelled when the DevTools connection ends (the browser crashed, was killed or closed).
     pub(crate) gone: tokio_util::sync::CancellationToken,
+    /// Set when driftwatch closes the browser itself: its connection ending is no news.
+    closing: Arc<AtomicBool>,
     /// The browser's own user agent without `Headless`, learnt from the first page.
     agent: tokio::sync::OnceCell<Option<String>>,
 }
@@ -237,6 +239,10 @@ impl Browsers {
                 return Ok(instance.clone());
             }
             tracing::info!(renders, worn, heavy, "replacing the browser");
+            if instance.usable() {
+                // Worn or heavy, not broken: its connection closing later is expected.
+                instance.closing.store(true, Ordering::SeqCst);
+            }
             // Renders still using the old one finish in it; it goes when the last one does.
             *current = None;
         }
@@ -295,13 +301,17 @@ impl Browsers {
             .map_err(|e| RenderError::Browser(format!("cannot connect to the browser: {e}")))?;
         let gone = tokio_util::sync::CancellationToken::new();
         let signal = gone.clone();
+        let closing = Arc::new(AtomicBool::new(false));
+        let expected = closing.clone();
         let handler = tokio::spawn(async move {
             while let Some(event) = handler.next().await {
                 match event {
                     Ok(()) => {}
                     Err(chromiumoxide::error::CdpError::InvalidMessage(..)) => {}
                     Err(e) => {
-                        tracing::warn!(error = %e, "the DevTools connection failed");
+                        if !expected.load(Ordering::SeqCst) {
+                            tracing::warn!(error = %e, "the DevTools connection failed");
+                        }
                         break;
                     }
                 }
@@ -320,6 +330,7 @@ impl Browsers {
             proxy,
             handler,
             gone,
+            closing,
             agent: tokio::sync::OnceCell::new(),
         })
     }
@@ -331,7 +342,8 @@ impl Browsers {
         self.inner.permits.close();
         let instance = self.inner.current.lock().await.take();
         if let Some(instance) = instance {
-            instance.break_down("shutting down");
+            instance.closing.store(true, Ordering::SeqCst);
+            instance.broken.store(true, Ordering::SeqCst);
             let process = instance.process.lock().ok().and_then(|mut p| p.take());
             if let Some(process) = process {
                 // Renders still in flight end with an error as the browser goes.

@@ -14,12 +14,18 @@ fn init_tracing() {
     use tracing_subscriber::EnvFilter;
     let wanted =
         std::env::var("DRIFTWATCH_LOG").or_else(|_| std::env::var("RUST_LOG")).unwrap_or_else(|_| "info".into());
-    // The job scheduler narrates its own start at info; keep it to warnings unless asked for.
-    let directives =
-        if wanted.contains("tokio_cron_scheduler") { wanted } else { format!("{wanted},tokio_cron_scheduler=warn") };
+    // The job scheduler narrates its own start at info, and the DevTools client warns of every
+    // protocol message newer than it knows and errors when a browser it closed goes away (what
+    // matters reaches the run and driftwatch's own log lines): quiet unless asked for.
+    let mut directives = wanted.clone();
+    for (target, level) in [("tokio_cron_scheduler", "warn"), ("chromiumoxide", "off")] {
+        if !wanted.contains(target) {
+            directives.push_str(&format!(",{target}={level}"));
+        }
+    }
     let filter = EnvFilter::try_new(&directives).unwrap_or_else(|e| {
         eprintln!("DRIFTWATCH_LOG `{directives}` is not a valid filter ({e}); logging at info");
-        EnvFilter::new("info,tokio_cron_scheduler=warn")
+        EnvFilter::new("info,tokio_cron_scheduler=warn,chromiumoxide=off")
     });
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     if std::env::var("DRIFTWATCH_LOG_FORMAT").is_ok_and(|f| f == "json") {
