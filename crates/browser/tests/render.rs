@@ -329,3 +329,26 @@ async fn a_remote_browser_renders_behind_the_same_guard() {
     browsers.shutdown(Duration::from_secs(2)).await;
     let _ = remote.kill().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_over_its_memory_cap_is_replaced() {
+    let Some(_) = browsers(TargetPolicy { allow_private: true }) else { return };
+    // Any Chromium uses more than a byte: measured every tenth render, it is replaced then.
+    let browsers = Browsers::new(BrowserConfig {
+        policy: TargetPolicy { allow_private: true },
+        memory_cap: 1,
+        ..BrowserConfig::default()
+    });
+    let (base, _) = serve(vec![("/price", "text/html", PRICE_PAGE.into())]).await;
+    let (url, spec) = (format!("{base}/price"), FetchSpec::default());
+    let mut pids = Vec::new();
+    for _ in 0..11 {
+        browsers.render(request(&url, &spec)).await.expect("rendered");
+        pids.push(browsers.stats().await.pid.expect("pid"));
+    }
+    // Measured before every tenth render: the tenth runs in a new browser.
+    assert!(pids[..9].iter().all(|p| *p == pids[0]), "{pids:?}");
+    assert_ne!(pids[9], pids[0], "replaced once measured over its cap: {pids:?}");
+    assert_eq!(pids[9], pids[10]);
+    browsers.shutdown(Duration::from_secs(5)).await;
+}
