@@ -8,11 +8,11 @@ use driftwatch_test_support::{Backend, PageServer, Receiver, eventually};
 
 use crate::support::TestApp;
 
-const EMAIL: &str = "ada@example.com";
+pub(crate) const EMAIL: &str = "ada@example.com";
 const PASSWORD: &str = "correct horse battery";
 
 /// Sets up the first account through `/setup` and lands signed in on the watches page.
-async fn set_up(browser: &Browser, app: &TestApp) {
+pub(crate) async fn set_up(browser: &Browser, app: &TestApp) {
     browser.goto(&app.setup_url()).await;
     browser.fill("#f-account", "Acme").await;
     browser.fill("#f-email", EMAIL).await;
@@ -23,7 +23,7 @@ async fn set_up(browser: &Browser, app: &TestApp) {
 }
 
 /// Checks the page for serious or critical axe-core violations and screenshots it.
-async fn look(browser: &Browser, name: &str) {
+pub(crate) async fn look(browser: &Browser, name: &str) {
     browser.assert_accessible(name).await;
     browser.screenshot(name).await;
 }

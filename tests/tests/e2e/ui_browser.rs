@@ -10,9 +10,7 @@ use serde_json::{Value, json};
 
 use crate::browser::Browser;
 use crate::support::TestApp;
-
-const EMAIL: &str = "ada@example.com";
-const PASSWORD: &str = "correct horse battery";
+use crate::ui::{EMAIL, look, set_up};
 
 /// A status page behind a cookie banner: its content shows once Accept is clicked.
 fn banner_page(news: &str, colour: &str) -> String {
@@ -38,23 +36,6 @@ async fn browsers() -> Option<Browser> {
         return None;
     }
     Some(browser)
-}
-
-/// Sets up the first account through `/setup` and lands signed in on the watches page.
-async fn set_up(browser: &Browser, app: &TestApp) {
-    browser.goto(&app.setup_url()).await;
-    browser.fill("#f-account", "Acme").await;
-    browser.fill("#f-email", EMAIL).await;
-    browser.fill("#f-password", PASSWORD).await;
-    browser.fill("#f-password_confirm", PASSWORD).await;
-    browser.submit_form("form[action='/setup']").await;
-    browser.wait_for_text("h1", "Watches").await;
-}
-
-/// Checks the page for serious or critical axe-core violations and screenshots it.
-async fn look(browser: &Browser, name: &str) {
-    browser.assert_accessible(name).await;
-    browser.screenshot(name).await;
 }
 
 /// The value of the form field matching `css`.

@@ -17,8 +17,10 @@ mod flash;
 mod form;
 mod layout;
 mod present;
+mod screenshots;
 mod session;
 mod sign_in;
+mod steps;
 mod tokens;
 mod watch;
 mod watch_form;
@@ -111,8 +113,8 @@ pub fn routes() -> Router<AppState> {
         .route("/watches/{id}/resume", post(watch::resume))
         .route("/watches/{id}/delete", get(watch::confirm_delete).post(watch::delete))
         .route("/watches/{id}/export", get(watch::export))
-        .route("/watches/{id}/snapshots/{snapshot_id}/screenshot", get(watch::screenshot))
-        .route("/watches/{id}/snapshots/{snapshot_id}/visual-diff", get(watch::visual_diff))
+        .route("/watches/{id}/snapshots/{snapshot_id}/screenshot", get(screenshots::screenshot))
+        .route("/watches/{id}/snapshots/{snapshot_id}/visual-diff", get(screenshots::visual_diff))
         .route("/changes", get(changes::list))
         .route("/endpoints", get(endpoints::list))
         .route("/endpoints/new", get(endpoint_form::new).post(endpoint_form::create))

@@ -1,7 +1,7 @@
 //! A watch's page: its timeline of changes, the diff (from what this user last saw, or any two
 //! snapshots; inline or side by side) with how the page looks before and after when it keeps
-//! screenshots, its runs and its deliveries; and the screenshots and visual differences its
-//! page shows, served to its owner only.
+//! screenshots, its runs and its deliveries (the images themselves are served by
+//! [`super::screenshots`]).
 
 use std::collections::HashMap;
 
@@ -12,7 +12,7 @@ use driftwatch_core::{Engine, EventType, ScreenshotMode};
 use driftwatch_store::deliveries::{self, DeliveryFilter};
 use driftwatch_store::snapshots::{self, SnapshotInfo};
 use driftwatch_store::watches;
-use driftwatch_store::{DbConn, Event, Page, Run, Snapshot, StoreResult, Watch, events, runs, screenshots, users};
+use driftwatch_store::{Event, Page, Run, Snapshot, Watch, events, runs, users};
 use serde::Deserialize;
 
 use axum::response::{IntoResponse, Redirect};
@@ -34,8 +34,6 @@ const RUNS: i64 = 20;
 const DELIVERIES: i64 = 10;
 /// Screenshots shown in the strip.
 const SHOTS: usize = 6;
-/// How many snapshots back the visual difference looks for the previous screenshot.
-const SHOT_LOOKBACK: i64 = 100;
 
 /// A snapshot in the timeline.
 #[derive(Debug, Clone)]
@@ -200,18 +198,6 @@ struct Loaded {
     shot_before: Option<SnapshotInfo>,
 }
 
-/// The newest snapshot of the watch before `snapshot_id` that has a screenshot, among the
-/// [`SHOT_LOOKBACK`] before it.
-fn previous_screenshot(
-    c: &mut DbConn,
-    account: &str,
-    watch_id: &str,
-    snapshot_id: &str,
-) -> StoreResult<Option<SnapshotInfo>> {
-    let page = Page { after: Some(snapshot_id.to_owned()), limit: SHOT_LOOKBACK };
-    Ok(snapshots::list_snapshots(c, account, watch_id, &page)?.into_iter().find(|s| s.screenshot_hash.is_some()))
-}
-
 /// `GET /watches/{id}`.
 pub async fn show(
     State(state): State<AppState>,
@@ -267,7 +253,7 @@ pub async fn show(
             };
             let shot_before = match &sides {
                 Some((_, to)) if keeps_screenshots && to.screenshot_hash.is_some() => {
-                    previous_screenshot(c, &account, &watch_id, &to.id)?
+                    super::screenshots::previous_screenshot(c, &account, &watch_id, &to.id)?
                 }
                 _ => None,
             };
@@ -402,70 +388,6 @@ fn page(
         engine,
         watch,
     }
-}
-
-/// `GET /watches/{id}/snapshots/{snapshot_id}/screenshot`: a snapshot's screenshot, to its
-/// owner only (anyone else, or a snapshot without one, gets the 404 page).
-pub async fn screenshot(
-    State(state): State<AppState>,
-    viewer: Viewer,
-    Path((id, snapshot_id)): Path<(String, String)>,
-) -> Result<Response, UiError> {
-    let watch = find(&state, &viewer, &id).await?;
-    let account = viewer.account_id().to_owned();
-    let shot = state
-        .store
-        .read(move |c| screenshots::of_snapshot(c, &account, &watch.id, &snapshot_id))
-        .await?
-        .ok_or(UiError::NotFound("screenshot"))?;
-    Ok(crate::screenshot_response(shot))
-}
-
-/// `GET /watches/{id}/snapshots/{snapshot_id}/visual-diff`: a PNG of the snapshot's screenshot
-/// with the pixels that differ from the previous screenshot in red (the watch's ignored regions
-/// hatched), to its owner only.
-pub async fn visual_diff(
-    State(state): State<AppState>,
-    viewer: Viewer,
-    Path((id, snapshot_id)): Path<(String, String)>,
-) -> Result<Response, UiError> {
-    use axum::http::header;
-    let watch = find(&state, &viewer, &id).await?;
-    let ignore: Vec<driftwatch_visual::Rect> = watch
-        .options()
-        .noise
-        .ignore_regions
-        .iter()
-        .map(|r| driftwatch_visual::Rect { x: r.x, y: r.y, width: r.width, height: r.height })
-        .collect();
-    let account = viewer.account_id().to_owned();
-    let pair = state
-        .store
-        .read(move |c| {
-            let Some(after) = screenshots::of_snapshot(c, &account, &watch.id, &snapshot_id)? else { return Ok(None) };
-            let before =
-                match previous_screenshot(c, &account, &watch.id, &snapshot_id)?.and_then(|s| s.screenshot_hash) {
-                    Some(hash) => screenshots::by_hash(c, &hash)?,
-                    None => None,
-                };
-            Ok(before.map(|before| (before, after)))
-        })
-        .await?
-        .ok_or(UiError::NotFound("visual difference"))?;
-    // Decoding and comparing pictures is CPU work: off the async threads.
-    let (_, png) = tokio::task::spawn_blocking(move || {
-        let (before, after) = pair;
-        driftwatch_visual::compare_and_highlight(
-            &before.bytes,
-            &after.bytes,
-            &ignore,
-            driftwatch_visual::Tolerance::default(),
-        )
-    })
-    .await
-    .map_err(|e| UiError::Server(e.to_string()))?
-    .map_err(|e| UiError::Server(format!("highlighting the visual difference: {e}")))?;
-    Ok(([(header::CONTENT_TYPE, "image/png"), (header::CACHE_CONTROL, "private, max-age=86400")], png).into_response())
 }
 
 /// `POST /watches/{id}/check`: checks now and shows the watch with the result.
