@@ -193,6 +193,13 @@ impl Browsers {
         }
     }
 
+    /// Memory (PSS) of the local browser's processes, in bytes; `None` while none runs (or
+    /// the browser is remote).
+    pub async fn memory(&self) -> Option<u64> {
+        let pid = self.inner.current.lock().await.as_ref().and_then(|i| i.pid)?;
+        tokio::task::spawn_blocking(move || crate::process::tree_memory(pid)).await.ok()
+    }
+
     /// The guard proxy's counters (passed, refused), once it runs.
     pub async fn proxy_counts(&self) -> Option<(u64, u64)> {
         self.inner.proxy.lock().await.as_ref().map(|p| (p.passed(), p.refused()))

@@ -81,6 +81,8 @@ pub struct State {
     pub recoveries_running: i64,
     /// Pool connections checked out, idle, and the pool's maximum.
     pub pool: PoolState,
+    /// Memory of the local browser's processes, in bytes (0 while none runs).
+    pub browser_memory_bytes: u64,
 }
 
 /// Database pool connections.
@@ -113,6 +115,9 @@ pub struct Metrics {
     recoveries_running: Gauge,
     pool: Family<StateLabel, Gauge>,
     pool_max: Gauge,
+    renders: Family<OutcomeLabel, Counter>,
+    render_duration: Histogram,
+    browser_memory: Gauge,
 }
 
 /// Buckets from 1 ms to about 33 s, doubling.
@@ -145,6 +150,9 @@ impl Metrics {
             recoveries_running: Gauge::default(),
             pool: Family::default(),
             pool_max: Gauge::default(),
+            renders: Family::default(),
+            render_duration: duration_histogram(),
+            browser_memory: Gauge::default(),
             registry: Registry::default(),
         };
         registry.register("checks", "Checks finished, by outcome", metrics.checks.clone());
@@ -197,6 +205,21 @@ impl Metrics {
         registry.register("recoveries_running", "Recoveries pending or running", metrics.recoveries_running.clone());
         registry.register("db_pool_connections", "Database pool connections, by state", metrics.pool.clone());
         registry.register("db_pool_max_connections", "The database pool's maximum size", metrics.pool_max.clone());
+        registry.register(
+            "browser_renders",
+            "Pages rendered in the browser, by result (ok, or the failure kind: browser, timeout, step, ...)",
+            metrics.renders.clone(),
+        );
+        registry.register(
+            "browser_render_duration_seconds",
+            "Time to render a page: a render slot, load, wait, steps, reading and the screenshot",
+            metrics.render_duration.clone(),
+        );
+        registry.register(
+            "browser_memory_bytes",
+            "Memory (PSS) of the local browser's processes; 0 while none runs",
+            metrics.browser_memory.clone(),
+        );
         registry.register("build", "The running build", Info::new(vec![("version".to_owned(), version.to_owned())]));
         Metrics { registry, ..metrics }
     }
@@ -211,6 +234,12 @@ impl Metrics {
     pub fn attempt_finished(&self, outcome: &'static str, elapsed: Duration) {
         self.attempts.get_or_create(&OutcomeLabel { outcome }).inc();
         self.attempt_duration.observe(elapsed.as_secs_f64());
+    }
+
+    /// Counts a finished render: `result` is `ok` or the failure kind.
+    pub fn render_finished(&self, result: &'static str, elapsed: Duration) {
+        self.renders.get_or_create(&OutcomeLabel { outcome: result }).inc();
+        self.render_duration.observe(elapsed.as_secs_f64());
     }
 
     /// Counts an answered HTTP request.
@@ -237,6 +266,7 @@ impl Metrics {
         self.pool.get_or_create(&StateLabel { state: "in_use" }).set(i64::from(state.pool.in_use));
         self.pool.get_or_create(&StateLabel { state: "idle" }).set(i64::from(state.pool.idle));
         self.pool_max.set(i64::from(state.pool.max));
+        self.browser_memory.set(i64::try_from(state.browser_memory_bytes).unwrap_or(i64::MAX));
     }
 
     /// The exposition, in the OpenMetrics text format ([`CONTENT_TYPE`]).

@@ -611,7 +611,11 @@ impl Runner {
             .timeout_seconds
             .map_or(self.fetcher().options().timeout, |s| Duration::from_secs(u64::from(s.clamp(1, 300))));
         let request = driftwatch_browser::RenderRequest { url: &watch.url, spec: &options.fetch, timeout };
-        let rendered = match browsers.render(request).await {
+        let started = std::time::Instant::now();
+        let rendered = browsers.render(request).await;
+        let result = rendered.as_ref().map_or_else(driftwatch_browser::RenderError::kind, |_| "ok");
+        self.config().metrics.render_finished(result, started.elapsed());
+        let rendered = match rendered {
             Ok(rendered) => rendered,
             Err(e) => {
                 return PageRead::failed("browser", e.status().map(i32::from), e.to_string(), e.kind());

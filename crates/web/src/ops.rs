@@ -66,6 +66,10 @@ pub(crate) async fn metrics(State(state): State<AppState>, headers: HeaderMap) -
         since.map_or(0.0, |at| (now - at).num_milliseconds().max(0) as f64 / 1000.0)
     };
     let (in_use, idle, max) = state.store.pool_state();
+    let browser_memory_bytes = match state.runner.browsers() {
+        Some(browsers) => browsers.memory().await.unwrap_or(0),
+        None => 0,
+    };
     state.ops.metrics.set_state(&driftwatch_metrics::State {
         scheduler_lag_seconds: age(operations.oldest_due_watch),
         outbox: [
@@ -83,6 +87,7 @@ pub(crate) async fn metrics(State(state): State<AppState>, headers: HeaderMap) -
         ],
         recoveries_running: operations.recoveries_running,
         pool: PoolState { in_use, idle, max },
+        browser_memory_bytes,
     });
     ([(header::CONTENT_TYPE, driftwatch_metrics::CONTENT_TYPE)], state.ops.metrics.encode()).into_response()
 }

@@ -104,6 +104,20 @@ pub async fn a_script_written_price_is_seen_by_browser_and_auto_not_http(backend
     assert_eq!(app.check(&token, http_id).await["error_kind"], "selector_missing");
     let hooks = receiver.wait_for(2).await;
     assert_eq!(hooks.len(), 2, "one delivery per change");
+
+    // An operator sees the renders and the browser's memory (no metrics token is set).
+    let metrics =
+        app.http.get(format!("{}/metrics", app.root())).send().await.expect("scrape").text().await.expect("text");
+    let value = |prefix: &str| -> f64 {
+        metrics
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {prefix} in {metrics}"))
+    };
+    assert!(value("driftwatch_browser_renders_total{outcome=\"ok\"}") >= 4.0, "{metrics}");
+    assert!(value("driftwatch_browser_memory_bytes") > 50e6, "{metrics}");
 }
 
 /// A page with a cookie banner that hides the content until it is accepted.
