@@ -75,7 +75,8 @@ pub fn list_tokens(conn: &mut DbConn, account_id: &str, page: &crate::Page) -> S
     Ok(query.order(api_tokens::id.desc()).limit(page.limit).load(conn)?)
 }
 
-/// Revokes the account's token `id`; false when there is no such live token.
+/// Revokes the account's token `id` (a token revoked before stays as it was); false when the
+/// account has no such token.
 pub fn revoke_token(conn: &mut DbConn, account_id: &str, id: &str, now: NaiveDateTime) -> StoreResult<bool> {
     let revoked = diesel::update(
         api_tokens::table
@@ -85,5 +86,14 @@ pub fn revoke_token(conn: &mut DbConn, account_id: &str, id: &str, now: NaiveDat
     )
     .set(api_tokens::revoked_at.eq(now))
     .execute(conn)?;
-    Ok(revoked == 1)
+    if revoked == 1 {
+        return Ok(true);
+    }
+    // Revoking is idempotent: a token revoked before is found (and stays revoked as it was).
+    let exists: i64 = api_tokens::table
+        .filter(api_tokens::account_id.eq(account_id))
+        .filter(api_tokens::id.eq(id))
+        .count()
+        .get_result(conn)?;
+    Ok(exists == 1)
 }

@@ -38,6 +38,16 @@ pub async fn tokens_are_managed_and_scoped(backend: Backend) {
         StatusCode::NO_CONTENT
     );
     assert_eq!(app.get("/watches", &reader).await.0, StatusCode::UNAUTHORIZED, "a revoked token is refused");
+    // DELETE is idempotent: revoking it again (a retried request, an idempotent replay of its
+    // creation) answers the same; another account still finds nothing.
+    assert_eq!(
+        app.call(reqwest::Method::DELETE, &format!("/tokens/{id}"), &admin, None).await.0,
+        StatusCode::NO_CONTENT
+    );
+    assert_eq!(
+        app.call(reqwest::Method::DELETE, &format!("/tokens/{id}"), &other, None).await.0,
+        StatusCode::NOT_FOUND
+    );
     let (status, problem) = app.post("/tokens", &admin, json!({"name": "x", "scopes": ["admin"]})).await;
     assert_eq!((status, problem["errors"][0]["field"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("scopes")));
 }

@@ -76,7 +76,7 @@ pub async fn list(
     Ok(axum::Json(page_of(rows, limit, |t| &t.id)))
 }
 
-/// Revoke a token: it stops working at once.
+/// Revoke a token: it stops working at once. Revoking a revoked token answers the same.
 #[utoipa::path(
     delete,
     path = "/tokens/{id}",
