@@ -182,11 +182,12 @@ impl EndpointPage {
         let now = state.clock.now();
         let zone = viewer.user.time_zone.clone();
         let row = rows(state, viewer, vec![endpoint]).await?.remove(0);
-        let notice = flash::take(state, viewer).await?;
+        let (notice, reveal) = flash::take_with_reveal(state, viewer).await?;
+        let secret = reveal.filter(|r| r.of == row.endpoint.id).map(|r| r.value);
         Ok(EndpointPage {
             layout: Layout::signed_in(viewer, "endpoints", row.endpoint.url.clone()).with_notice(notice),
             row,
-            secret: None,
+            secret,
             test: None,
             recover: RecoverForm { failed: Some("on".into()), dead: Some("on".into()), ..RecoverForm::default() },
             recover_error: None,
@@ -263,19 +264,20 @@ pub async fn rotate(
         .await?
         .ok_or(UiError::NotFound("endpoint"))?;
     tracing::info!(endpoint.id = %endpoint.id, "endpoint secret rotated from the UI");
-    let mut page = EndpointPage::load(&state, &post.viewer, endpoint).await?;
-    page.secret = Some(secret);
-    page.layout.notice = Some("New secret made. The old one keeps signing alongside it for a day.".into());
-    Ok(html(&page))
+    let reveal = flash::Reveal { of: endpoint.id.clone(), value: secret, label: String::new() };
+    let notice = "New secret made. Copy it now: it is not shown again. The old one keeps signing alongside it for a day.";
+    flash::set_reveal(&state, &post.viewer, notice, reveal).await?;
+    Ok(Redirect::to(&format!("/endpoints/{}", endpoint.id)).into_response())
 }
 
 /// The page of a just-created endpoint, with its signing secret shown this once.
 pub async fn created(state: &AppState, viewer: &Viewer, endpoint: Endpoint) -> Result<Response, UiError> {
-    let secret = endpoint.secret.clone();
-    let mut page = EndpointPage::load(state, viewer, endpoint).await?;
-    page.secret = Some(secret);
-    page.layout.notice = Some("Endpoint added. Copy its signing secret now: it is not shown again.".into());
-    Ok(html(&page))
+    // Post/Redirect/Get: reloading the endpoint's page cannot add it again; its secret comes
+    // through the session, this once.
+    let reveal = flash::Reveal { of: endpoint.id.clone(), value: endpoint.secret.clone(), label: String::new() };
+    let notice = "Endpoint added. Copy its signing secret now: it is not shown again.";
+    flash::set_reveal(state, viewer, notice, reveal).await?;
+    Ok(Redirect::to(&format!("/endpoints/{}", endpoint.id)).into_response())
 }
 
 /// How long the page waits for a test event's first attempt.
