@@ -265,7 +265,8 @@ pub async fn rotate(
         .ok_or(UiError::NotFound("endpoint"))?;
     tracing::info!(endpoint.id = %endpoint.id, "endpoint secret rotated from the UI");
     let reveal = flash::Reveal { of: endpoint.id.clone(), value: secret, label: String::new() };
-    let notice = "New secret made. Copy it now: it is not shown again. The old one keeps signing alongside it for a day.";
+    let notice =
+        "New secret made. Copy it now: it is not shown again. The old one keeps signing alongside it for a day.";
     flash::set_reveal(&state, &post.viewer, notice, reveal).await?;
     Ok(Redirect::to(&format!("/endpoints/{}", endpoint.id)).into_response())
 }

@@ -51,10 +51,7 @@ pub async fn take(state: &AppState, viewer: &Viewer) -> Result<Option<String>, U
 }
 
 /// The viewer's pending message and the secret left with it, cleared as they are shown.
-pub async fn take_with_reveal(
-    state: &AppState,
-    viewer: &Viewer,
-) -> Result<(Option<String>, Option<Reveal>), UiError> {
+pub async fn take_with_reveal(state: &AppState, viewer: &Viewer) -> Result<(Option<String>, Option<Reveal>), UiError> {
     let Some(message) = viewer.session.flash.clone() else { return Ok((None, None)) };
     let id = viewer.session.id_hash.clone();
     state.store.write(move |c| driftwatch_store::users::set_flash(c, &id, None)).await?;
