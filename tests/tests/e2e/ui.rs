@@ -237,7 +237,9 @@ pub async fn endpoints_deliveries_redelivery_and_recovery(backend: Backend) {
     assert_eq!(endpoints["items"].as_array().map(Vec::len), Some(1), "a reload made no second endpoint");
     let endpoint_id = app.ok("/endpoints", &token).await["items"][0]["id"].as_str().expect("id").to_owned();
     browser.goto(&format!("{root}/endpoints/{endpoint_id}")).await;
-    assert!(!browser.text("main").await.contains(&secret), "shown once only ({endpoint_url})");
+    let main = browser.text("main").await;
+    assert!(!main.contains(&secret), "shown once only ({endpoint_url})");
+    assert!(main.contains("50ms (the server's)") && main.contains("healthy"), "defaults and health in words: {main}");
 
     // A test event reaches the receiver and its answer is shown.
     browser.submit_form(&format!("form[action='/endpoints/{endpoint_id}/test']")).await;

@@ -27,6 +27,9 @@ pub struct EndpointRow {
     pub endpoint: Endpoint,
     /// `closed`, `open` (failing, paused) or `half_open` (probing); `disabled`.
     pub circuit: &'static str,
+    /// What the circuit state says to people: `healthy`, `paused after failures`, `probing`,
+    /// `disabled`.
+    pub health: &'static str,
     /// Success rate over 24 h, in percent, when there were attempts.
     pub success_rate: Option<i64>,
     /// Attempts over 24 h.
@@ -48,6 +51,16 @@ fn circuit(endpoint: &Endpoint, now: NaiveDateTime) -> &'static str {
     }
 }
 
+/// The words for a circuit state: "closed" reads like "switched off" to most people.
+fn health_words(circuit: &str) -> &'static str {
+    match circuit {
+        "closed" => "healthy",
+        "open" => "paused after failures",
+        "half_open" => "probing",
+        _ => "disabled",
+    }
+}
+
 async fn rows(state: &AppState, viewer: &Viewer, list: Vec<Endpoint>) -> Result<Vec<EndpointRow>, UiError> {
     let now = state.clock.now();
     let ids: Vec<String> = list.iter().map(|e| e.id.clone()).collect();
@@ -58,8 +71,10 @@ async fn rows(state: &AppState, viewer: &Viewer, list: Vec<Endpoint>) -> Result<
         .into_iter()
         .map(|endpoint| {
             let h: EndpointHealth = health.remove(&endpoint.id).unwrap_or_default();
+            let circuit = circuit(&endpoint, now.naive_utc());
             EndpointRow {
-                circuit: circuit(&endpoint, now.naive_utc()),
+                circuit,
+                health: health_words(circuit),
                 success_rate: (h.attempts > 0).then(|| h.successes * 100 / h.attempts),
                 attempts: h.attempts,
                 median_ms: h.median_ms,
@@ -133,6 +148,37 @@ struct EndpointPage {
     recover_error: Option<(String, String)>,
     dry_run: Option<i64>,
     recoveries: Vec<RecoveryRow>,
+    /// What an endpoint without settings of its own gets.
+    defaults: Defaults,
+}
+
+/// The server's delivery settings, shown where an endpoint has none of its own.
+#[derive(Debug, Clone)]
+pub struct Defaults {
+    /// The retry schedule, as `1m, 5m, 30m`.
+    pub schedule: String,
+    /// Attempts before a delivery is dead.
+    pub attempts: u32,
+    /// Requests in flight to one endpoint, per node.
+    pub in_flight: usize,
+}
+
+impl Defaults {
+    /// The running worker's settings.
+    pub fn of(state: &AppState) -> Defaults {
+        let config = state.worker.config();
+        Defaults {
+            schedule: config
+                .retry
+                .schedule
+                .iter()
+                .map(|d| driftwatch_core::format_duration(*d))
+                .collect::<Vec<_>>()
+                .join(", "),
+            attempts: config.retry.max_attempts,
+            in_flight: config.per_endpoint_concurrency,
+        }
+    }
 }
 
 /// A recovery as listed.
@@ -193,6 +239,7 @@ impl EndpointPage {
             recover_error: None,
             dry_run: None,
             recoveries: list.iter().map(|r| recovery_row(r, now, &zone)).collect(),
+            defaults: Defaults::of(state),
         })
     }
 }
