@@ -21,6 +21,18 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_millis(ms))
 }
 
+/// A duration as [`parse_duration`] reads it back: the largest unit that divides it evenly
+/// (`90s`, `5m`, `2h`, `1d`, `250ms`).
+pub fn format_duration(duration: Duration) -> String {
+    let ms = duration.as_millis();
+    for (unit, size) in [("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1_000)] {
+        if ms >= size && ms % size == 0 {
+            return format!("{}{unit}", ms / size);
+        }
+    }
+    format!("{ms}ms")
+}
+
 /// Parses a comma-separated retry schedule such as `1m,5m,30m,2h,12h`.
 pub fn parse_schedule(text: &str) -> Result<Vec<Duration>, String> {
     let schedule: Vec<Duration> = text.split(',').map(parse_duration).collect::<Result<_, _>>()?;
@@ -30,6 +42,14 @@ pub fn parse_schedule(text: &str) -> Result<Vec<Duration>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_format_as_they_parse() {
+        for text in ["250ms", "90s", "5m", "2h", "12h", "1d", "1500ms"] {
+            assert_eq!(format_duration(parse_duration(text).expect("parses")), text);
+        }
+        assert_eq!(format_duration(Duration::from_secs(3600)), "1h");
+    }
 
     #[test]
     fn parses_durations_and_schedules() {

@@ -16,7 +16,7 @@ pub mod text;
 pub mod timing;
 
 pub use clock::{Clock, SystemClock};
-pub use duration::{parse_duration, parse_schedule};
+pub use duration::{format_duration, parse_duration, parse_schedule};
 pub use id::{IdKind, id_floor, new_id};
 pub use options::{
     Compare, DEFAULT_MIN_VISUAL_CHANGE_PERCENT, Engine, ExtractOptions, FetchSpec, MAX_STEPS, NoiseRules, Region,

@@ -174,6 +174,7 @@ pub fn router(state: AppState) -> Router {
         )
         .merge(ui::routes())
         .fallback(fallback)
+        .layer(axum::middleware::from_fn_with_state(state.clone(), ui::with_viewer))
         .layer(axum::middleware::from_fn_with_state(Arc::clone(&state.ops.metrics), ops::track))
         .layer(axum::middleware::from_fn(ui::security_headers))
         .layer(PropagateRequestIdLayer::x_request_id())

@@ -285,6 +285,7 @@ pub async fn another_accounts_ids_answer_not_found(backend: Backend) {
 
     let bob = sign_in(&app, "bob@example.com").await;
     for path in [
+        "/no/such/page".to_owned(),
         format!("/watches/{w}"),
         format!("/watches/{w}/edit"),
         format!("/watches/{w}/delete"),
@@ -298,6 +299,8 @@ pub async fn another_accounts_ids_answer_not_found(backend: Backend) {
         assert_eq!(response.status(), 404, "GET {path}");
         let html = response.text().await.expect("body");
         assert!(html.contains("<h1>Not found</h1>"), "GET {path}: {html}");
+        // Still signed in: the 404 keeps the navigation and the way out.
+        assert!(html.contains("action=\"/sign-out\"") && html.contains("href=\"/endpoints\""), "GET {path}: {html}");
         assert!(!html.contains("Acme"), "GET {path}");
     }
     let since_local = (chrono::Utc::now() - chrono::TimeDelta::hours(1)).format("%Y-%m-%dT%H:%M").to_string();

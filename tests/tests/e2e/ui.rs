@@ -230,9 +230,16 @@ pub async fn endpoints_deliveries_redelivery_and_recovery(backend: Backend) {
     assert!(browser.wait_for("button[data-copy='#secret']").await.is_displayed().await.unwrap_or(false));
     look(&browser, "endpoint-created").await;
     let endpoint_url = browser.current_url().await;
+    assert!(endpoint_url.path().starts_with("/endpoints/end_"), "redirected to the new endpoint: {endpoint_url}");
+    // Post/Redirect/Get: reloading the page after the form adds nothing.
+    browser.client().refresh().await.expect("reload");
+    let endpoints = app.ok("/endpoints", &token).await;
+    assert_eq!(endpoints["items"].as_array().map(Vec::len), Some(1), "a reload made no second endpoint");
     let endpoint_id = app.ok("/endpoints", &token).await["items"][0]["id"].as_str().expect("id").to_owned();
     browser.goto(&format!("{root}/endpoints/{endpoint_id}")).await;
-    assert!(!browser.text("main").await.contains(&secret), "shown once only ({endpoint_url})");
+    let main = browser.text("main").await;
+    assert!(!main.contains(&secret), "shown once only ({endpoint_url})");
+    assert!(main.contains("50ms (the server's)") && main.contains("healthy"), "defaults and health in words: {main}");
 
     // A test event reaches the receiver and its answer is shown.
     browser.submit_form(&format!("form[action='/endpoints/{endpoint_id}/test']")).await;
@@ -307,6 +314,11 @@ pub async fn tokens_feed_and_bulk_actions(backend: Backend) {
     let created = browser.text("#new-token").await;
     assert!(created.starts_with("dwt_"), "{created}");
     look(&browser, "tokens").await;
+    assert_eq!(browser.current_url().await.path(), "/tokens", "redirected after the form");
+    let before = app.ok("/tokens", &token).await["items"].as_array().map_or(0, Vec::len);
+    browser.client().refresh().await.expect("reload");
+    let after = app.ok("/tokens", &token).await["items"].as_array().map_or(0, Vec::len);
+    assert_eq!(before, after, "a reload made no second token");
     assert_eq!(app.get("/watches", &created).await.0, 200);
     browser.goto(&format!("{root}/tokens")).await;
     assert!(!browser.text("main").await.contains(&created), "shown once only");

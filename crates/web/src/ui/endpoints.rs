@@ -27,6 +27,9 @@ pub struct EndpointRow {
     pub endpoint: Endpoint,
     /// `closed`, `open` (failing, paused) or `half_open` (probing); `disabled`.
     pub circuit: &'static str,
+    /// What the circuit state says to people: `healthy`, `paused after failures`, `probing`,
+    /// `disabled`.
+    pub health: &'static str,
     /// Success rate over 24 h, in percent, when there were attempts.
     pub success_rate: Option<i64>,
     /// Attempts over 24 h.
@@ -48,6 +51,16 @@ fn circuit(endpoint: &Endpoint, now: NaiveDateTime) -> &'static str {
     }
 }
 
+/// The words for a circuit state: "closed" reads like "switched off" to most people.
+fn health_words(circuit: &str) -> &'static str {
+    match circuit {
+        "closed" => "healthy",
+        "open" => "paused after failures",
+        "half_open" => "probing",
+        _ => "disabled",
+    }
+}
+
 async fn rows(state: &AppState, viewer: &Viewer, list: Vec<Endpoint>) -> Result<Vec<EndpointRow>, UiError> {
     let now = state.clock.now();
     let ids: Vec<String> = list.iter().map(|e| e.id.clone()).collect();
@@ -58,8 +71,10 @@ async fn rows(state: &AppState, viewer: &Viewer, list: Vec<Endpoint>) -> Result<
         .into_iter()
         .map(|endpoint| {
             let h: EndpointHealth = health.remove(&endpoint.id).unwrap_or_default();
+            let circuit = circuit(&endpoint, now.naive_utc());
             EndpointRow {
-                circuit: circuit(&endpoint, now.naive_utc()),
+                circuit,
+                health: health_words(circuit),
                 success_rate: (h.attempts > 0).then(|| h.successes * 100 / h.attempts),
                 attempts: h.attempts,
                 median_ms: h.median_ms,
@@ -133,6 +148,37 @@ struct EndpointPage {
     recover_error: Option<(String, String)>,
     dry_run: Option<i64>,
     recoveries: Vec<RecoveryRow>,
+    /// What an endpoint without settings of its own gets.
+    defaults: Defaults,
+}
+
+/// The server's delivery settings, shown where an endpoint has none of its own.
+#[derive(Debug, Clone)]
+pub struct Defaults {
+    /// The retry schedule, as `1m, 5m, 30m`.
+    pub schedule: String,
+    /// Attempts before a delivery is dead.
+    pub attempts: u32,
+    /// Requests in flight to one endpoint, per node.
+    pub in_flight: usize,
+}
+
+impl Defaults {
+    /// The running worker's settings.
+    pub fn of(state: &AppState) -> Defaults {
+        let config = state.worker.config();
+        Defaults {
+            schedule: config
+                .retry
+                .schedule
+                .iter()
+                .map(|d| driftwatch_core::format_duration(*d))
+                .collect::<Vec<_>>()
+                .join(", "),
+            attempts: config.retry.max_attempts,
+            in_flight: config.per_endpoint_concurrency,
+        }
+    }
 }
 
 /// A recovery as listed.
@@ -182,16 +228,18 @@ impl EndpointPage {
         let now = state.clock.now();
         let zone = viewer.user.time_zone.clone();
         let row = rows(state, viewer, vec![endpoint]).await?.remove(0);
-        let notice = flash::take(state, viewer).await?;
+        let (notice, reveal) = flash::take_with_reveal(state, viewer).await?;
+        let secret = reveal.filter(|r| r.of == row.endpoint.id).map(|r| r.value);
         Ok(EndpointPage {
             layout: Layout::signed_in(viewer, "endpoints", row.endpoint.url.clone()).with_notice(notice),
             row,
-            secret: None,
+            secret,
             test: None,
             recover: RecoverForm { failed: Some("on".into()), dead: Some("on".into()), ..RecoverForm::default() },
             recover_error: None,
             dry_run: None,
             recoveries: list.iter().map(|r| recovery_row(r, now, &zone)).collect(),
+            defaults: Defaults::of(state),
         })
     }
 }
@@ -263,19 +311,21 @@ pub async fn rotate(
         .await?
         .ok_or(UiError::NotFound("endpoint"))?;
     tracing::info!(endpoint.id = %endpoint.id, "endpoint secret rotated from the UI");
-    let mut page = EndpointPage::load(&state, &post.viewer, endpoint).await?;
-    page.secret = Some(secret);
-    page.layout.notice = Some("New secret made. The old one keeps signing alongside it for a day.".into());
-    Ok(html(&page))
+    let reveal = flash::Reveal { of: endpoint.id.clone(), value: secret, label: String::new() };
+    let notice =
+        "New secret made. Copy it now: it is not shown again. The old one keeps signing alongside it for a day.";
+    flash::set_reveal(&state, &post.viewer, notice, reveal).await?;
+    Ok(Redirect::to(&format!("/endpoints/{}", endpoint.id)).into_response())
 }
 
 /// The page of a just-created endpoint, with its signing secret shown this once.
 pub async fn created(state: &AppState, viewer: &Viewer, endpoint: Endpoint) -> Result<Response, UiError> {
-    let secret = endpoint.secret.clone();
-    let mut page = EndpointPage::load(state, viewer, endpoint).await?;
-    page.secret = Some(secret);
-    page.layout.notice = Some("Endpoint added. Copy its signing secret now: it is not shown again.".into());
-    Ok(html(&page))
+    // Post/Redirect/Get: reloading the endpoint's page cannot add it again; its secret comes
+    // through the session, this once.
+    let reveal = flash::Reveal { of: endpoint.id.clone(), value: endpoint.secret.clone(), label: String::new() };
+    let notice = "Endpoint added. Copy its signing secret now: it is not shown again.";
+    flash::set_reveal(state, viewer, notice, reveal).await?;
+    Ok(Redirect::to(&format!("/endpoints/{}", endpoint.id)).into_response())
 }
 
 /// How long the page waits for a test event's first attempt.

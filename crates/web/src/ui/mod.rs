@@ -141,7 +141,7 @@ pub fn routes() -> Router<AppState> {
 }
 
 /// The 404 page for paths outside the API.
-pub use error::not_found;
+pub use error::{not_found, with_viewer};
 
 /// Total bytes of CSS and JS a page loads (reported by the render benchmark).
 pub fn asset_bytes() -> usize {

@@ -52,7 +52,7 @@ impl TokensPage {
             state.store.read(move |c| accounts::list_tokens(c, &account, &Page { after: None, limit: 200 })).await?;
         let now = state.clock.now();
         let zone = viewer.user.time_zone.as_str();
-        let notice = flash::take(state, viewer).await?;
+        let (notice, reveal) = flash::take_with_reveal(state, viewer).await?;
         Ok(TokensPage {
             layout: Layout::signed_in(viewer, "tokens", "API tokens").with_notice(notice),
             tokens: list
@@ -69,7 +69,7 @@ impl TokensPage {
                 .collect(),
             token_name: Field::default(),
             write: true,
-            created: None,
+            created: reveal.filter(|r| r.of.starts_with("tok_")).map(|r| (r.label, r.value)),
         })
     }
 }
@@ -107,9 +107,10 @@ pub async fn create(State(state): State<AppState>, post: Post<NewToken>) -> Resu
     let (token, plaintext) =
         state.store.write(move |c| accounts::create_token(c, &account, &name, &scopes, now)).await?;
     tracing::info!(token.id = %token.id, token.prefix = %token.prefix, "token created from the UI");
-    let mut page = TokensPage::load(&state, &post.viewer).await?;
-    page.created = Some((token.name, plaintext));
-    Ok(html(&page))
+    // Post/Redirect/Get: a reload cannot make a second token; the new one is shown this once.
+    let reveal = flash::Reveal { of: token.id, value: plaintext, label: token.name };
+    flash::set_reveal(&state, &post.viewer, "Token created. Copy it now: it is not shown again.", reveal).await?;
+    Ok(Redirect::to("/tokens").into_response())
 }
 
 /// `POST /tokens/{id}/revoke`.
