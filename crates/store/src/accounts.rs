@@ -18,6 +18,12 @@ pub fn create_account(conn: &mut DbConn, name: &str, now: NaiveDateTime) -> Stor
 }
 
 /// The account called `name`.
+/// The account `id`.
+pub fn get_account(conn: &mut DbConn, id: &str) -> StoreResult<Option<Account>> {
+    Ok(accounts::table.filter(accounts::id.eq(id)).select(Account::as_select()).first(conn).optional()?)
+}
+
+/// The account named `name`.
 pub fn find_account_by_name(conn: &mut DbConn, name: &str) -> StoreResult<Option<Account>> {
     Ok(accounts::table.filter(accounts::name.eq(name)).select(Account::as_select()).first(conn).optional()?)
 }

@@ -368,6 +368,7 @@ pub async fn tokens_feed_and_bulk_actions(backend: Backend) {
     assert_eq!(run["outcome"], "changed", "{run}");
     browser.goto(&format!("{root}/account")).await;
     look(&browser, "account").await;
+    assert_eq!(browser.text("#account-name").await, "Acme", "the account page names the account");
     browser.click("#feed button[value='new']").await;
     let feed_url = browser.text("#feed-url").await;
     let atom = app.http.get(&feed_url).send().await.expect("feed");

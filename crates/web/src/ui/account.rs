@@ -40,13 +40,20 @@ struct AccountPage {
     changed_password: Field,
     has_feed: bool,
     feed_url: Option<String>,
+    /// The account's name.
+    name: String,
 }
 
 impl AccountPage {
     async fn load(state: &AppState, viewer: &Viewer) -> Result<AccountPage, UiError> {
         let account = viewer.account_id().to_owned();
-        let (list, has_feed) =
-            state.store.read(move |c| Ok((users::list_users(c, &account)?, users::has_feed_key(c, &account)?))).await?;
+        let (list, has_feed, found) = state
+            .store
+            .read(move |c| {
+                let found = driftwatch_store::accounts::get_account(c, &account)?;
+                Ok((users::list_users(c, &account)?, users::has_feed_key(c, &account)?, found))
+            })
+            .await?;
         let now = state.clock.now();
         let zone = viewer.user.time_zone.as_str();
         let notice = flash::take(state, viewer).await?;
@@ -67,6 +74,7 @@ impl AccountPage {
             changed_password: Field::default(),
             has_feed,
             feed_url: None,
+            name: found.map(|a| a.name).unwrap_or_default(),
         })
     }
 }

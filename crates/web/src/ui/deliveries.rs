@@ -132,9 +132,16 @@ async fn listing(
         .last()
         .filter(|_| more)
         .map(|d| format!("{path}?{base}{}cursor={}", if base.is_empty() { "" } else { "&" }, d.id));
+    // A sent delivery has no last error: its last answer (often "ok") is not one.
     let errors = rows
         .iter()
-        .map(|d| last.remove(&d.id).and_then(|a| a.error.or(a.response_snippet)).or_else(|| d.last_error.clone()))
+        .map(|d| {
+            let last = last.remove(&d.id);
+            if d.status == "sent" {
+                return None;
+            }
+            last.and_then(|a| a.error.or(a.response_snippet)).or_else(|| d.last_error.clone())
+        })
         .collect();
     let (section, title) = if dead_letters { ("deliveries", "Dead letters") } else { ("deliveries", "Deliveries") };
     let notice = flash::take(state, viewer).await?;
