@@ -34,6 +34,25 @@ fn contains_pattern(text: &str) -> String {
     format!("%{escaped}%")
 }
 
+/// The account's watches as (id, name), by name, at most `limit` (for pickers).
+pub fn watch_names(conn: &mut DbConn, account_id: &str, limit: i64) -> StoreResult<Vec<(String, String)>> {
+    Ok(watches::table
+        .filter(watches::account_id.eq(account_id))
+        .order((watches::name.asc(), watches::id.asc()))
+        .limit(limit)
+        .select((watches::id, watches::name))
+        .load(conn)?)
+}
+
+/// The names of the account's watches among `ids` (another account's ids find nothing).
+pub fn names_of(conn: &mut DbConn, account_id: &str, ids: &[String]) -> StoreResult<Vec<(String, String)>> {
+    Ok(watches::table
+        .filter(watches::account_id.eq(account_id))
+        .filter(watches::id.eq_any(ids))
+        .select((watches::id, watches::name))
+        .load(conn)?)
+}
+
 /// The account's watches in creation order.
 pub fn list_watches(conn: &mut DbConn, account_id: &str, filter: &WatchFilter, page: &Page) -> StoreResult<Vec<Watch>> {
     let mut query = watches::table.filter(watches::account_id.eq(account_id)).select(Watch::as_select()).into_boxed();

@@ -260,6 +260,15 @@ pub async fn endpoints_deliveries_redelivery_and_recovery(backend: Backend) {
     let dead = deliveries(&app, &token, "status=dead", 1).await;
     let delivery_id = dead[0]["id"].as_str().expect("id").to_owned();
     browser.goto(&format!("{root}/dlq")).await;
+    // The list names the watch and the endpoint, and the watch filter picks by name.
+    let table = browser.text("table").await;
+    assert!(table.contains("Pricing") && table.contains(&receiver.url), "{table}");
+    look(&browser, "dead-letters").await;
+    let picked = browser.execute(&format!(
+        "const s = document.querySelector('#watch_id'); return [...s.options].find(o => o.value === '{watch_id}').text"
+    ))
+    .await;
+    assert_eq!(picked, "Pricing");
     browser.click(&format!("a[href='/deliveries/{delivery_id}']")).await;
     browser.wait_for("table.attempts").await;
     let attempts = browser.execute("return document.querySelectorAll('table.attempts tbody tr').length").await;

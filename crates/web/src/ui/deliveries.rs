@@ -96,6 +96,10 @@ struct DeliveriesPage {
     deliveries: Vec<DeliveryRow>,
     errors: Vec<Option<String>>,
     endpoints: Vec<EndpointChoice>,
+    /// The account's watches, for the filter, by name.
+    watches: Vec<(String, String)>,
+    /// Each row's watch name and endpoint URL (when they still exist).
+    names: Vec<(Option<String>, Option<String>)>,
     next_page: Option<String>,
     dead_letters: bool,
 }
@@ -112,12 +116,15 @@ async fn listing(
     }
     let page = Page { after: Some(query.cursor.clone()).filter(|c| !c.is_empty()), limit: PAGE_SIZE + 1 };
     let account = viewer.account_id().to_owned();
-    let (mut rows, endpoints) = state
+    let (mut rows, endpoints, watches, row_watches) = state
         .store
         .read(move |c| {
             let rows = deliveries::list_deliveries(c, &account, &filter, &page)?;
             let endpoints = endpoints::list_endpoints(c, &account, &Page { after: None, limit: 200 })?;
-            Ok((rows, endpoints))
+            let watches = driftwatch_store::watches::watch_names(c, &account, 500)?;
+            let ids: Vec<String> = rows.iter().filter_map(|d| d.watch_id.clone()).collect();
+            let row_watches = driftwatch_store::watches::names_of(c, &account, &ids)?;
+            Ok((rows, endpoints, watches, row_watches))
         })
         .await?;
     let more = rows.len() as i64 > PAGE_SIZE;
@@ -143,6 +150,20 @@ async fn listing(
             last.and_then(|a| a.error.or(a.response_snippet)).or_else(|| d.last_error.clone())
         })
         .collect();
+    let mut watches = watches;
+    if !query.watch_id.is_empty() && !watches.iter().any(|(id, _)| *id == query.watch_id) {
+        // Filtered by a watch beyond the picker's list (or by a pasted id): keep it chosen.
+        watches.insert(0, (query.watch_id.clone(), query.watch_id.clone()));
+    }
+    let row_watches: std::collections::HashMap<String, String> = row_watches.into_iter().collect();
+    let names = rows
+        .iter()
+        .map(|d| {
+            let watch = d.watch_id.as_ref().and_then(|w| row_watches.get(w).cloned());
+            let endpoint = endpoints.iter().find(|e| e.id == d.endpoint_id).map(|e| e.url.clone());
+            (watch, endpoint)
+        })
+        .collect();
     let (section, title) = if dead_letters { ("deliveries", "Dead letters") } else { ("deliveries", "Deliveries") };
     let notice = flash::take(state, viewer).await?;
     Ok(html(&DeliveriesPage {
@@ -150,6 +171,8 @@ async fn listing(
         deliveries: rows.iter().map(|d| delivery_row(d, now, zone)).collect(),
         errors,
         endpoints: endpoints.into_iter().map(|e| EndpointChoice { id: e.id, url: e.url }).collect(),
+        watches,
+        names,
         next_page,
         dead_letters,
         query,
