@@ -414,3 +414,23 @@ fn config_layers_file_environment_and_flags() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("DRIFTWATCH_MAX_ATTEMPTS"));
 }
+
+#[test]
+fn commands_that_only_open_the_database_show_only_its_settings() {
+    for args in [&["user", "create", "--help"][..], &["token", "create", "--help"], &["import", "--help"]] {
+        let out = Command::new(binary()).args(args).output().expect("run");
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && help.contains("--database-url") && help.contains("--config"),
+            "{args:?}: {help}"
+        );
+        assert!(
+            !help.contains("--listen") && !help.contains("--retry-schedule"),
+            "{args:?} lists server settings: {help}"
+        );
+    }
+    // The server still lists them all, and a store command still takes one (from a config
+    // file or the environment it may come anyway).
+    let serve = Command::new(binary()).args(["serve", "--help"]).output().expect("run");
+    assert!(String::from_utf8_lossy(&serve.stdout).contains("--retry-schedule"));
+}

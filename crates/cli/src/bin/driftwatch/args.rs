@@ -294,3 +294,31 @@ pub(crate) enum TokenCommand {
         settings: Settings,
     },
 }
+
+/// The command line, with the server's settings kept out of the help of commands that only
+/// open the database (`user create --help` listed every setting of `serve`): they still take
+/// them (a config file or the environment may carry any), but show only `--database-url` and
+/// `--config`.
+pub(crate) fn command() -> clap::Command {
+    use clap::{Args as _, CommandFactory as _};
+    let server: Vec<String> = Settings::augment_args(clap::Command::new("settings"))
+        .get_arguments()
+        .map(|a| a.get_id().to_string())
+        .filter(|id| id != "database_url" && id != "config")
+        .collect();
+    let quiet = move |command: clap::Command| {
+        let server = server.clone();
+        command.mut_args(move |arg| {
+            let hide = server.iter().any(|id| id == arg.get_id().as_str());
+            arg.hide(hide)
+        })
+    };
+    let for_store = |command: clap::Command, subcommands: &[&str]| {
+        subcommands.iter().fold(command, |command, name| command.mut_subcommand(name, quiet.clone()))
+    };
+    let cli = Cli::command();
+    let cli = cli.mut_subcommand("account", |c| for_store(c, &["create"]));
+    let cli = cli.mut_subcommand("user", |c| for_store(c, &["create", "list", "set-password"]));
+    let cli = cli.mut_subcommand("token", |c| for_store(c, &["create", "list", "revoke"]));
+    for_store(cli, &["import", "export"])
+}

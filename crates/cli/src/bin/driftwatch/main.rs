@@ -4,7 +4,7 @@ mod args;
 mod commands;
 mod signals;
 
-use clap::{CommandFactory as _, FromArgMatches as _};
+use clap::FromArgMatches as _;
 use driftwatch::Roles;
 
 use args::{Cli, Command};
@@ -42,7 +42,7 @@ async fn main() -> anyhow::Result<()> {
         Some(path) => driftwatch::config::load(&path, &driftwatch::config::setting_names())?,
         None => driftwatch::config::FileSettings::default(),
     };
-    let matches = driftwatch::config::with_defaults(Cli::command(), &file).get_matches_from(args);
+    let matches = driftwatch::config::with_defaults(args::command(), &file).get_matches_from(args);
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     init_tracing();
     match cli.command {
