@@ -1,0 +1,93 @@
+//! Decide and record: the watch's health after a run, and the check written down.
+
+use driftwatch_alert::WatchRef;
+use driftwatch_core::{Backoff, EventType, IdKind, WatchHealth, new_id};
+use driftwatch_store::checks::CheckResult;
+use driftwatch_store::outbox::NewEvent;
+use driftwatch_store::{Event, Run, StoreError, Watch};
+
+use super::Decided;
+use crate::runner::Runner;
+
+impl Runner {
+    /// How failing watches back off.
+    pub(super) fn backoff(&self) -> Backoff {
+        Backoff { threshold: self.config().failure_threshold, cap: self.config().failing_backoff_max }
+    }
+
+    /// The watch's health after `run`, and the event announcing a change of it.
+    pub(super) fn decide(&self, watch: &Watch, run: Run, selector_missing: bool) -> Decided {
+        let failed = run.error.is_some();
+        let consecutive_failures = if failed { watch.consecutive_failures + 1 } else { 0 };
+        let before = watch.health.parse().unwrap_or(WatchHealth::Ok);
+        let health = match (failed, selector_missing) {
+            (false, _) => WatchHealth::Ok,
+            _ if consecutive_failures < self.config().failure_threshold => before,
+            (true, true) => WatchHealth::SelectorMissing,
+            (true, false) => WatchHealth::Failing,
+        };
+        let changed = health != before;
+        let health_event =
+            changed.then(|| self.health_event(watch, &run, health, consecutive_failures, run.finished_at));
+        Decided { run, health, consecutive_failures, health_event, health_changed_from: changed.then_some(before) }
+    }
+
+    /// Writes the check (the watch's new state, the snapshot, the run, the events and their
+    /// deliveries) under the watch's lease, all or nothing (a savepoint in a batch of checks
+    /// committed together), then tells who waits.
+    pub(super) async fn record(
+        &self,
+        result: CheckResult,
+        health_changed_from: Option<WatchHealth>,
+    ) -> Result<(), StoreError> {
+        let (watch_id, health) = (result.watch_id.clone(), result.health.clone());
+        let (outcome, error, ms) = (result.run.outcome.clone(), result.run.error.clone(), result.run.duration_ms);
+        let queued = self.write_check(result).await;
+        self.recorded();
+        let queued = queued?;
+        match error.as_deref() {
+            Some(error) => tracing::warn!(watch.id = %watch_id, error, "check failed"),
+            None => tracing::info!(watch.id = %watch_id, %outcome, queued, ms, "checked"),
+        }
+        if let Some(before) = health_changed_from {
+            tracing::warn!(watch.id = %watch_id, from = %before, to = %health, "watch health changed");
+        }
+        if queued > 0 {
+            self.deliveries_queued();
+        }
+        Ok(())
+    }
+
+    /// The event announcing that a watch's health changed to `health`.
+    fn health_event(
+        &self,
+        watch: &Watch,
+        run: &Run,
+        health: WatchHealth,
+        consecutive_failures: i32,
+        at: chrono::NaiveDateTime,
+    ) -> NewEvent {
+        let event_type = match health {
+            WatchHealth::Ok => EventType::CheckRecovered,
+            WatchHealth::Failing => EventType::CheckFailed,
+            WatchHealth::SelectorMissing => EventType::SelectorMissing,
+        };
+        let event_id = new_id(IdKind::Event);
+        let payload = driftwatch_alert::check_payload(
+            event_type,
+            &event_id,
+            WatchRef { id: &watch.id, name: &watch.name, url: &watch.url },
+            driftwatch_alert::CheckRef {
+                run_id: &run.id,
+                http_status: run.http_status,
+                error: run.error.as_deref(),
+                consecutive_failures,
+            },
+            at.and_utc(),
+        );
+        NewEvent {
+            slack_body: driftwatch_alert::slack_message(&payload),
+            event: Event::about_watch(event_id, watch, event_type, payload, at),
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! One check of one watch.
+//!
+//! read -> compare -> decide -> record, one file a step: [`read`], [`compare`], [`decide`]
+//! (which also records); [`preview`] reads a page as a watch would, saving nothing.
+
+use std::time::Duration;
+
+use driftwatch_core::{IdKind, RunOutcome, WatchHealth, WatchOptions, new_id};
+use driftwatch_store::checks::CheckResult;
+use driftwatch_store::outbox::NewEvent;
+use driftwatch_store::screenshots::StoredScreenshot;
+use driftwatch_store::{Run, Snapshot, StoreError, Watch, runs, watches};
+use tokio_util::sync::CancellationToken;
+
+use crate::runner::Runner;
+
+mod compare;
+mod decide;
+mod preview;
+mod read;
+
+pub use preview::Preview;
+
+/// A page as fetched and read.
+struct PageRead {
+    http_status: Option<i32>,
+    bytes: i64,
+    validators: Option<(Option<String>, Option<String>)>,
+    text: PageText,
+    /// What loaded it: `http` or `browser`.
+    engine: &'static str,
+    /// The browser's screenshot, when the watch keeps one.
+    screenshot: Option<driftwatch_browser::Screenshot>,
+    /// An `auto` watch's new memory of needing the browser.
+    browser_since: Option<Option<chrono::NaiveDateTime>>,
+    /// Worth saying about the read, though it did not fail it.
+    note: Option<String>,
+    /// Over HTTP: the page looks like a shell its scripts fill in (the selector found
+    /// nothing, or scripts and almost no text).
+    shell: bool,
+}
+
+impl PageRead {
+    fn failed(engine: &'static str, http_status: Option<i32>, error: String, kind: &'static str) -> PageRead {
+        PageRead {
+            http_status,
+            bytes: 0,
+            validators: None,
+            text: PageText::Failed { error, kind },
+            engine,
+            screenshot: None,
+            browser_since: None,
+            note: None,
+            shell: false,
+        }
+    }
+}
+
+/// The text of a page, or why there is none.
+enum PageText {
+    Text(String),
+    NotModified,
+    /// `kind` is the run's `error_kind` (`selector_missing`, `browser`, `timeout`...).
+    Failed {
+        error: String,
+        kind: &'static str,
+    },
+}
+
+/// What comparing a page's text with the last snapshot found.
+struct Compared {
+    outcome: RunOutcome,
+    /// Why there was no text to compare.
+    error: Option<String>,
+    /// Why a change raised no alert.
+    note: Option<String>,
+    /// The new snapshot (a baseline or a change).
+    snapshot: Option<Snapshot>,
+    /// The change's event, unless it was kept quiet.
+    event: Option<NewEvent>,
+    /// The kind of error.
+    error_kind: Option<&'static str>,
+    /// The new snapshot's screenshot.
+    screenshot: Option<StoredScreenshot>,
+}
+
+impl Compared {
+    fn outcome(outcome: RunOutcome) -> Compared {
+        Compared { outcome, error: None, note: None, snapshot: None, event: None, error_kind: None, screenshot: None }
+    }
+}
+
+/// The run, and the watch's health after it.
+struct Decided {
+    run: Run,
+    health: WatchHealth,
+    consecutive_failures: i32,
+    /// `check.failed`, `selector.missing` or `check.recovered` when the health changed.
+    health_event: Option<NewEvent>,
+    /// The health before, when it changed.
+    health_changed_from: Option<WatchHealth>,
+}
+
+/// Why a check on demand did not run.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    /// A check of this watch was under way and did not finish within its lease.
+    #[error("a check of this watch is running and did not finish in time")]
+    Busy,
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl Runner {
+    /// Checks the account's watch `watch_id` now and returns the run. `Ok(None)` when there is
+    /// no such watch.
+    ///
+    /// When a check of the watch is already running (its first check right after it was
+    /// created, say), this joins it: it waits for that check to be recorded and returns its run,
+    /// which read the page after the request came. Should the running check end without a
+    /// run (its node died), a new check runs once the lease is free. Only a check still running
+    /// past its lease is [`CheckError::Busy`].
+    pub async fn check_now(&self, account_id: &str, watch_id: &str) -> Result<Option<Run>, CheckError> {
+        let mut recorded = self.on_recorded();
+        let deadline = tokio::time::Instant::now() + self.lease_length().to_std().unwrap_or(Duration::from_secs(300));
+        // Once a running check was seen: the newest run before it was recorded.
+        let mut joined: Option<Option<String>> = None;
+        let mut backoff = Duration::from_millis(20);
+        loop {
+            if let Some(before) = &joined {
+                let id = watch_id.to_owned();
+                let newest = self.store().read(move |c| runs::newest_run(c, &id)).await?;
+                if let Some(run) = newest.filter(|r| Some(&r.id) != before.as_ref()) {
+                    return Ok(Some(run));
+                }
+            }
+            let owner = self.lease_owner();
+            let now = self.now();
+            let until = now + self.lease_length();
+            let (account, id, lease) = (account_id.to_owned(), watch_id.to_owned(), owner.clone());
+            let claimed = self.store().write(move |c| watches::claim_one(c, &account, &id, &lease, now, until)).await?;
+            match claimed {
+                None => return Ok(None),
+                Some(Some(watch)) => {
+                    // Without a stop signal the check always runs, so this returns.
+                    if let Some(run) = self.check(watch, owner, None).await? {
+                        return Ok(Some(run));
+                    }
+                }
+                Some(None) if joined.is_none() => {
+                    // Busy: the run to join is the first one newer than the newest run of now.
+                    let id = watch_id.to_owned();
+                    let newest = self.store().read(move |c| runs::newest_run(c, &id)).await?;
+                    joined = Some(newest.map(|r| r.id));
+                }
+                Some(None) => {}
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(CheckError::Busy);
+            }
+            // Woken when this node records a check; another node's check is polled for, with
+            // a growing pause.
+            let _ = tokio::time::timeout(backoff, recorded.changed()).await;
+            backoff = (backoff * 2).min(Duration::from_millis(500));
+        }
+    }
+
+    /// Checks a watch leased to `owner` and records the result; returns the run.
+    ///
+    /// read -> compare -> decide -> record. When `stop` is cancelled while the check still
+    /// waits for its turn at the page's host (claimed, not started), the watch is given back
+    /// unchecked and this returns `None`.
+    pub(crate) async fn check(
+        &self,
+        watch: Watch,
+        owner: String,
+        stop: Option<&CancellationToken>,
+    ) -> Result<Option<Run>, StoreError> {
+        let started = self.now();
+        let clock = std::time::Instant::now();
+        let options: WatchOptions = watch.options();
+        let needed = self.lease_for(&options);
+        if needed > self.lease_length() {
+            // Its own long timeout or a confirming refetch: hold the watch long enough that no
+            // other node takes it up halfway.
+            let (id, lease, until) = (watch.id.clone(), owner.clone(), started + needed);
+            self.store().write(move |c| watches::extend_lease(c, &id, &lease, until)).await?;
+        }
+        let Some(page) = self.read(&watch, &options, true, stop).await else {
+            let (id, lease) = (watch.id.clone(), owner.clone());
+            self.store().write(move |c| watches::release(c, &id, &lease)).await?;
+            tracing::info!(watch.id = %watch.id, "stopping: gave the watch back unchecked");
+            return Ok(None);
+        };
+        let (http_status, bytes, validators) = (page.http_status, page.bytes, page.validators);
+        let (engine, browser_since, read_note) = (page.engine, page.browser_since, page.note);
+        let mut compared = self.compare(&watch, &options, page.text, page.screenshot, engine).await?;
+        compared.note = match (compared.note, read_note) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        };
+        let run = Run {
+            id: new_id(IdKind::Run),
+            watch_id: watch.id.clone(),
+            started_at: started,
+            finished_at: self.now(),
+            outcome: compared.outcome.as_str().to_owned(),
+            http_status,
+            duration_ms: clock.elapsed().as_millis() as i64,
+            bytes,
+            error: compared.error,
+            note: compared.note,
+            snapshot_id: compared.snapshot.as_ref().map(|s| s.id.clone()),
+            event_id: compared.event.as_ref().map(|e| e.event.id.clone()),
+            engine: Some(engine.to_owned()),
+            error_kind: compared.error_kind.map(str::to_owned),
+        };
+        let outcome = compared.outcome.as_str();
+        let decided = self.decide(&watch, run, compared.error_kind == Some("selector_missing"));
+        let result = CheckResult {
+            watch_id: watch.id.clone(),
+            account_id: watch.account_id.clone(),
+            lease_owner: owner,
+            run: decided.run.clone(),
+            snapshot: compared.snapshot,
+            screenshot: compared.screenshot,
+            browser_since,
+            events: compared.event.into_iter().chain(decided.health_event).collect(),
+            health: decided.health.as_str().to_owned(),
+            validators,
+            max_attempts: self.config().max_attempts,
+            consecutive_failures: decided.consecutive_failures,
+            next_run_at: self
+                .backoff()
+                .next_check(&watch.timing(), decided.run.finished_at.and_utc(), decided.consecutive_failures, &watch.id)
+                .naive_utc(),
+            watch_updated_at: watch.updated_at,
+            now: decided.run.finished_at,
+        };
+        self.record(result, decided.health_changed_from).await?;
+        self.config().metrics.check_finished(outcome, clock.elapsed());
+        Ok(Some(decided.run))
+    }
+}

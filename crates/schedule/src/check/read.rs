@@ -1,0 +1,222 @@
+//! Read: the watch's page fetched (over HTTP or in the browser) and its text extracted.
+
+use std::time::Duration;
+
+use driftwatch_core::{Engine, WatchOptions};
+use driftwatch_scrape::{ExtractError, Fetched, PageRequest, Rules, extract_with};
+use driftwatch_store::Watch;
+use tokio_util::sync::CancellationToken;
+
+use super::{PageRead, PageText};
+use crate::runner::Runner;
+
+impl Runner {
+    /// Reads the watch's page with its engine (conditionally over HTTP when `conditional`)
+    /// through the watch's extraction options and line rules. `None` when `stop` was
+    /// cancelled before the host's turn came (nothing was fetched).
+    pub(super) async fn read(
+        &self,
+        watch: &Watch,
+        options: &WatchOptions,
+        conditional: bool,
+        stop: Option<&CancellationToken>,
+    ) -> Option<PageRead> {
+        let host = crate::fair::host_key(&watch.url);
+        let turn = self.hosts().enter(&host);
+        let _turn = match stop {
+            Some(stop) => tokio::select! {
+                biased;
+                () = stop.cancelled() => return None,
+                turn = turn => turn,
+            },
+            None => turn.await,
+        };
+        Some(match options.fetch.engine {
+            Engine::Http => self.read_http(watch, options, conditional).await,
+            Engine::Browser => self.read_browser(watch, options).await,
+            Engine::Auto => self.read_auto(watch, options, conditional).await,
+        })
+    }
+
+    /// An `auto` watch: the browser while the watch is known to need it (HTTP is tried again
+    /// once a day), else HTTP, and the browser when HTTP brings back an empty shell.
+    async fn read_auto(&self, watch: &Watch, options: &WatchOptions, conditional: bool) -> PageRead {
+        let now = self.now();
+        let browsers = self.browsers().filter(|b| b.available());
+        let needs_browser = watch.browser_since.is_some_and(|since| now - since < chrono::TimeDelta::hours(24));
+        if needs_browser && browsers.is_some() {
+            return self.read_browser(watch, options).await;
+        }
+        let mut http = self.read_http(watch, options, conditional && watch.browser_since.is_none()).await;
+        if !http.shell {
+            if watch.browser_since.is_some() && matches!(http.text, PageText::Text(_)) {
+                http.browser_since = Some(None);
+                http.note = Some("auto: HTTP reads this page again; the browser is no longer used".into());
+            }
+            return http;
+        }
+        if browsers.is_none() {
+            http.note = Some(format!(
+                "auto: the page looks like it needs a browser, but none is available ({})",
+                self.browsers().map(|b| b.unavailable_reason()).unwrap_or_default()
+            ));
+            return http;
+        }
+        let mut rendered = self.read_browser(watch, options).await;
+        if matches!(rendered.text, PageText::Text(_)) {
+            rendered.browser_since = Some(Some(now));
+            if watch.browser_since.is_none() {
+                rendered.note = Some("auto: the page needs a browser; it is rendered from now on".into());
+            }
+        }
+        rendered
+    }
+
+    /// Renders the watch's page in the browser and reads its text.
+    async fn read_browser(&self, watch: &Watch, options: &WatchOptions) -> PageRead {
+        let Some(browsers) = self.browsers() else {
+            return PageRead::failed(
+                "browser",
+                None,
+                "no browser is configured on this node (DRIFTWATCH_CHROMIUM or DRIFTWATCH_BROWSER_WS)".into(),
+                "browser",
+            );
+        };
+        let timeout = options
+            .fetch
+            .timeout_seconds
+            .map_or(self.fetcher().options().timeout, |s| Duration::from_secs(u64::from(s.clamp(1, 300))));
+        let request = driftwatch_browser::RenderRequest { url: &watch.url, spec: &options.fetch, timeout };
+        let started = std::time::Instant::now();
+        let rendered = browsers.render(request).await;
+        let result = rendered.as_ref().map_or_else(driftwatch_browser::RenderError::kind, |_| "ok");
+        self.config().metrics.render_finished(result, started.elapsed());
+        let rendered = match rendered {
+            Ok(rendered) => rendered,
+            Err(e) => {
+                return PageRead::failed("browser", e.status().map(i32::from), e.to_string(), e.kind());
+            }
+        };
+        let page = driftwatch_scrape::Page {
+            status: rendered.status.unwrap_or(200),
+            content_type: Some("text/html; charset=utf-8".into()),
+            body: rendered.html.into_bytes(),
+            etag: None,
+            last_modified: None,
+        };
+        let bytes = page.body.len() as i64;
+        let text = self.page_text(watch, options, page).await;
+        PageRead {
+            http_status: rendered.status.map(i32::from),
+            bytes,
+            validators: None,
+            text: match text {
+                Ok((text, _)) => PageText::Text(text),
+                Err((error, kind)) => PageText::Failed { error, kind },
+            },
+            engine: "browser",
+            screenshot: rendered.screenshot,
+            browser_since: None,
+            note: rendered.note,
+            shell: false,
+        }
+    }
+
+    /// Fetches the watch's page over HTTP and reads its text.
+    async fn read_http(&self, watch: &Watch, options: &WatchOptions, conditional: bool) -> PageRead {
+        let request = PageRequest {
+            spec: Some(&options.fetch),
+            etag: watch.etag.as_deref().filter(|_| conditional),
+            last_modified: watch.last_modified.as_deref().filter(|_| conditional),
+        };
+        match self.fetcher().fetch_with(&watch.url, &request).await {
+            Ok(Fetched::NotModified) => PageRead {
+                http_status: Some(304),
+                text: PageText::NotModified,
+                ..PageRead::failed("http", None, String::new(), "")
+            },
+            Ok(Fetched::Page(page)) => {
+                let http_status = Some(i32::from(page.status));
+                let (bytes, validators) =
+                    (page.body.len() as i64, Some((page.etag.clone(), page.last_modified.clone())));
+                let text = self.page_text(watch, options, page).await;
+                let shell = match &text {
+                    Err((_, kind)) => *kind == "selector_missing" || *kind == "empty",
+                    Ok((text, scripted)) => *scripted && text.chars().filter(|c| c.is_alphanumeric()).count() < 100,
+                };
+                PageRead {
+                    http_status,
+                    bytes,
+                    validators,
+                    text: match text {
+                        Ok((text, _)) => PageText::Text(text),
+                        Err((error, kind)) => PageText::Failed { error, kind },
+                    },
+                    engine: "http",
+                    screenshot: None,
+                    browser_since: None,
+                    note: None,
+                    shell: shell && options.fetch.engine == Engine::Auto,
+                }
+            }
+            Err(e) => PageRead::failed("http", e.status().map(i32::from), e.to_string(), e.kind()),
+        }
+    }
+
+    /// The page's text, read off the async threads (parsing is CPU work on whatever a page
+    /// sends: a pathological page slows its own check, not every request and check), and
+    /// whether the page loads scripts.
+    async fn page_text(
+        &self,
+        watch: &Watch,
+        options: &WatchOptions,
+        page: driftwatch_scrape::Page,
+    ) -> Result<(String, bool), (String, &'static str)> {
+        let (selector, options, cap) = (watch.selector.clone(), options.clone(), self.config().max_text_bytes);
+        let auto = options.fetch.engine == Engine::Auto;
+        tokio::task::spawn_blocking(move || {
+            let scripted = auto && has_script(&page.body);
+            page_text(&page, selector.as_deref(), &options, cap).map(|text| (text, scripted))
+        })
+        .await
+        .unwrap_or_else(|e| Err((format!("reading the page failed: {e}"), "extract")))
+    }
+}
+
+/// Whether an HTML body loads or holds scripts (`<script`, any case).
+fn has_script(body: &[u8]) -> bool {
+    body.windows(7).any(|w| w.eq_ignore_ascii_case(b"<script"))
+}
+
+/// A page's text as the watch reads it: extracted, through its line rules, cut at `max_bytes`
+/// (at a line end, with a line saying so). The error says why there is none, and its kind
+/// (`selector_missing`, `extract`, `rules`, `empty`).
+fn page_text(
+    page: &driftwatch_scrape::Page,
+    selector: Option<&str>,
+    options: &WatchOptions,
+    max_bytes: usize,
+) -> Result<String, (String, &'static str)> {
+    let text = extract_with(page, selector, &options.extract).map_err(|e| {
+        let kind = if matches!(e, ExtractError::SelectorMissing(_)) { "selector_missing" } else { "extract" };
+        (e.to_string(), kind)
+    })?;
+    let rules = Rules::new(&options.rules).map_err(|e| (e.to_string(), "rules"))?;
+    let mut text = rules.apply(&text);
+    if text.trim().is_empty() {
+        return Err(("nothing is left after the line rules".to_owned(), "empty"));
+    }
+    if text.len() > max_bytes {
+        let mut at = max_bytes;
+        while !text.is_char_boundary(at) {
+            at -= 1;
+        }
+        let at = text[..at].rfind('\n').map_or(at, |nl| nl + 1);
+        text.truncate(at);
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&format!("[driftwatch: the text was cut at {max_bytes} bytes]\n"));
+    }
+    Ok(text)
+}
