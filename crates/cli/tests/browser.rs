@@ -4,10 +4,8 @@
 
 mod common;
 
-use std::time::Duration;
-
-use driftwatch_test_support::{PageServer, eventually_within};
-use serde_json::{Value, json};
+use driftwatch_test_support::PageServer;
+use serde_json::json;
 
 /// Processes whose command line mentions `marker` (Chromium's profile lives under it), zombies
 /// aside.
@@ -45,30 +43,8 @@ async fn no_chromium_process_outlives_serve() {
     assert!(processes_mentioning(&marker).is_empty(), "Chromium starts only when a page needs it");
 
     let http = reqwest::Client::new();
-    let watch: Value = http
-        .post(format!("{base}/api/v1/watches"))
-        .bearer_auth(&token)
-        .json(&json!({"url": site.url, "selector": "#x", "options": {"fetch": {"engine": "browser"}}}))
-        .send()
-        .await
-        .expect("create")
-        .json()
-        .await
-        .expect("json");
-    let id = watch["id"].as_str().unwrap_or_else(|| panic!("a watch: {watch}")).to_owned();
-    let run = eventually_within("the first check", Duration::from_secs(60), || async {
-        let runs: Value = http
-            .get(format!("{base}/api/v1/watches/{id}/runs"))
-            .bearer_auth(&token)
-            .send()
-            .await
-            .ok()?
-            .json()
-            .await
-            .ok()?;
-        runs["items"].as_array().and_then(|r| r.first()).cloned()
-    })
-    .await;
+    let body = json!({"url": site.url, "selector": "#x", "options": {"fetch": {"engine": "browser"}}});
+    let run = common::first_run(&http, &base, &token, body).await;
     assert_eq!((run["outcome"].as_str(), run["engine"].as_str()), (Some("baseline"), Some("browser")), "{run}");
     let running = processes_mentioning(&marker);
     assert!(running.len() > 1, "Chromium runs as several processes: {running:?}");

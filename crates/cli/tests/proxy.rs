@@ -7,10 +7,8 @@
 mod common;
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use driftwatch_test_support::eventually_within;
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// A forward proxy: records each request's method and absolute URI, answers a page.
 async fn forward_proxy() -> (String, Arc<Mutex<Vec<String>>>) {
@@ -25,35 +23,6 @@ async fn forward_proxy() -> (String, Arc<Mutex<Vec<String>>>) {
     });
     let addr = driftwatch_test_support::serve(app).await;
     (format!("http://{addr}"), seen)
-}
-
-/// Creates a watch of `url` and waits for its first check (the one every new watch gets at
-/// once); returns that run.
-async fn first_run(http: &reqwest::Client, base: &str, token: &str, url: &str) -> Value {
-    let watch: Value = http
-        .post(format!("{base}/api/v1/watches"))
-        .bearer_auth(token)
-        .json(&json!({"url": url}))
-        .send()
-        .await
-        .expect("create watch")
-        .json()
-        .await
-        .expect("json");
-    let id = watch["id"].as_str().unwrap_or_else(|| panic!("a watch: {watch}")).to_owned();
-    eventually_within("the first check", Duration::from_secs(60), || async {
-        let runs: Value = http
-            .get(format!("{base}/api/v1/watches/{id}/runs"))
-            .bearer_auth(token)
-            .send()
-            .await
-            .ok()?
-            .json()
-            .await
-            .ok()?;
-        runs["items"].as_array().and_then(|r| r.first()).cloned()
-    })
-    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -72,7 +41,8 @@ async fn a_proxy_is_a_setting_and_names_are_vetted_behind_it() {
         ("ALL_PROXY", proxy.as_str()),
     ];
     let (mut child, base) = common::serve(dir.path(), &env_proxy).await;
-    let run = first_run(&http, &base, &token, "http://metadata.invalid/computeMetadata/v1/").await;
+    let run =
+        common::first_run(&http, &base, &token, json!({"url": "http://metadata.invalid/computeMetadata/v1/"})).await;
     assert_eq!(run["outcome"], "failed", "{run}");
     assert!(seen.lock().expect("lock").is_empty(), "the environment's proxy was used: {seen:?}");
     child.kill().expect("kill");
@@ -82,12 +52,13 @@ async fn a_proxy_is_a_setting_and_names_are_vetted_behind_it() {
     // before the proxy sees it; a public address goes through the proxy.
     let explicit = [("DRIFTWATCH_ALLOW_PRIVATE_TARGETS", "false"), ("DRIFTWATCH_OUTBOUND_PROXY", proxy.as_str())];
     let (mut child, base) = common::serve(dir.path(), &explicit).await;
-    let run = first_run(&http, &base, &token, "http://metadata.invalid/computeMetadata/v1/").await;
+    let run =
+        common::first_run(&http, &base, &token, json!({"url": "http://metadata.invalid/computeMetadata/v1/"})).await;
     assert_eq!(run["outcome"], "failed", "{run}");
     assert!(run["error"].as_str().is_some_and(|e| e.contains("cannot vet metadata.invalid")), "{run}");
     assert!(seen.lock().expect("lock").is_empty(), "an unvetted name reached the proxy: {seen:?}");
 
-    let run = first_run(&http, &base, &token, "http://93.184.216.34/pricing").await;
+    let run = common::first_run(&http, &base, &token, json!({"url": "http://93.184.216.34/pricing"})).await;
     assert_eq!(run["outcome"], "baseline", "{run}");
     assert_eq!(*seen.lock().expect("lock"), vec!["GET http://93.184.216.34/pricing".to_owned()]);
     child.kill().expect("kill");

@@ -41,8 +41,19 @@ pub async fn read_page(
     selector: Option<&str>,
     options: &driftwatch_core::WatchOptions,
 ) -> Result<String, ReadError> {
-    let rules = Rules::new(&options.rules)?;
+    Rules::new(&options.rules)?;
     let request = PageRequest { spec: Some(&options.fetch), ..PageRequest::default() };
     let Fetched::Page(page) = fetcher.fetch_with(url, &request).await? else { return Err(ReadError::NotModified) };
-    Ok(rules.apply(&extract_with(&page, selector, &options.extract)?))
+    text_of(&page, selector, options)
+}
+
+/// The text a watch with `selector` and `options` reads from `page` (fetched, or rendered in a
+/// browser): after the selector, the extraction options and the line rules.
+pub fn text_of(
+    page: &Page,
+    selector: Option<&str>,
+    options: &driftwatch_core::WatchOptions,
+) -> Result<String, ReadError> {
+    let rules = Rules::new(&options.rules)?;
+    Ok(rules.apply(&extract_with(page, selector, &options.extract)?))
 }

@@ -93,21 +93,6 @@ pub fn by_hash(conn: &mut DbConn, hash: &str) -> StoreResult<Option<StoredScreen
         .optional()?)
 }
 
-/// The screenshot of the watch's newest snapshot that has one.
-pub fn latest_of_watch(conn: &mut DbConn, watch_id: &str) -> StoreResult<Option<StoredScreenshot>> {
-    let hash: Option<Option<String>> = snapshots::table
-        .filter(snapshots::watch_id.eq(watch_id))
-        .filter(snapshots::screenshot_hash.is_not_null())
-        .order(snapshots::id.desc())
-        .select(snapshots::screenshot_hash)
-        .first(conn)
-        .optional()?;
-    match hash.flatten() {
-        Some(hash) => by_hash(conn, &hash),
-        None => Ok(None),
-    }
-}
-
 /// Deletes those of `hashes` that no snapshot refers to any more; returns how many.
 pub fn delete_unreferenced(conn: &mut DbConn, hashes: &[String]) -> StoreResult<usize> {
     if hashes.is_empty() {

@@ -229,3 +229,32 @@ pub async fn log_line(
     .await
     .expect("join")
 }
+
+/// Creates a watch from `body` and waits (up to a minute) for its first check, the one every
+/// new watch gets at once; returns that run.
+pub async fn first_run(http: &reqwest::Client, base: &str, token: &str, body: serde_json::Value) -> serde_json::Value {
+    let watch: serde_json::Value = http
+        .post(format!("{base}/api/v1/watches"))
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+        .expect("create watch")
+        .json()
+        .await
+        .expect("json");
+    let id = watch["id"].as_str().unwrap_or_else(|| panic!("a watch: {watch}")).to_owned();
+    eventually_within("the first check", Duration::from_secs(60), || async {
+        let runs: serde_json::Value = http
+            .get(format!("{base}/api/v1/watches/{id}/runs"))
+            .bearer_auth(token)
+            .send()
+            .await
+            .ok()?
+            .json()
+            .await
+            .ok()?;
+        runs["items"].as_array().and_then(|r| r.first()).cloned()
+    })
+    .await
+}

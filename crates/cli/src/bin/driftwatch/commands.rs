@@ -306,8 +306,7 @@ async fn rendered_text(
         body: rendered.html.into_bytes(),
         ..driftwatch_scrape::Page::default()
     };
-    let text = driftwatch_scrape::extract_with(&page, selector, &options.extract)?;
-    Ok(driftwatch_scrape::Rules::new(&options.rules)?.apply(&text))
+    Ok(driftwatch_scrape::text_of(&page, selector, options)?)
 }
 
 pub(crate) fn verify(secret: &str, headers: &[String], tolerance: i64) -> anyhow::Result<()> {
