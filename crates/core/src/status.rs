@@ -117,6 +117,24 @@ text_enum! {
         Webhook => "webhook",
         /// A Slack incoming webhook: the event rendered as a Slack message.
         Slack => "slack",
+        /// An email over SMTP: a plain-text and an HTML part.
+        Email => "email",
+        /// A Discord webhook: an embed.
+        Discord => "discord",
+        /// A Telegram bot message to one chat, in Telegram's HTML subset.
+        Telegram => "telegram",
+        /// A Microsoft Teams Workflows webhook: an Adaptive Card.
+        Teams => "teams",
+        /// An ntfy topic.
+        Ntfy => "ntfy",
+        /// A Pushover message.
+        Pushover => "pushover",
+        /// A Gotify message.
+        Gotify => "gotify",
+        /// A Matrix room message.
+        Matrix => "matrix",
+        /// Any HTTP API: method, URL, headers and a body template.
+        Http => "http",
     }
 }
 
@@ -151,8 +169,12 @@ text_enum! {
         Blocked => "blocked",
         /// The endpoint's URL does not parse.
         Url => "url",
-        /// The endpoint's secret cannot sign.
+        /// The endpoint's secret cannot sign, or cannot be decrypted.
         Secret => "secret",
+        /// The endpoint's template failed to render this event.
+        Template => "template",
+        /// The mail server refused the message, or SMTP failed.
+        Smtp => "smtp",
     }
 }
 
@@ -160,7 +182,10 @@ impl AttemptErrorKind {
     /// Whether the request was never sent: the endpoint's configuration is at fault, not the
     /// receiver, so the attempt says nothing about the receiver's health.
     pub const fn unsendable(self) -> bool {
-        matches!(self, AttemptErrorKind::Blocked | AttemptErrorKind::Url | AttemptErrorKind::Secret)
+        matches!(
+            self,
+            AttemptErrorKind::Blocked | AttemptErrorKind::Url | AttemptErrorKind::Secret | AttemptErrorKind::Template
+        )
     }
 }
 
