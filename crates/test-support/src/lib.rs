@@ -1,21 +1,28 @@
 //! What driftwatch's test suites share: a database of its own per test on SQLite or
-//! PostgreSQL ([`TestDb`]), a webhook receiver ([`Receiver`]), a web page whose content a test
-//! changes ([`PageServer`]), waiting for something to become true ([`eventually`]), and
-//! child processes that die with their test ([`KillOnDrop`]).
+//! PostgreSQL ([`TestDb`]), a webhook receiver ([`Receiver`]), stand-ins for the chat and push
+//! services notifications go to ([`ChatServer`]: Discord, Telegram, Teams, ntfy, Pushover,
+//! Gotify, Matrix, plain HTTP), a real SMTP server that keeps what it receives
+//! ([`SmtpServer`]), a web page whose content a test changes ([`PageServer`]), waiting for
+//! something to become true ([`eventually`]), and child processes that die with their test
+//! ([`KillOnDrop`]).
 //!
 //! Used by the end-to-end suite (`tests/`) and the binary's process tests
 //! (`crates/cli/tests/`); never linked into the binary.
 
+mod chat;
 mod db;
 mod page;
 mod process;
 mod receiver;
+mod smtp;
 mod wait;
 
+pub use chat::{ChatRequest, ChatServer, Mode, Provider};
 pub use db::{Backend, TestDb};
 pub use page::{PageRequest, PageServer};
 pub use process::KillOnDrop;
 pub use receiver::{Received, Receiver};
+pub use smtp::{ParsedMail, ReceivedMail, SmtpServer};
 pub use wait::{eventually, eventually_within};
 
 use std::net::SocketAddr;
