@@ -201,6 +201,7 @@ fn endpoint(account_id: &str, url: &str, max_in_flight: Option<usize>) -> Endpoi
 /// (the way a batch of checks queues its changes).
 fn enqueue_batch(
     c: &mut driftwatch_store::DbConn,
+    render: &dyn driftwatch_store::render::Render,
     account_id: &str,
     events: std::ops::Range<usize>,
 ) -> driftwatch_store::StoreResult<()> {
@@ -221,10 +222,10 @@ fn enqueue_batch(
                 payload: format!("{{\"n\":{n}}}"),
                 created_at: now,
             };
-            batch.push(NewEvent { event, slack_body: String::new() });
+            batch.push(NewEvent { event });
         }
         let events: Vec<_> = batch.iter().map(|new| (new, 5, now)).collect();
-        outbox::enqueue_many(c, &events)?;
+        outbox::enqueue_many(c, render, &events)?;
         Ok(())
     })
 }
@@ -409,7 +410,8 @@ async fn produce(
             for first in (p * batch..events).step_by(batch * producers) {
                 let last = (first + batch).min(events);
                 let account_id = account_id.clone();
-                store.write(move |c| enqueue_batch(c, &account_id, first..last)).await?;
+                let render = store.render();
+                store.write(move |c| enqueue_batch(c, &*render, &account_id, first..last)).await?;
                 let at = Instant::now();
                 enqueued.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[first..last].fill(Some(at));
                 worker.wake();
@@ -441,7 +443,8 @@ async fn offer(
         let (store, worker, enqueued, account_id) =
             (store.clone(), worker.clone(), Arc::clone(enqueued), account_id.to_owned());
         tasks.spawn(async move {
-            store.write(move |c| enqueue_batch(c, &account_id, n..n + 1)).await?;
+            let render = store.render();
+            store.write(move |c| enqueue_batch(c, &*render, &account_id, n..n + 1)).await?;
             enqueued.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[n] = Some(Instant::now());
             worker.wake();
             anyhow::Ok(())

@@ -89,6 +89,7 @@ pub(crate) fn app_state(
         setup: Arc::new(driftwatch_web::ui::SetupCode::default()),
         throttle: Arc::new(driftwatch_web::ui::SignInThrottle::new(10, Duration::from_secs(900))),
         ops: driftwatch_web::Ops::default(),
+        keyring: None,
     })
 }
 

@@ -122,6 +122,7 @@ pub fn to_watch(
         paused: Some(watch.paused),
         options: Some(watch.options.clone()),
         tags: Some(watch.tags.clone()),
+        muted: None,
     };
     driftwatch_validate::new_watch(input, limits, policy, account_id, now).map_err(|e| e.to_string())
 }

@@ -6,6 +6,7 @@
 pub mod config;
 pub mod import;
 mod jobs;
+pub mod keys;
 mod parts;
 mod settings;
 
@@ -49,10 +50,13 @@ impl App {
     /// Opens and migrates the store, then starts the parts named by `roles`.
     pub async fn start(settings: &Settings, roles: Roles) -> anyhow::Result<App> {
         settings.validate()?;
+        let (keyring, _) = keys::keyring(settings)?;
         let store = open_store(settings).await?;
+        // Secrets written before encryption (or under a rotated-out key) are sealed now.
+        keys::seal_stored(&store, &keyring).await?;
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let metrics = Arc::new(driftwatch_metrics::Metrics::default());
-        let worker = parts::delivery_worker(settings, &store, &clock, &metrics)?;
+        let worker = parts::delivery_worker(settings, &store, &clock, &metrics, &keyring)?;
         let runner = parts::runner(settings, &store, &clock, &metrics, worker.clone())?;
         let browsers = runner.browsers().cloned();
         let shutdown = CancellationToken::new();
@@ -65,7 +69,8 @@ impl App {
                 Some(jobs::start(settings, store.clone(), runner.clone(), worker.clone(), Arc::clone(&clock)).await?);
         }
         let web = if roles.web {
-            let state = parts::app_state(settings, &store, runner, worker, clock, metrics, shutdown.clone());
+            let mut state = parts::app_state(settings, &store, runner, worker, clock, metrics, shutdown.clone());
+            state.keyring = Some(keyring);
             Some(parts::listen(settings, state, &tasks, &shutdown).await?)
         } else {
             None
@@ -129,7 +134,8 @@ impl App {
 pub async fn open_store(settings: &Settings) -> anyhow::Result<Store> {
     let store =
         Store::open(&settings.database_url, &PoolOptions { max_size: settings.pool_size, ..PoolOptions::default() })
-            .with_context(|| format!("opening {}", driftwatch_store::redact(&settings.database_url)))?;
+            .with_context(|| format!("opening {}", driftwatch_store::redact(&settings.database_url)))?
+            .with_render(std::sync::Arc::new(driftwatch_channels::Channels::new(settings.public_url.clone())));
     let applied = store.migrate().await.context("applying migrations")?;
     tracing::info!(backend = store.backend().as_str(), applied, "database ready");
     Ok(store)

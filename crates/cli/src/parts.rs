@@ -30,6 +30,7 @@ pub(crate) fn delivery_worker(
     store: &Store,
     clock: &Arc<dyn Clock>,
     metrics: &Arc<Metrics>,
+    keyring: &driftwatch_core::Keyring,
 ) -> anyhow::Result<DeliveryWorker> {
     let retry = RetryPolicy {
         schedule: driftwatch_core::parse_schedule(&settings.retry_schedule)
@@ -44,6 +45,7 @@ pub(crate) fn delivery_worker(
         timeout: settings.webhook_timeout.into(),
         connect_timeout: settings.webhook_connect_timeout.into(),
         proxy: settings.outbound_proxy.clone(),
+        keyring: Some(keyring.clone()),
         ..SenderOptions::default()
     })
     .context("building the webhook client")?;
@@ -149,6 +151,7 @@ pub(crate) fn app_state(
             metrics_on_main: settings.metrics_listen.is_none(),
             draining,
         },
+        keyring: None,
     }
 }
 

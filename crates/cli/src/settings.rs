@@ -71,6 +71,22 @@ pub struct Settings {
     #[arg(long, env = "DRIFTWATCH_DISABLE_AFTER", default_value = "5d", value_parser = parse_duration)]
     pub disable_after: HumanDuration,
 
+    /// The key that encrypts stored secrets (bot tokens, passwords, signing secrets): 32 bytes
+    /// in base64 (`driftwatch secrets generate-key`). Required with PostgreSQL (every node must
+    /// share it); with SQLite a key file beside the database is used when it is not set.
+    #[arg(long, env = "DRIFTWATCH_SECRET_KEY", hide_env_values = true)]
+    pub secret_key: Option<String>,
+
+    /// Keys that encrypted secrets before a rotation, comma-separated: they still decrypt until
+    /// `driftwatch secrets rotate-key` has re-encrypted everything.
+    #[arg(long, env = "DRIFTWATCH_PREVIOUS_SECRET_KEYS", hide_env_values = true, value_delimiter = ',')]
+    pub previous_secret_keys: Vec<String>,
+
+    /// The key file used when DRIFTWATCH_SECRET_KEY is not set (created on first run). Default:
+    /// the SQLite database's path with `.key` added.
+    #[arg(long, env = "DRIFTWATCH_SECRET_KEY_FILE")]
+    pub secret_key_file: Option<std::path::PathBuf>,
+
     /// How long a rotated-out endpoint secret keeps signing.
     #[arg(long, env = "DRIFTWATCH_SECRET_ROTATION_OVERLAP", default_value = "24h", value_parser = parse_duration)]
     pub secret_rotation_overlap: HumanDuration,

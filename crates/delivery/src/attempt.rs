@@ -51,7 +51,7 @@ impl DeliveryWorker {
         let decision =
             config.retry.decide_with(result.outcome, in_budget, budget, schedule.as_deref(), result.retry_after);
         let health = match result.outcome {
-            Outcome::Status(200..=299) => Health::Success,
+            Outcome::Status(200..=299) | Outcome::Smtp(200..=299) => Health::Success,
             Outcome::Status(410) => Health::Gone,
             Outcome::Unsendable => Health::Unchanged,
             _ => Health::Failure {
@@ -148,6 +148,9 @@ fn outcome_class(result: &SendResult) -> &'static str {
         (Outcome::Status(300..=399), _) => "3xx",
         (Outcome::Status(400..=499), _) => "4xx",
         (Outcome::Status(_), _) => "5xx",
+        (Outcome::Smtp(200..=299), _) => "smtp_2xx",
+        (Outcome::Smtp(400..=499), _) => "smtp_4xx",
+        (Outcome::Smtp(_), _) => "smtp_5xx",
         (_, Some(kind)) => kind.as_str(),
         (_, None) => "error",
     }
@@ -193,9 +196,5 @@ pub(crate) fn disabled_event(endpoint: &Endpoint, reason: &str, at: chrono::Date
         Some(reason),
         at,
     );
-    let slack_body = driftwatch_alert::slack_message(&payload);
-    NewEvent {
-        event: Event::about_endpoint(event_id, endpoint, EventType::EndpointDisabled, payload, at.naive_utc()),
-        slack_body,
-    }
+    NewEvent { event: Event::about_endpoint(event_id, endpoint, EventType::EndpointDisabled, payload, at.naive_utc()) }
 }

@@ -14,6 +14,7 @@ mod recoveries;
 mod requests;
 mod sender;
 mod signing;
+mod smtp;
 mod worker;
 
 pub use config::DeliveryConfig;

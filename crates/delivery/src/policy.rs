@@ -36,6 +36,9 @@ pub enum Outcome {
     Status(u16),
     /// No usable answer (timeout, connection refused, DNS, TLS...): worth retrying.
     NetworkError,
+    /// The SMTP server answered the message with this reply code: 2xx sent, 4xx (transient)
+    /// retried, 5xx (permanent) dead.
+    Smtp(u16),
     /// The request cannot succeed as configured (target refused by policy, invalid URL or
     /// secret): retrying would only repeat it.
     Unsendable,
@@ -59,6 +62,7 @@ impl RetryPolicy {
     /// | 2xx | sent |
     /// | 408, 425, 429, 5xx, network error | failed, retried after the schedule's delay (or `Retry-After` on 429 and 503, clamped); dead once attempts are used up |
     /// | any other status (3xx, other 4xx, 410), or a request that cannot be sent | dead at once |
+    /// | SMTP 2xx / 4xx / 5xx | sent / retried / dead at once |
     pub fn decide(&self, outcome: Outcome, attempt: u32, max_attempts: u32) -> Decision {
         self.decide_with(outcome, attempt, max_attempts, None, None)
     }
@@ -77,6 +81,10 @@ impl RetryPolicy {
                 return Decision { status: DeliveryStatus::Sent, retry_in: None };
             }
             Outcome::Status(code) => matches!(code, 408 | 425 | 429) || (500..600).contains(&code),
+            Outcome::Smtp(code) if (200..300).contains(&code) => {
+                return Decision { status: DeliveryStatus::Sent, retry_in: None };
+            }
+            Outcome::Smtp(code) => (400..500).contains(&code),
             Outcome::NetworkError => true,
             Outcome::Unsendable => false,
         };

@@ -2,7 +2,7 @@
 //! and recoveries (re-queue an endpoint's failed and dead deliveries of a time range). The API
 //! and the browser UI both call these.
 
-use driftwatch_alert::{EndpointRef, endpoint_payload, slack_message};
+use driftwatch_alert::{EndpointRef, endpoint_payload};
 use driftwatch_core::{AttemptTrigger, EventType, IdKind, RecoveryState, new_id};
 use driftwatch_store::deliveries::{self, Redelivery};
 use driftwatch_store::outbox::{ForEndpoint, NewEvent};
@@ -40,7 +40,6 @@ impl DeliveryWorker {
             at,
         );
         let new = NewEvent {
-            slack_body: slack_message(&payload),
             event: Event::about_endpoint(event_id, endpoint, EventType::EndpointTest, payload, at.naive_utc()),
         };
         let item = ForEndpoint {

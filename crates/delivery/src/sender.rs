@@ -1,8 +1,11 @@
-//! One signed POST of a stored body.
+//! One attempt on the wire: a stored body carried to the endpoint the way its kind is spoken.
 
 use std::time::{Duration, Instant};
 
-use driftwatch_core::AttemptErrorKind;
+use std::str::FromStr as _;
+
+use driftwatch_channels::{Secrets, Settings};
+use driftwatch_core::{AttemptErrorKind, EndpointKind};
 use driftwatch_net::{ClientOptions, Redirects, TargetPolicy, blocked_reason, vet_url};
 use driftwatch_store::Endpoint;
 
@@ -27,6 +30,9 @@ pub struct SenderOptions {
     /// The proxy webhooks go through (never one from the environment); see
     /// [`driftwatch_net::ClientOptions::proxy`] for what the guard can promise behind it.
     pub proxy: Option<url::Url>,
+    /// Opens sealed secrets (signing secrets, bot tokens, passwords). Without it only
+    /// plaintext secrets can be used; a sealed one fails the attempt as `secret`.
+    pub keyring: Option<driftwatch_core::Keyring>,
 }
 
 impl Default for SenderOptions {
@@ -39,6 +45,7 @@ impl Default for SenderOptions {
             snippet_chars: 1024,
             user_agent: format!("driftwatch-webhooks/{}", env!("CARGO_PKG_VERSION")),
             proxy: None,
+            keyring: None,
         }
     }
 }
@@ -97,8 +104,10 @@ impl Sender {
         &self.options
     }
 
-    /// POSTs `body` to the endpoint, signed for `delivery_id` at `timestamp` (unix seconds) with
-    /// its secret and, during a rotation's overlap, its previous secret too.
+    /// Sends `body` to the endpoint the way its kind is spoken: a signed POST for webhooks,
+    /// each provider's API request for chat kinds (secrets opened here, at send), SMTP for
+    /// email. `timestamp` (unix seconds) is the attempt's time, used for signatures and to
+    /// judge a rotation's overlap.
     pub async fn send(
         &self,
         endpoint: &Endpoint,
@@ -117,31 +126,52 @@ impl Sender {
             duration: started.elapsed(),
             retry_after: None,
         };
-        let url = match url::Url::parse(&endpoint.url) {
+        let kind = EndpointKind::from_str(&endpoint.kind).unwrap_or(EndpointKind::Webhook);
+        let secrets = match endpoint.secrets.as_deref().map(|s| self.open(s)).transpose() {
+            Ok(opened) => Secrets::parse(opened.as_deref().unwrap_or_default()),
+            Err(e) => return failure(AttemptErrorKind::Secret, e),
+        };
+        let settings = Settings::parse(&endpoint.settings);
+        if kind == EndpointKind::Email {
+            return crate::smtp::send(&self.options, endpoint, &settings, &secrets, body, started).await;
+        }
+        let outgoing =
+            match driftwatch_channels::outgoing::request(kind, &endpoint.url, &settings, &secrets, delivery_id, body) {
+                Ok(outgoing) => outgoing,
+                Err(e) => return failure(AttemptErrorKind::Secret, e),
+            };
+        let url = match url::Url::parse(&outgoing.url) {
             Ok(url) => url,
             Err(e) => return failure(AttemptErrorKind::Url, format!("invalid endpoint URL: {e}")),
         };
         if let Err(e) = vet_url(&url, self.options.policy, self.options.proxy.is_some()).await {
             return failure(AttemptErrorKind::Blocked, e.to_string());
         }
-        let signature = match signatures(endpoint, delivery_id, timestamp, body) {
-            Ok(signature) => signature,
-            Err(e) => return failure(AttemptErrorKind::Secret, e),
-        };
-        let request = self
+        let method = reqwest::Method::from_bytes(outgoing.method.as_bytes()).unwrap_or(reqwest::Method::POST);
+        let mut request = self
             .client
-            .post(url)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header("webhook-id", delivery_id)
-            .header("webhook-timestamp", timestamp.to_string())
-            .header("webhook-signature", signature)
+            .request(method, url)
+            .header(reqwest::header::CONTENT_TYPE, &outgoing.content_type)
             .header("driftwatch-event-type", event_type)
-            .header("driftwatch-attempt", attempt.to_string())
-            .body(body.to_vec());
-        let mut response = match request.send().await {
+            .header("driftwatch-attempt", attempt.to_string());
+        if outgoing.signed {
+            let signature = match self.signatures(endpoint, delivery_id, timestamp, body) {
+                Ok(signature) => signature,
+                Err(e) => return failure(AttemptErrorKind::Secret, e),
+            };
+            request = request
+                .header("webhook-id", delivery_id)
+                .header("webhook-timestamp", timestamp.to_string())
+                .header("webhook-signature", signature);
+        }
+        for (name, value) in &outgoing.headers {
+            request = request.header(name.as_str(), value.as_str());
+        }
+        let mut response = match request.body(outgoing.body.into_owned()).send().await {
             Ok(response) => response,
             Err(e) => {
-                let (kind, message) = classify(&e);
+                // The URL can hold a secret (a bot token, a webhook's key): never in the error.
+                let (kind, message) = classify(&e.without_url());
                 return failure(kind, message);
             }
         };
@@ -156,6 +186,9 @@ impl Sender {
                 parse_retry_after(v, now)
             });
         let snippet = self.snippet(&mut response).await;
+        // Discord, Telegram and Matrix say how long to wait in the 429's body.
+        let retry_after =
+            retry_after.or_else(|| driftwatch_channels::outgoing::retry_after_in_body(kind, status, &snippet));
         let (error_kind, error) = match status {
             200..=299 => (None, None),
             300..=399 => {
@@ -171,6 +204,42 @@ impl Sender {
             duration: started.elapsed(),
             retry_after,
         }
+    }
+
+    /// The plaintext of a stored secret: opened with the keyring, or as it is when plaintext.
+    fn open(&self, stored: &str) -> Result<String, String> {
+        match &self.options.keyring {
+            Some(keyring) => keyring.open(stored).map_err(|e| format!("the endpoint's secret cannot be opened: {e}")),
+            None if driftwatch_core::is_sealed(stored) => {
+                Err("the endpoint's secret is encrypted and this process has no secret key".to_owned())
+            }
+            None => Ok(stored.to_owned()),
+        }
+    }
+
+    /// The `webhook-signature` header: a signature with the endpoint's secret and, during a
+    /// rotation's overlap (until `previous_secret_expires_at`, judged at `timestamp`), one with
+    /// its previous secret too, space-separated.
+    fn signatures(
+        &self,
+        endpoint: &Endpoint,
+        delivery_id: &str,
+        timestamp: i64,
+        body: &[u8],
+    ) -> Result<String, String> {
+        let now = chrono::DateTime::from_timestamp(timestamp, 0).map(|t| t.naive_utc());
+        let previous = endpoint
+            .previous_secret
+            .as_deref()
+            .filter(|_| endpoint.previous_secret_expires_at.zip(now).is_some_and(|(until, now)| until > now));
+        let signed: Result<Vec<String>, String> = std::iter::once(endpoint.secret.as_str())
+            .chain(previous)
+            .map(|stored| {
+                let secret = self.open(stored)?;
+                sign(&secret, delivery_id, timestamp, body).map_err(|e| e.to_string())
+            })
+            .collect();
+        signed.map(|s| s.join(" "))
     }
 }
 
@@ -189,22 +258,6 @@ impl Sender {
     }
 }
 
-/// The `webhook-signature` header: a signature with the endpoint's secret and, during a
-/// rotation's overlap (until `previous_secret_expires_at`, judged at `timestamp`), one with its
-/// previous secret too, space-separated.
-fn signatures(endpoint: &Endpoint, delivery_id: &str, timestamp: i64, body: &[u8]) -> Result<String, String> {
-    let now = chrono::DateTime::from_timestamp(timestamp, 0).map(|t| t.naive_utc());
-    let previous = endpoint
-        .previous_secret
-        .as_deref()
-        .filter(|_| endpoint.previous_secret_expires_at.zip(now).is_some_and(|(until, now)| until > now));
-    let signed: Result<Vec<String>, _> = std::iter::once(endpoint.secret.as_str())
-        .chain(previous)
-        .map(|secret| sign(secret, delivery_id, timestamp, body))
-        .collect();
-    signed.map(|s| s.join(" ")).map_err(|e| e.to_string())
-}
-
 /// A `Retry-After` value: delay seconds, or an HTTP date (a date in the past means now).
 pub fn parse_retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> {
     let value = value.trim();
@@ -215,7 +268,7 @@ pub fn parse_retry_after(value: &str, now: std::time::SystemTime) -> Option<Dura
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
-fn classify(err: &reqwest::Error) -> (AttemptErrorKind, String) {
+pub(crate) fn classify(err: &reqwest::Error) -> (AttemptErrorKind, String) {
     if let Some(reason) = blocked_reason(err) {
         return (AttemptErrorKind::Blocked, reason);
     }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use chrono::{NaiveDateTime, TimeDelta};
 use driftwatch_core::{AttemptTrigger, Clock, IdKind, new_id};
 use driftwatch_store::deliveries::{self, AttemptRecord, Job, LimitedCaps, PacedJob};
-use driftwatch_store::endpoints;
+use driftwatch_store::endpoints::{self, DisabledEvent};
 use driftwatch_store::outbox::{self, ForEndpoint};
 use driftwatch_store::{BatchWriter, Delivery, Store, StoreError, StoreResult};
 use tokio::sync::{Notify, Semaphore};
@@ -60,14 +60,21 @@ impl DeliveryWorker {
         // an endpoint this batch disables gets its `endpoint.disabled` event in it.
         let completions = {
             let clock = Arc::clone(&clock);
+            let render = store.render();
             BatchWriter::spawn(&store, COMPLETION_BATCH, move |c, records: &[AttemptRecord]| {
                 let at = clock.now();
-                deliveries::complete_all(c, records, &|e, reason| disabled_event(e, reason, at))
+                let event = |e: &_, reason: &_| disabled_event(e, reason, at);
+                deliveries::complete_all(c, records, DisabledEvent { event: &event, render: &*render })
             })
         };
         // Requests that queue events while a batch is being written share the next one: one
         // commit for many API calls, each answered as if alone.
-        let enqueues = BatchWriter::spawn(&store, ENQUEUE_BATCH, outbox::enqueue_each_for_endpoint);
+        let enqueues = {
+            let render = store.render();
+            BatchWriter::spawn(&store, ENQUEUE_BATCH, move |c, items: &[ForEndpoint]| {
+                outbox::enqueue_each_for_endpoint(c, &*render, items)
+            })
+        };
         DeliveryWorker {
             inner: Arc::new(Inner {
                 completions,

@@ -154,8 +154,12 @@ impl Runner {
     /// transaction, one commit, a savepoint each); returns once it is committed, with the
     /// number of deliveries it queued.
     pub(crate) async fn write_check(&self, result: CheckResult) -> StoreResult<usize> {
-        let writer =
-            self.inner.records.get_or_init(|| BatchWriter::spawn(&self.inner.store, RECORD_BATCH, checks::record_all));
+        let writer = self.inner.records.get_or_init(|| {
+            let render = self.inner.store.render();
+            BatchWriter::spawn(&self.inner.store, RECORD_BATCH, move |c, results: &[checks::CheckResult]| {
+                checks::record_all(c, &*render, results)
+            })
+        });
         writer.submit(result).await?
     }
 

@@ -5,6 +5,7 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
 use crate::outbox::{NewEvent, Target};
+use crate::render::Render;
 use crate::schema::{runs, snapshots, watches};
 use crate::{DbConn, Run, Snapshot, StoreError, StoreResult};
 
@@ -48,8 +49,8 @@ pub struct CheckResult {
 /// queued (one per enabled endpoint of the owner when there is an event).
 ///
 /// Fails with [`StoreError::LeaseLost`], writing nothing, if the lease was taken over.
-pub fn record(conn: &mut DbConn, result: &CheckResult) -> StoreResult<usize> {
-    conn.transaction(|conn| record_in(conn, result))
+pub fn record(conn: &mut DbConn, render: &dyn Render, result: &CheckResult) -> StoreResult<usize> {
+    conn.transaction(|conn| record_in(conn, render, result))
 }
 
 /// Writes many checks' results in one transaction (one commit for all of them), each under a
@@ -59,12 +60,16 @@ pub fn record(conn: &mut DbConn, result: &CheckResult) -> StoreResult<usize> {
 /// none was written.
 ///
 /// Watches are written in id order, so concurrent batches on PostgreSQL cannot deadlock.
-pub fn record_all(conn: &mut DbConn, results: &[CheckResult]) -> StoreResult<Vec<StoreResult<usize>>> {
+pub fn record_all(
+    conn: &mut DbConn,
+    render: &dyn Render,
+    results: &[CheckResult],
+) -> StoreResult<Vec<StoreResult<usize>>> {
     if let DbConn::Pg(_) = conn {
         // A handful of set-wise statements for the whole batch; should any of them fail (an
         // endpoint deleted mid-batch, say), the batch is written again check by check below,
         // so one check's error stays its own.
-        match conn.transaction(|conn| record_set_pg(conn, results)) {
+        match conn.transaction(|conn| record_set_pg(conn, render, results)) {
             Ok(answers) => return Ok(answers),
             Err(e) => tracing::debug!(error = %e, "set-wise check batch failed; writing check by check"),
         }
@@ -73,7 +78,7 @@ pub fn record_all(conn: &mut DbConn, results: &[CheckResult]) -> StoreResult<Vec
     order.sort_by(|&a, &b| results[a].watch_id.cmp(&results[b].watch_id));
     conn.transaction(|conn| {
         let mut answers: Vec<(usize, StoreResult<usize>)> =
-            order.into_iter().map(|i| (i, conn.transaction(|conn| record_in(conn, &results[i])))).collect();
+            order.into_iter().map(|i| (i, conn.transaction(|conn| record_in(conn, render, &results[i])))).collect();
         answers.sort_by_key(|(i, _)| *i);
         Ok(answers.into_iter().map(|(_, answer)| answer).collect())
     })
@@ -98,7 +103,11 @@ RETURNING w.id";
 /// [`record_all`] on PostgreSQL in a few statements for the whole batch (inside the caller's
 /// transaction): the watches released under their leases, then the snapshots, events,
 /// deliveries and runs of the checks whose lease held, each kind in one multi-row insert.
-fn record_set_pg(conn: &mut DbConn, results: &[CheckResult]) -> StoreResult<Vec<StoreResult<usize>>> {
+fn record_set_pg(
+    conn: &mut DbConn,
+    render: &dyn Render,
+    results: &[CheckResult],
+) -> StoreResult<Vec<StoreResult<usize>>> {
     use diesel::sql_types::{Array, Bool, Integer, Nullable, Text, Timestamp};
     #[derive(QueryableByName)]
     struct Written {
@@ -136,7 +145,7 @@ fn record_set_pg(conn: &mut DbConn, results: &[CheckResult]) -> StoreResult<Vec<
     }
     let events: Vec<(&crate::outbox::NewEvent, i32, NaiveDateTime)> =
         kept.iter().flat_map(|r| r.events.iter().map(|e| (e, r.max_attempts, r.now))).collect();
-    let queued = crate::outbox::enqueue_many(conn, &events)?;
+    let queued = crate::outbox::enqueue_many(conn, render, &events)?;
     let DbConn::Pg(pg) = conn else { return Err(StoreError::Config("not PostgreSQL".into())) };
     let runs: Vec<Run> = kept.iter().map(|r| r.run.storable().into_owned()).collect();
     if !runs.is_empty() {
@@ -152,7 +161,7 @@ fn record_set_pg(conn: &mut DbConn, results: &[CheckResult]) -> StoreResult<Vec<
 }
 
 /// [`record`]'s writes, inside a transaction or savepoint of the caller's.
-fn record_in(conn: &mut DbConn, result: &CheckResult) -> StoreResult<usize> {
+fn record_in(conn: &mut DbConn, render: &dyn Render, result: &CheckResult) -> StoreResult<usize> {
     use diesel::dsl::case_when;
     use diesel::sql_types::{Bool, Nullable, Text, Timestamp};
     // One statement, written first: on SQLite it takes the write lock before any read, so the
@@ -194,7 +203,7 @@ fn record_in(conn: &mut DbConn, result: &CheckResult) -> StoreResult<usize> {
     }
     let mut queued = 0;
     for event in &result.events {
-        queued += crate::outbox::enqueue(conn, event, Target::AllEnabled, result.max_attempts, result.now)?;
+        queued += crate::outbox::enqueue(conn, render, event, Target::AllEnabled, result.max_attempts, result.now)?;
     }
     diesel::insert_into(runs::table).values(&*result.run.storable()).execute(conn)?;
     Ok(queued)

@@ -29,8 +29,30 @@ pub enum Health {
     Gone,
 }
 
-/// The endpoint was disabled by this attempt; the caller renders the `endpoint.disabled` event.
-pub type DisabledEvent<'a> = &'a dyn Fn(&Endpoint, &str) -> NewEvent;
+/// The endpoint was disabled by this attempt: the caller's `event` builds the
+/// `endpoint.disabled` event, and `render` renders it for the account's other endpoints.
+#[derive(Clone, Copy)]
+pub struct DisabledEvent<'a> {
+    /// Builds the event for the endpoint and the reason.
+    pub event: &'a dyn Fn(&Endpoint, &str) -> NewEvent,
+    /// Renders its bodies.
+    pub render: &'a dyn crate::render::Render,
+}
+
+/// The account's enabled endpoints that `watch`'s events are routed to (whatever their event
+/// types), oldest first.
+pub fn routed_to(conn: &mut DbConn, account_id: &str, watch: &crate::Watch) -> StoreResult<Vec<Endpoint>> {
+    let all: Vec<Endpoint> = endpoints::table
+        .filter(endpoints::account_id.eq(account_id))
+        .filter(endpoints::enabled.eq(true))
+        .order(endpoints::id.asc())
+        .select(Endpoint::as_select())
+        .load(conn)?;
+    Ok(all
+        .into_iter()
+        .filter(|e| crate::models::routes(e.route_tags.as_deref(), e.route_watches.as_deref(), &watch.id, &watch.tags))
+        .collect())
+}
 
 /// Inserts a new endpoint.
 pub fn insert_endpoint(conn: &mut DbConn, endpoint: &Endpoint) -> StoreResult<()> {
@@ -157,8 +179,9 @@ fn disable(
     if flipped == 0 {
         return Ok(());
     }
-    let event = on_disabled(endpoint, reason);
-    crate::outbox::enqueue(conn, &event, Target::AllEnabledExcept(&endpoint.id), default_max_attempts, now)?;
+    let event = (on_disabled.event)(endpoint, reason);
+    let except = Target::AllEnabledExcept(&endpoint.id);
+    crate::outbox::enqueue(conn, on_disabled.render, &event, except, default_max_attempts, now)?;
     tracing::warn!(endpoint.id = %endpoint.id, reason, "endpoint disabled");
     Ok(())
 }
@@ -243,6 +266,18 @@ pub struct EndpointChanges {
     pub max_in_flight: Option<Option<i32>>,
     /// New event types, comma-separated (`Some(None)`: all of them).
     pub event_types: Option<Option<String>>,
+    /// New settings.
+    pub settings: Option<String>,
+    /// New secrets, sealed (`Some(None)`: none).
+    pub secrets: Option<Option<String>>,
+    /// New title template (`Some(None)`: the default).
+    pub title_template: Option<Option<String>>,
+    /// New body template (`Some(None)`: the default).
+    pub body_template: Option<Option<String>>,
+    /// New route tags (`Some(None)`: not by tag).
+    pub route_tags: Option<Option<String>>,
+    /// New routed watches (`Some(None)`: not by watch).
+    pub route_watches: Option<Option<String>>,
     /// Now.
     pub updated_at: Option<NaiveDateTime>,
 }

@@ -23,9 +23,11 @@ pub mod outbox;
 pub mod overview;
 mod predicates;
 pub mod recoveries;
+pub mod render;
 pub mod retention;
 pub mod runs;
 pub mod screenshots;
+pub mod secrets;
 pub mod snapshots;
 pub mod stats;
 pub mod users;
@@ -87,6 +89,8 @@ pub struct Store {
     /// SQLite's busy handler (milliseconds at a time). Hot write paths queue here instead, so
     /// they take turns without sleeping. `None` on PostgreSQL, which has row locks.
     write_gate: Option<Arc<tokio::sync::Mutex<()>>>,
+    /// Renders each delivery's body at enqueue; [`render::PayloadOnly`] until one is set.
+    render: Arc<dyn render::Render>,
 }
 
 impl std::fmt::Debug for Store {
@@ -107,7 +111,18 @@ impl Store {
         }
         let pool = db::build_pool(&url, options)?;
         let write_gate = matches!(url, DatabaseUrl::Sqlite(_)).then(|| Arc::new(tokio::sync::Mutex::new(())));
-        Ok(Store { pool: Arc::new(pool), url: Arc::new(url), write_gate })
+        Ok(Store { pool: Arc::new(pool), url: Arc::new(url), write_gate, render: Arc::new(render::PayloadOnly) })
+    }
+
+    /// This store, rendering delivery bodies with `render` (see [`render`]).
+    pub fn with_render(mut self, render: Arc<dyn render::Render>) -> Store {
+        self.render = render;
+        self
+    }
+
+    /// What renders delivery bodies at enqueue.
+    pub fn render(&self) -> Arc<dyn render::Render> {
+        Arc::clone(&self.render)
     }
 
     /// Which database this store talks to.

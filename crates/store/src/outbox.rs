@@ -2,40 +2,110 @@
 
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
-use driftwatch_core::{DeliveryStatus, EndpointKind, IdKind, new_id};
+use std::collections::HashMap;
 
-use crate::schema::{deliveries, endpoints, events};
+use driftwatch_core::{DeliveryStatus, IdKind, new_id};
+
+use crate::render::Render;
+use crate::schema::{deliveries, endpoints, events, watches};
 use crate::{DbConn, Event, NewDelivery, StoreResult};
 
-/// An event with its bodies: `event.payload` is POSTed to webhook endpoints, `slack_body` to
-/// Slack ones. Both are rendered before the transaction; the bytes never change afterwards.
+/// An event to record and deliver. Each endpoint's body is rendered from it at enqueue (see
+/// [`crate::render`]); the bytes never change afterwards.
 #[derive(Debug, Clone)]
 pub struct NewEvent {
     /// The event row.
     pub event: Event,
-    /// The Slack message for the same event.
-    pub slack_body: String,
 }
 
 /// Which endpoints of the event's account receive it.
 #[derive(Debug, Clone, Copy)]
 pub enum Target<'a> {
-    /// Every enabled endpoint.
+    /// Every enabled endpoint the event is routed to.
     AllEnabled,
     /// Every enabled endpoint but this one.
     AllEnabledExcept(&'a str),
-    /// Just this endpoint.
+    /// Just this endpoint, whatever its route and event types.
     One(&'a str),
 }
 
-/// An endpoint an event goes to: id, kind, its own attempt budget, the event types it takes,
-/// and whether it has a limit that holds across nodes.
-type EndpointTarget = (String, String, Option<i32>, Option<String>, bool);
+/// An endpoint an event may go to: what routing, subscriptions and rendering need.
+#[derive(Debug, Clone, Queryable)]
+struct Recipient {
+    id: String,
+    kind: String,
+    max_attempts: Option<i32>,
+    event_types: Option<String>,
+    limited: bool,
+    settings: String,
+    title_template: Option<String>,
+    body_template: Option<String>,
+    route_tags: Option<String>,
+    route_watches: Option<String>,
+}
 
-/// The columns of an [`EndpointTarget`].
+impl Recipient {
+    /// Whether an event of `event_type` about `watch` (none for endpoint events) goes here.
+    fn takes(&self, event_type: &str, watch: Option<(&str, &WatchRoute)>) -> bool {
+        crate::models::receives(self.event_types.as_deref(), event_type)
+            && watch.is_none_or(|(id, w)| {
+                crate::models::routes(self.route_tags.as_deref(), self.route_watches.as_deref(), id, &w.tags)
+            })
+    }
+
+    fn as_render(&self) -> crate::render::Recipient<'_> {
+        crate::render::Recipient {
+            id: &self.id,
+            kind: &self.kind,
+            settings: &self.settings,
+            title_template: self.title_template.as_deref(),
+            body_template: self.body_template.as_deref(),
+        }
+    }
+}
+
+/// The columns of a [`Recipient`].
 #[diesel::dsl::auto_type]
-fn target_columns() -> _ {
-    (endpoints::id, endpoints::kind, endpoints::max_attempts, endpoints::event_types, crate::predicates::is_limited())
+fn recipient_columns() -> _ {
+    (
+        endpoints::id,
+        endpoints::kind,
+        endpoints::max_attempts,
+        endpoints::event_types,
+        crate::predicates::is_limited(),
+        endpoints::settings,
+        endpoints::title_template,
+        endpoints::body_template,
+        endpoints::route_tags,
+        endpoints::route_watches,
+    )
+}
+
+/// What routing needs of a watch: its tags and whether it is muted.
+#[derive(Debug, Clone, Default)]
+struct WatchRoute {
+    tags: String,
+    muted: bool,
+}
+
+/// The routes of the watches `events` are about, in one query.
+fn watch_routes<'e>(
+    conn: &mut DbConn,
+    events: impl Iterator<Item = &'e Event>,
+) -> StoreResult<HashMap<String, WatchRoute>> {
+    let mut ids: Vec<&str> = events.filter_map(|e| e.watch_id.as_deref()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    if ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    Ok(watches::table
+        .filter(watches::id.eq_any(&ids))
+        .select((watches::id, watches::tags, watches::muted))
+        .load::<(String, String, bool)>(conn)?
+        .into_iter()
+        .map(|(id, tags, muted)| (id, WatchRoute { tags, muted }))
+        .collect())
 }
 
 /// Inserts the event and one queued delivery per target endpoint; returns how many were queued.
@@ -43,13 +113,14 @@ fn target_columns() -> _ {
 /// Call inside a transaction that has already written (see [`crate::checks::record`]).
 pub fn enqueue(
     conn: &mut DbConn,
+    render: &dyn Render,
     new: &NewEvent,
     target: Target<'_>,
     default_max_attempts: i32,
     now: NaiveDateTime,
 ) -> StoreResult<usize> {
     diesel::insert_into(events::table).values(&new.event).execute(conn)?;
-    let rows = delivery_rows(conn, new, target, default_max_attempts, now)?;
+    let rows = delivery_rows(conn, render, new, target, default_max_attempts, now)?;
     // One multi-row statement for a fan-out on PostgreSQL (per 2,000 endpoints).
     crate::insert_all!(conn, deliveries::table, rows);
     Ok(rows.len())
@@ -58,6 +129,7 @@ pub fn enqueue(
 /// The queued deliveries of `new` to the endpoints `target` names that take it.
 fn delivery_rows(
     conn: &mut DbConn,
+    render: &dyn Render,
     new: &NewEvent,
     target: Target<'_>,
     default_max_attempts: i32,
@@ -66,7 +138,7 @@ fn delivery_rows(
     let event = &new.event;
     let mut query = endpoints::table
         .filter(endpoints::account_id.eq(&event.account_id))
-        .select(target_columns())
+        .select(recipient_columns())
         .order(endpoints::id.asc())
         .into_boxed();
     query = match target {
@@ -74,58 +146,67 @@ fn delivery_rows(
         Target::AllEnabledExcept(id) => query.filter(endpoints::enabled.eq(true)).filter(endpoints::id.ne(id)),
         Target::One(id) => query.filter(endpoints::id.eq(id)),
     };
-    let mut targets: Vec<EndpointTarget> = query.load(conn)?;
+    let mut recipients: Vec<Recipient> = query.load(conn)?;
+    let routes = watch_routes(conn, std::iter::once(event))?;
+    let watch = event.watch_id.as_deref().map(|id| (id, routes.get(id).cloned().unwrap_or_default()));
     if !matches!(target, Target::One(_)) {
-        // Endpoints subscribed to some event types only; one named on purpose gets the event.
-        targets.retain(|(_, _, _, types, _)| crate::models::receives(types.as_deref(), &event.event_type));
+        // A muted watch queues nothing; otherwise subscriptions and routes choose. An endpoint
+        // named on purpose gets the event.
+        if watch.as_ref().is_some_and(|(_, w)| w.muted) {
+            return Ok(Vec::new());
+        }
+        recipients.retain(|r| r.takes(&event.event_type, watch.as_ref().map(|(id, w)| (*id, w))));
     }
-    let rows: Vec<NewDelivery> = targets
+    let tags = watch.as_ref().map_or("", |(_, w)| w.tags.as_str());
+    Ok(recipients
         .iter()
-        .map(|(endpoint_id, kind, max_attempts, _, limited)| {
-            delivery_row(new, endpoint_id, kind, max_attempts.unwrap_or(default_max_attempts), *limited, now)
-        })
-        .collect();
-    Ok(rows)
+        .map(|r| delivery_row(render, new, r, r.max_attempts.unwrap_or(default_max_attempts), tags, now))
+        .collect())
 }
 
 /// Inserts many events (each with its attempt budget and time) and one queued delivery per
-/// enabled endpoint of its account that receives its type, in one multi-row insert per table
-/// and one endpoint query per account. Returns the deliveries queued per event id.
+/// enabled endpoint of its account that receives its type and its watch, in one multi-row
+/// insert per table, one endpoint query per account and one watch query. Returns the
+/// deliveries queued per event id.
 ///
 /// Call inside a transaction that has already written (see [`crate::checks::record_all`]).
 pub fn enqueue_many<'a>(
     conn: &mut DbConn,
+    render: &dyn Render,
     events: &[(&'a NewEvent, i32, NaiveDateTime)],
-) -> StoreResult<std::collections::HashMap<&'a str, usize>> {
-    type Targets = Vec<EndpointTarget>;
-    let mut queued = std::collections::HashMap::new();
+) -> StoreResult<HashMap<&'a str, usize>> {
+    let mut queued = HashMap::new();
     if events.is_empty() {
         return Ok(queued);
     }
     let rows: Vec<Event> = events.iter().map(|(new, _, _)| new.event.clone()).collect();
     crate::insert_all!(conn, events::table, rows);
-    let mut by_account: std::collections::HashMap<&str, Targets> = std::collections::HashMap::new();
+    let routes = watch_routes(conn, events.iter().map(|(new, _, _)| &new.event))?;
+    let mut by_account: HashMap<&str, Vec<Recipient>> = HashMap::new();
     let mut deliveries_rows = Vec::new();
     for &(new, default_max_attempts, now) in events {
         let event = &new.event;
+        let watch = event.watch_id.as_deref().map(|id| (id, routes.get(id).cloned().unwrap_or_default()));
+        if watch.as_ref().is_some_and(|(_, w)| w.muted) {
+            queued.insert(event.id.as_str(), 0);
+            continue;
+        }
         if !by_account.contains_key(event.account_id.as_str()) {
-            let targets: Targets = endpoints::table
+            let recipients: Vec<Recipient> = endpoints::table
                 .filter(endpoints::account_id.eq(&event.account_id))
                 .filter(endpoints::enabled.eq(true))
-                .select(target_columns())
+                .select(recipient_columns())
                 .order(endpoints::id.asc())
                 .load(conn)?;
-            by_account.insert(&event.account_id, targets);
+            by_account.insert(&event.account_id, recipients);
         }
-        let targets = &by_account[event.account_id.as_str()];
+        let tags = watch.as_ref().map_or("", |(_, w)| w.tags.as_str());
         let before = deliveries_rows.len();
         deliveries_rows.extend(
-            targets
+            by_account[event.account_id.as_str()]
                 .iter()
-                .filter(|(_, _, _, types, _)| crate::models::receives(types.as_deref(), &event.event_type))
-                .map(|(endpoint_id, kind, max_attempts, _, limited)| {
-                    delivery_row(new, endpoint_id, kind, max_attempts.unwrap_or(default_max_attempts), *limited, now)
-                }),
+                .filter(|r| r.takes(&event.event_type, watch.as_ref().map(|(id, w)| (*id, w))))
+                .map(|r| delivery_row(render, new, r, r.max_attempts.unwrap_or(default_max_attempts), tags, now)),
         );
         queued.insert(event.id.as_str(), deliveries_rows.len() - before);
     }
@@ -133,32 +214,45 @@ pub fn enqueue_many<'a>(
     Ok(queued)
 }
 
-/// The queued delivery of `new` to an endpoint of `kind` (a Slack endpoint gets the Slack body).
+/// The queued delivery of `new` to `to`, its body rendered for it. A body that cannot be
+/// rendered (a template failing on this event) is dead-lettered at once with the reason.
 fn delivery_row(
+    render: &dyn Render,
     new: &NewEvent,
-    endpoint_id: &str,
-    kind: &str,
+    to: &Recipient,
     max_attempts: i32,
-    limited: bool,
+    tags: &str,
     now: NaiveDateTime,
 ) -> NewDelivery {
     let event = &new.event;
-    let body = if kind == EndpointKind::Slack.as_str() { &new.slack_body } else { &event.payload };
+    let (body, status, last_error, finished_at) = match render.body(
+        &to.as_render(),
+        event,
+        crate::render::WatchFacts { tags },
+    ) {
+        Ok(body) => (body, DeliveryStatus::Queued, None, None),
+        Err(reason) => {
+            tracing::warn!(endpoint.id = %to.id, event.id = %event.id, error = %reason, "body not rendered; dead-lettered");
+            (Vec::new(), DeliveryStatus::Dead, Some(format!("template: {reason}")), Some(now))
+        }
+    };
     NewDelivery {
         id: new_id(IdKind::Delivery),
         account_id: event.account_id.clone(),
         event_id: event.id.clone(),
-        endpoint_id: endpoint_id.to_owned(),
+        endpoint_id: to.id.clone(),
         watch_id: event.watch_id.clone(),
         event_type: event.event_type.clone(),
-        body: body.as_bytes().to_vec(),
-        status: DeliveryStatus::Queued.as_str().to_owned(),
+        body,
+        status: status.as_str().to_owned(),
         attempts: 0,
         max_attempts: max_attempts.max(1),
         next_attempt_at: now,
         created_at: now,
         updated_at: now,
-        limited,
+        limited: to.limited,
+        last_error,
+        finished_at,
     }
 }
 
@@ -166,6 +260,7 @@ fn delivery_row(
 /// the delivery (for test events sent on request).
 pub fn enqueue_for_endpoint(
     conn: &mut DbConn,
+    render: &dyn Render,
     new: &NewEvent,
     endpoint_id: &str,
     default_max_attempts: i32,
@@ -173,7 +268,8 @@ pub fn enqueue_for_endpoint(
 ) -> StoreResult<Option<crate::Delivery>> {
     conn.transaction(|conn| {
         diesel::insert_into(events::table).values(&new.event).execute(conn)?;
-        let Some(row) = delivery_rows(conn, new, Target::One(endpoint_id), default_max_attempts, now)?.pop() else {
+        let Some(row) = delivery_rows(conn, render, new, Target::One(endpoint_id), default_max_attempts, now)?.pop()
+        else {
             return Ok(None);
         };
         // The row as stored, defaults included, without reading it back.
@@ -205,15 +301,16 @@ pub struct ForEndpoint {
 /// is retried in its own transaction, so one bad item fails only itself.
 pub fn enqueue_each_for_endpoint(
     conn: &mut DbConn,
+    render: &dyn Render,
     items: &[ForEndpoint],
 ) -> StoreResult<Vec<StoreResult<Option<crate::Delivery>>>> {
-    match conn.transaction(|conn| enqueue_all_for_endpoints(conn, items)) {
+    match conn.transaction(|conn| enqueue_all_for_endpoints(conn, render, items)) {
         Ok(queued) => Ok(queued.into_iter().map(Ok).collect()),
         Err(e) if items.len() > 1 => {
             tracing::debug!(error = %e, items = items.len(), "a batch of events failed; queueing them one by one");
             Ok(items
                 .iter()
-                .map(|i| enqueue_for_endpoint(conn, &i.new, &i.endpoint_id, i.default_max_attempts, i.now))
+                .map(|i| enqueue_for_endpoint(conn, render, &i.new, &i.endpoint_id, i.default_max_attempts, i.now))
                 .collect())
         }
         Err(e) => Ok(vec![Err(e)]),
@@ -221,32 +318,37 @@ pub fn enqueue_each_for_endpoint(
 }
 
 /// The body of [`enqueue_each_for_endpoint`]'s one transaction.
-fn enqueue_all_for_endpoints(conn: &mut DbConn, items: &[ForEndpoint]) -> StoreResult<Vec<Option<crate::Delivery>>> {
+fn enqueue_all_for_endpoints(
+    conn: &mut DbConn,
+    render: &dyn Render,
+    items: &[ForEndpoint],
+) -> StoreResult<Vec<Option<crate::Delivery>>> {
     let rows: Vec<Event> = items.iter().map(|i| i.new.event.clone()).collect();
     crate::insert_all!(conn, events::table, rows);
     let mut ids: Vec<&str> = items.iter().map(|i| i.endpoint_id.as_str()).collect();
     ids.sort_unstable();
     ids.dedup();
-    let targets: std::collections::HashMap<String, (String, EndpointTarget)> = endpoints::table
+    let targets: HashMap<String, (String, Recipient)> = endpoints::table
         .filter(endpoints::id.eq_any(&ids))
-        .select((endpoints::account_id, target_columns()))
-        .load::<(String, EndpointTarget)>(conn)?
+        .select((endpoints::account_id, recipient_columns()))
+        .load::<(String, Recipient)>(conn)?
         .into_iter()
-        .map(|(account, target)| (target.0.clone(), (account, target)))
+        .map(|(account, target)| (target.id.clone(), (account, target)))
         .collect();
+    let routes = watch_routes(conn, items.iter().map(|i| &i.new.event))?;
     let rows: Vec<NewDelivery> = items
         .iter()
         .filter_map(|i| {
-            let (account, (endpoint_id, kind, max_attempts, _, limited)) = targets.get(&i.endpoint_id)?;
+            let (account, to) = targets.get(&i.endpoint_id)?;
+            let tags = i.new.event.watch_id.as_ref().and_then(|id| routes.get(id)).map_or("", |w| w.tags.as_str());
             (*account == i.new.event.account_id).then(|| {
-                let max_attempts = max_attempts.unwrap_or(i.default_max_attempts);
-                delivery_row(&i.new, endpoint_id, kind, max_attempts, *limited, i.now)
+                delivery_row(render, &i.new, to, to.max_attempts.unwrap_or(i.default_max_attempts), tags, i.now)
             })
         })
         .collect();
     crate::insert_all!(conn, deliveries::table, rows);
     let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
-    let mut stored: std::collections::HashMap<String, crate::Delivery> = deliveries::table
+    let mut stored: HashMap<String, crate::Delivery> = deliveries::table
         .filter(deliveries::id.eq_any(&ids))
         .select(crate::Delivery::as_select())
         .load::<crate::Delivery>(conn)?

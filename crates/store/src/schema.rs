@@ -82,6 +82,7 @@ diesel::table! {
         updated_at -> Timestamp,
         tags -> Text,
         browser_since -> Nullable<Timestamp>,
+        muted -> Bool,
     }
 }
 
@@ -166,6 +167,12 @@ diesel::table! {
         disabled_reason -> Nullable<Text>,
         event_types -> Nullable<Text>,
         paced_until -> Nullable<Timestamp>,
+        settings -> Text,
+        secrets -> Nullable<Text>,
+        title_template -> Nullable<Text>,
+        body_template -> Nullable<Text>,
+        route_tags -> Nullable<Text>,
+        route_watches -> Nullable<Text>,
     }
 }
 

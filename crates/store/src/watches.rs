@@ -412,6 +412,8 @@ pub struct WatchChanges {
     pub updated_at: Option<NaiveDateTime>,
     /// New tags (stored form).
     pub tags: Option<String>,
+    /// Muted or not.
+    pub muted: Option<bool>,
 }
 
 /// Applies `changes` to the account's watch `id`; `None` when there is no such watch.

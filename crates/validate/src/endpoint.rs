@@ -7,7 +7,7 @@ use driftwatch_net::TargetPolicy;
 use driftwatch_store::Endpoint;
 use driftwatch_store::endpoints::EndpointChanges;
 
-use crate::{Errors, FieldError, Invalid, valid_target};
+use crate::{Errors, FieldError, Invalid, valid_tags, valid_target};
 
 const MAX_DESCRIPTION: usize = 500;
 
@@ -68,6 +68,160 @@ pub struct EndpointInput {
     pub max_in_flight: Option<i32>,
     /// Event types received; all when absent.
     pub event_types: Option<Vec<EventType>>,
+    /// The kind's settings, secrets and templates.
+    pub channel: ChannelInput,
+    /// Which watches' events it receives; all when absent.
+    pub route: Option<RouteInput>,
+}
+
+/// What an endpoint's kind needs beyond its URL.
+#[derive(Debug, Clone, Default)]
+pub struct ChannelInput {
+    /// The kind's settings (a JSON object).
+    pub settings: Option<serde_json::Value>,
+    /// The kind's secrets (a JSON object); stored sealed, never shown again.
+    pub secrets: Option<serde_json::Value>,
+    /// A title template.
+    pub title_template: Option<String>,
+    /// A body template (the whole body for `http`).
+    pub body_template: Option<String>,
+}
+
+/// Which watches an endpoint receives: those with any of `tags`, and those in `watches`.
+#[derive(Debug, Clone, Default)]
+pub struct RouteInput {
+    /// Tags.
+    pub tags: Option<Vec<String>>,
+    /// Watch ids (the caller checks they are the account's).
+    pub watches: Option<Vec<String>>,
+}
+
+/// A kind's URL, settings, secrets and templates as stored (secrets still in plaintext: the
+/// caller seals them).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Channel {
+    /// The URL (a kind's default API server when none was given).
+    pub url: String,
+    /// Settings JSON.
+    pub settings: String,
+    /// Secrets JSON, plaintext; `None` for none.
+    pub secrets: Option<String>,
+    /// Title template.
+    pub title_template: Option<String>,
+    /// Body template.
+    pub body_template: Option<String>,
+}
+
+/// Most bytes of a template.
+const MAX_TEMPLATE: usize = driftwatch_channels::template::MAX_SOURCE;
+
+/// Checks a kind's URL, settings, secrets and templates together.
+pub fn valid_channel(
+    kind: EndpointKind,
+    url: &str,
+    input: ChannelInput,
+    policy: TargetPolicy,
+) -> Result<Channel, Vec<FieldError>> {
+    let mut errors = Vec::new();
+    let url = match (url.trim(), driftwatch_channels::settings::default_url(kind)) {
+        ("", Some(default)) => default.to_owned(),
+        (url, _) => url.to_owned(),
+    };
+    let url = if kind == EndpointKind::Email {
+        // smtp://host:port, with the host held to the same guard as any other target.
+        match url::Url::parse(&url) {
+            Ok(parsed) if parsed.scheme() == "smtp" && parsed.host_str().is_some() => {
+                let stand_in =
+                    format!("http://{}:{}/", parsed.host_str().unwrap_or_default(), parsed.port().unwrap_or(25));
+                match valid_target("url", &stand_in, policy) {
+                    Ok(_) => url,
+                    Err(e) => {
+                        errors.push(e);
+                        url
+                    }
+                }
+            }
+            _ => {
+                errors.push(FieldError::new("url", "an email endpoint's URL is its SMTP server: smtp://host:port"));
+                url
+            }
+        }
+    } else {
+        match valid_target("url", &url, policy) {
+            Ok(url) => url,
+            Err(e) => {
+                errors.push(e);
+                url
+            }
+        }
+    };
+    let parsed =
+        match driftwatch_channels::settings::validate(kind, &url, input.settings.as_ref(), input.secrets.as_ref()) {
+            Ok(parsed) => Some(parsed),
+            Err(e) => {
+                errors.push(FieldError::new(e.field, e.message));
+                None
+            }
+        };
+    let title = input.title_template.filter(|t| !t.trim().is_empty());
+    let body = input.body_template.filter(|t| !t.trim().is_empty());
+    if kind == EndpointKind::Webhook && (title.is_some() || body.is_some()) {
+        errors.push(FieldError::new(
+            if body.is_some() { "body_template" } else { "title_template" },
+            "a webhook receives the signed event payload as it is; use the http kind for a body of your own",
+        ));
+    } else {
+        for (field, source) in [("title_template", &title), ("body_template", &body)] {
+            let Some(source) = source else { continue };
+            if source.len() > MAX_TEMPLATE {
+                errors.push(FieldError::new(field, format!("longer than {MAX_TEMPLATE} bytes")));
+                continue;
+            }
+            if let Err(e) = driftwatch_channels::template::check(source, &driftwatch_channels::Context::sample(None)) {
+                errors.push(FieldError::new(field, e.to_string()));
+            }
+        }
+    }
+    match parsed {
+        Some((settings, secrets)) if errors.is_empty() => Ok(Channel {
+            url,
+            settings: settings.to_json(),
+            secrets: secrets.to_json(),
+            title_template: title,
+            body_template: body,
+        }),
+        _ => Err(errors),
+    }
+}
+
+/// A route as stored: tags and watch ids comma-separated; `(None, None)` for all watches.
+pub fn valid_route(route: Option<RouteInput>) -> Result<(Option<String>, Option<String>), FieldError> {
+    let Some(route) = route else { return Ok((None, None)) };
+    let tags = match route.tags {
+        Some(tags) => {
+            let tags = valid_tags(&tags).map_err(|e| FieldError::new("route.tags", e.message))?;
+            (!tags.is_empty()).then(|| tags.join(","))
+        }
+        None => None,
+    };
+    let watches = match route.watches {
+        Some(mut ids) => {
+            ids.sort();
+            ids.dedup();
+            if ids.len() > 1000 {
+                return Err(FieldError::new("route.watches", "at most 1000 watches; route by tag instead"));
+            }
+            if let Some(bad) = ids.iter().position(|id| !id.starts_with("wat_") || id.contains(',') || id.len() > 64) {
+                return Err(FieldError::new(format!("route.watches[{bad}]"), "not a watch id"));
+            }
+            (!ids.is_empty()).then(|| ids.join(","))
+        }
+        None => None,
+    };
+    if tags.is_none() && watches.is_none() {
+        return Err(FieldError::new("route", "give tags or watches to route by, or leave route out for every watch"));
+    }
+    Ok((tags, watches))
 }
 
 /// Builds the endpoint `input` asks for (with a new signing secret), or says every field at
@@ -79,7 +233,17 @@ pub fn new_endpoint(
     now: DateTime<Utc>,
 ) -> Result<Endpoint, Invalid> {
     let mut errors = Errors::default();
-    let url = errors.take(valid_target("url", &input.url, policy));
+    let kind = input.kind.unwrap_or(EndpointKind::Webhook);
+    let channel = match valid_channel(kind, &input.url, input.channel, policy) {
+        Ok(channel) => Some(channel),
+        Err(found) => {
+            for e in found {
+                errors.take::<()>(Err(e));
+            }
+            None
+        }
+    };
+    let route = errors.take(valid_route(input.route));
     let description = errors.take(valid_description(&input.description.unwrap_or_default()));
     let retry_schedule = errors.take(valid_schedule(input.retry_schedule.as_deref()));
     let max_attempts = errors.take(in_range("max_attempts", input.max_attempts, 1..=50));
@@ -88,15 +252,23 @@ pub fn new_endpoint(
     let event_types = errors.take(valid_event_types(input.event_types));
     errors.finish()?;
     let invalid = || Invalid(vec![FieldError::new("url", "invalid")]);
+    let channel = channel.ok_or_else(invalid)?;
+    let (route_tags, route_watches) = route.ok_or_else(invalid)?;
     Ok(Endpoint {
-        kind: input.kind.unwrap_or(EndpointKind::Webhook).as_str().to_owned(),
+        kind: kind.as_str().to_owned(),
+        settings: channel.settings,
+        secrets: channel.secrets,
+        title_template: channel.title_template,
+        body_template: channel.body_template,
+        route_tags,
+        route_watches,
         description: description.ok_or_else(invalid)?,
         retry_schedule: retry_schedule.ok_or_else(invalid)?,
         max_attempts: max_attempts.ok_or_else(invalid)?,
         rate_limit_per_second: rate_limit_per_second.ok_or_else(invalid)?,
         max_in_flight: max_in_flight.ok_or_else(invalid)?,
         event_types: event_types.ok_or_else(invalid)?,
-        ..Endpoint::webhook(account_id, &url.ok_or_else(invalid)?, now.naive_utc())
+        ..Endpoint::webhook(account_id, &channel.url, now.naive_utc())
     })
 }
 
@@ -118,18 +290,72 @@ pub struct EndpointPatch {
     pub max_in_flight: Option<Option<i32>>,
     /// New event types.
     pub event_types: Option<Option<Vec<EventType>>>,
+    /// New settings (all of them).
+    pub settings: Option<serde_json::Value>,
+    /// New secrets (all of them); the stored ones are kept when absent.
+    pub secrets: Option<serde_json::Value>,
+    /// A new title template (`Some(None)`: the default).
+    pub title_template: Option<Option<String>>,
+    /// A new body template (`Some(None)`: the default).
+    pub body_template: Option<Option<String>>,
+    /// A new route (`Some(None)`: every watch).
+    pub route: Option<Option<RouteInput>>,
+}
+
+/// What a change is checked against: the endpoint as it is, its secrets opened.
+#[derive(Debug, Clone, Copy)]
+pub struct Current<'a> {
+    /// The endpoint.
+    pub endpoint: &'a Endpoint,
+    /// Its secrets in plaintext (`None` for none).
+    pub secrets: Option<&'a str>,
 }
 
 /// The changes `patch` asks for, or every field at fault.
 pub fn endpoint_changes(
     patch: EndpointPatch,
+    current: Current<'_>,
     policy: TargetPolicy,
     now: DateTime<Utc>,
 ) -> Result<EndpointChanges, Invalid> {
     let mut errors = Errors::default();
     let mut changes = EndpointChanges { updated_at: Some(now.naive_utc()), ..EndpointChanges::default() };
-    if let Some(url) = &patch.url {
-        changes.url = errors.take(valid_target("url", url, policy));
+    let channel_changed = patch.url.is_some()
+        || patch.settings.is_some()
+        || patch.secrets.is_some()
+        || patch.title_template.is_some()
+        || patch.body_template.is_some();
+    if channel_changed {
+        // The kind's fields are checked together, the unchanged ones as they are.
+        let endpoint = current.endpoint;
+        let kind = endpoint.kind.parse().unwrap_or(EndpointKind::Webhook);
+        let json = |s: &str| serde_json::from_str::<serde_json::Value>(s).ok();
+        let input = ChannelInput {
+            settings: patch.settings.clone().or_else(|| json(&endpoint.settings)),
+            secrets: patch.secrets.clone().or_else(|| current.secrets.and_then(json)),
+            title_template: patch.title_template.clone().unwrap_or_else(|| endpoint.title_template.clone()),
+            body_template: patch.body_template.clone().unwrap_or_else(|| endpoint.body_template.clone()),
+        };
+        match valid_channel(kind, patch.url.as_deref().unwrap_or(&endpoint.url), input, policy) {
+            Ok(channel) => {
+                changes.url = patch.url.is_some().then_some(channel.url);
+                changes.settings = patch.settings.is_some().then_some(channel.settings);
+                changes.secrets = patch.secrets.is_some().then_some(channel.secrets);
+                changes.title_template = patch.title_template.is_some().then_some(channel.title_template);
+                changes.body_template = patch.body_template.is_some().then_some(channel.body_template);
+            }
+            Err(found) => {
+                for e in found {
+                    errors.take::<()>(Err(e));
+                }
+            }
+        }
+    }
+    if let Some(route) = patch.route
+        && let Some(routes) = errors.take(valid_route(route))
+    {
+        changes.route_tags = Some(routes.0);
+        changes.route_watches = Some(routes.1);
     }
     if let Some(description) = patch.description {
         changes.description = errors.take(valid_description(&description));
@@ -180,7 +406,8 @@ mod tests {
         let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
         assert_eq!(fields, ["retry_schedule", "max_attempts", "event_types"]);
         let patch = EndpointPatch { max_in_flight: Some(Some(5000)), ..EndpointPatch::default() };
-        let Invalid(errors) = endpoint_changes(patch, policy, now).expect_err("invalid");
+        let current = Current { endpoint: &ok, secrets: None };
+        let Invalid(errors) = endpoint_changes(patch, current, policy, now).expect_err("invalid");
         assert_eq!(errors[0].message, "must be between 1 and 1000");
     }
 }

@@ -13,7 +13,10 @@ mod recovery;
 mod token;
 mod watch;
 
-pub use endpoint::{EndpointInput, EndpointPatch, endpoint_changes, new_endpoint};
+pub use endpoint::{
+    Channel, ChannelInput, Current, EndpointInput, EndpointPatch, RouteInput, endpoint_changes, new_endpoint,
+    valid_channel, valid_route,
+};
 pub use portable::{PortableWatch, from_watch};
 pub use recovery::{RecoveryInput, RecoveryRequest, recovery};
 pub use token::token;

@@ -297,6 +297,8 @@ pub struct WatchInput {
     pub options: Option<WatchOptions>,
     /// Tags.
     pub tags: Option<Vec<String>>,
+    /// Checked and recorded, but no deliveries queued.
+    pub muted: Option<bool>,
 }
 
 fn blank_to_none(value: Option<String>) -> Option<String> {
@@ -345,6 +347,7 @@ pub fn new_watch(
         state: if paused { WatchState::Paused } else { WatchState::Active }.as_str().to_owned(),
         options,
         tags: driftwatch_store::stored_tags(&tags),
+        muted: input.muted.unwrap_or(false),
         ..Watch::new(account_id, &url, now.naive_utc())
     })
 }
@@ -368,6 +371,8 @@ pub struct WatchPatch {
     pub options: Option<WatchOptions>,
     /// New tags, replacing all of them.
     pub tags: Option<Vec<String>>,
+    /// Muted or not.
+    pub muted: Option<bool>,
 }
 
 /// The changes `patch` makes to `current`, or every field at fault. A new URL, selector or
@@ -381,7 +386,7 @@ pub fn watch_changes(
     now: DateTime<Utc>,
 ) -> Result<WatchChanges, Invalid> {
     let mut errors = Errors::default();
-    let mut changes = WatchChanges { updated_at: Some(now.naive_utc()), ..WatchChanges::default() };
+    let mut changes = WatchChanges { updated_at: Some(now.naive_utc()), muted: patch.muted, ..WatchChanges::default() };
     if let Some(url) = &patch.url {
         changes.url = errors.take(valid_target("url", url, policy));
     }

@@ -92,6 +92,30 @@ pub struct AppState {
     pub throttle: Arc<ui::SignInThrottle>,
     /// Metrics and readiness.
     pub ops: Ops,
+    /// Seals secrets before they are stored (`None`: stored as given, which only tests do).
+    pub keyring: Option<driftwatch_core::Keyring>,
+}
+
+impl AppState {
+    /// `plaintext` as stored: sealed when a key is configured.
+    pub fn seal(&self, plaintext: &str) -> String {
+        match &self.keyring {
+            Some(keyring) => keyring.seal(plaintext),
+            None => plaintext.to_owned(),
+        }
+    }
+
+    /// A stored secret opened; `None` when it cannot be (logged, never shown).
+    pub fn open(&self, stored: &str) -> Option<String> {
+        match &self.keyring {
+            Some(keyring) => keyring
+                .open(stored)
+                .inspect_err(|e| tracing::warn!(error = %e, "a stored secret cannot be opened"))
+                .ok(),
+            None if driftwatch_core::is_sealed(stored) => None,
+            None => Some(stored.to_owned()),
+        }
+    }
 }
 
 /// Makes an `x-request-id` for requests that come without one.

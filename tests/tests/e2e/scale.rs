@@ -90,7 +90,14 @@ fn queue(
             payload: format!("{{\"n\":{i}}}"),
             created_at: now,
         };
-        outbox::enqueue(c, &NewEvent { event, slack_body: String::new() }, Target::One(endpoint_id), 5, now)?;
+        outbox::enqueue(
+            c,
+            &driftwatch_store::render::PayloadOnly,
+            &NewEvent { event },
+            Target::One(endpoint_id),
+            5,
+            now,
+        )?;
     }
     Ok(())
 }

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use chrono::TimeDelta;
 use driftwatch_core::{Clock as _, IdKind, RunOutcome, SystemClock, new_id};
 use driftwatch_store::checks::{self, CheckResult};
+use driftwatch_store::endpoints::DisabledEvent;
 use driftwatch_store::outbox::NewEvent;
+use driftwatch_store::render::PayloadOnly;
 use driftwatch_store::{
     Endpoint, Event, PoolOptions, Run, Store, Watch, accounts, deliveries, endpoints, runs, watches,
 };
@@ -67,7 +69,6 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
                 screenshot: None,
                 browser_since: None,
                 events: vec![NewEvent {
-                    slack_body: String::new(),
                     event: Event {
                         id: event_id,
                         account_id: account.id,
@@ -90,10 +91,11 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
                 watch_updated_at: now,
                 now,
             };
-            let queued = checks::record(c, &result)?;
+            let queued = checks::record(c, &PayloadOnly, &result)?;
             // The write released the lease: a second write under it is refused and changes nothing.
             let again = checks::record(
                 c,
+                &PayloadOnly,
                 &CheckResult { run: Run { id: new_id(IdKind::Run), ..result.run.clone() }, ..result.clone() },
             );
             assert!(matches!(again, Err(driftwatch_store::StoreError::LeaseLost)), "{again:?}");
@@ -114,7 +116,7 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
                 events: Vec::new(),
                 ..result.clone()
             };
-            let answers = checks::record_all(c, &[lost.clone(), written.clone()])?;
+            let answers = checks::record_all(c, &PayloadOnly, &[lost.clone(), written.clone()])?;
             assert!(matches!(answers[0], Err(driftwatch_store::StoreError::LeaseLost)), "{answers:?}");
             assert!(matches!(answers[1], Ok(0)), "{answers:?}");
             assert_eq!(runs::newest_run(c, &other.id)?.map(|r| r.id), Some(written.run.id));
@@ -146,8 +148,11 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
                 events: Vec::new(),
                 ..result.clone()
             };
-            let answers =
-                checks::record_all(c, &[check_of(&broken, Some("snp_missing".into())), check_of(&fine, None)])?;
+            let answers = checks::record_all(
+                c,
+                &PayloadOnly,
+                &[check_of(&broken, Some("snp_missing".into())), check_of(&fine, None)],
+            )?;
             assert!(matches!(answers[0], Err(driftwatch_store::StoreError::Query(_))), "{answers:?}");
             assert!(matches!(answers[1], Ok(0)), "{answers:?}");
             assert!(runs::newest_run(c, &broken.id)?.is_none(), "the failed check wrote nothing");
@@ -217,7 +222,6 @@ pub async fn a_wide_fan_out_is_queued_whole(backend: Backend) {
             }
             let events: Vec<NewEvent> = (0..60)
                 .map(|n| NewEvent {
-                    slack_body: String::new(),
                     event: Event {
                         id: new_id(IdKind::Event),
                         account_id: account.id.clone(),
@@ -234,7 +238,9 @@ pub async fn a_wide_fan_out_is_queued_whole(backend: Backend) {
                 })
                 .collect();
             let batch: Vec<_> = events.iter().map(|e| (e, 3, now)).collect();
-            let queued = diesel::Connection::transaction(c, |c| driftwatch_store::outbox::enqueue_many(c, &batch))?;
+            let queued = diesel::Connection::transaction(c, |c| {
+                driftwatch_store::outbox::enqueue_many(c, &PayloadOnly, &batch)
+            })?;
             assert!(queued.values().all(|&n| n == 120), "every event to every endpoint");
             let total: i64 = {
                 use diesel::prelude::*;
@@ -331,7 +337,7 @@ pub async fn outbox_statements_use_their_indexes(backend: Backend) {
                 })
                 .collect::<Result<_, _>>()?;
             for n in 0..1_000 {
-                outbox::enqueue(c, &test_event(&account.id, n, now), Target::AllEnabled, 3, now)?;
+                outbox::enqueue(c, &PayloadOnly, &test_event(&account.id, n, now), Target::AllEnabled, 3, now)?;
             }
             Ok((ids[0].clone(), ids[1].clone()))
         })
@@ -390,8 +396,16 @@ pub async fn outbox_statements_use_their_indexes(backend: Backend) {
     let last_batch = vec![stolen(&records[999]), records[999].clone(), stolen(&records[0])];
     let recorded = store
         .write(move |c| {
-            let first = deliveries::complete_all(c, &first_batch, &|_, _| unreachable!("no endpoint is disabled"))?;
-            let last = deliveries::complete_all(c, &last_batch, &|_, _| unreachable!("no endpoint is disabled"))?;
+            let first = deliveries::complete_all(
+                c,
+                &first_batch,
+                DisabledEvent { event: &|_, _| unreachable!("no endpoint is disabled"), render: &PayloadOnly },
+            )?;
+            let last = deliveries::complete_all(
+                c,
+                &last_batch,
+                DisabledEvent { event: &|_, _| unreachable!("no endpoint is disabled"), render: &PayloadOnly },
+            )?;
             Ok((first, last))
         })
         .await
@@ -520,7 +534,7 @@ pub async fn limited_endpoints_take_turns(backend: Backend) {
             let free = Endpoint::webhook(&account.id, "http://127.0.0.1:9/free", now);
             endpoints::insert_endpoint(c, &free)?;
             for n in 0..2 {
-                outbox::enqueue(c, &test_event(&account.id, n, now), Target::AllEnabled, 3, now)?;
+                outbox::enqueue(c, &PayloadOnly, &test_event(&account.id, n, now), Target::AllEnabled, 3, now)?;
             }
             ids.sort();
             Ok((ids, free.id))
@@ -617,7 +631,7 @@ pub async fn batched_enqueues_answer_each_request_alone(backend: Backend) {
                 ForEndpoint { new, endpoint_id: endpoint.to_owned(), default_max_attempts: 3, now }
             };
             let good = vec![item(0, &acme.id, &mine.id, Some(&mine.id)), item(1, &acme.id, &mine.id, None)];
-            let first = outbox::enqueue_each_for_endpoint(c, &good)?;
+            let first = outbox::enqueue_each_for_endpoint(c, &PayloadOnly, &good)?;
             let mixed = vec![
                 item(2, &acme.id, &mine.id, Some(&mine.id)),
                 item(3, &acme.id, &theirs.id, None),
@@ -625,7 +639,7 @@ pub async fn batched_enqueues_answer_each_request_alone(backend: Backend) {
                 item(4, &acme.id, "end_gone", Some("end_gone")),
                 item(5, &acme.id, &mine.id, None),
             ];
-            let second = outbox::enqueue_each_for_endpoint(c, &mixed)?;
+            let second = outbox::enqueue_each_for_endpoint(c, &PayloadOnly, &mixed)?;
             let page = driftwatch_store::Page { after: None, limit: 100 };
             let queued = deliveries::list_deliveries(c, &acme.id, &deliveries::DeliveryFilter::default(), &page)?;
             let theirs_queued =
@@ -664,5 +678,5 @@ fn test_event(account_id: &str, n: usize, now: chrono::NaiveDateTime) -> NewEven
         payload: format!("{{\"n\":{n}}}"),
         created_at: now,
     };
-    NewEvent { event, slack_body: String::new() }
+    NewEvent { event }
 }

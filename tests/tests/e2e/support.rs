@@ -24,8 +24,13 @@ pub fn test_settings(db: &TestDb) -> Settings {
     s.pool_size = 8;
     s.node_id = Some("test".into());
     s.rate_limit_per_minute = 0; // tests poll quickly; the rate-limit scenario turns it on
+    // Every node of a test shares one key, as on PostgreSQL they must.
+    s.secret_key = Some(TEST_SECRET_KEY.into());
     s
 }
+
+/// The secret key test apps run with (32 bytes of 0x2a, base64).
+pub const TEST_SECRET_KEY: &str = "KioqKioqKioqKioqKioqKioqKioqKioqKioqKioqKio=";
 
 /// The application under test, with an HTTP client for its API.
 pub struct TestApp {

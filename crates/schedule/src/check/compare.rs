@@ -201,7 +201,6 @@ impl Runner {
             now.and_utc(),
             render,
         );
-        let slack_body = driftwatch_alert::slack_message(&payload);
         let event = Event {
             id: event_id,
             account_id: watch.account_id.clone(),
@@ -215,7 +214,7 @@ impl Runner {
             payload,
             created_at: now,
         };
-        NewEvent { event, slack_body }
+        NewEvent { event }
     }
 
     /// How much `shot` differs from `prev`'s screenshot, in percent of the pixels compared

@@ -85,9 +85,6 @@ impl Runner {
             },
             at.and_utc(),
         );
-        NewEvent {
-            slack_body: driftwatch_alert::slack_message(&payload),
-            event: Event::about_watch(event_id, watch, event_type, payload, at),
-        }
+        NewEvent { event: Event::about_watch(event_id, watch, event_type, payload, at) }
     }
 }

@@ -83,6 +83,10 @@ pub struct NewDelivery {
     pub updated_at: NaiveDateTime,
     /// Its endpoint has a limit that holds across nodes (`claim_limited` takes it).
     pub limited: bool,
+    /// Set when it is dead from the start (its body could not be rendered).
+    pub last_error: Option<String>,
+    /// Set when it is dead from the start.
+    pub finished_at: Option<NaiveDateTime>,
 }
 
 /// One HTTP attempt of a delivery.

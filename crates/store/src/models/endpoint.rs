@@ -50,6 +50,20 @@ pub struct Endpoint {
     pub disabled_reason: Option<String>,
     /// The event types it receives, comma-separated; `None` for all of them.
     pub event_types: Option<String>,
+    /// The kind's own settings, a JSON object (a chat id, an SMTP host, a topic...).
+    pub settings: String,
+    /// The kind's secrets (a bot token, a password...), a JSON object sealed with the server's
+    /// key. Never logged, never shown again after it is set.
+    pub secrets: Option<String>,
+    /// A template for the message's title (subject), the kind's default when `None`.
+    pub title_template: Option<String>,
+    /// A template for the message's body (the whole body for `http`), the default when `None`.
+    pub body_template: Option<String>,
+    /// Watches with one of these tags (comma-separated) are routed here.
+    pub route_tags: Option<String>,
+    /// These watches (comma-separated ids) are routed here. With `route_tags` also `None`, every
+    /// watch is.
+    pub route_watches: Option<String>,
 }
 
 /// An endpoint's circuit breaker at a given moment.
@@ -77,6 +91,16 @@ impl Endpoint {
     pub fn receives(&self, event_type: &str) -> bool {
         receives(self.event_types.as_deref(), event_type)
     }
+}
+
+/// Whether a route (comma-separated tags and watch ids, both `None` for every watch) takes a
+/// watch with `watch_id` and `tags` (comma-separated).
+pub fn routes(route_tags: Option<&str>, route_watches: Option<&str>, watch_id: &str, tags: &str) -> bool {
+    if route_tags.is_none() && route_watches.is_none() {
+        return true;
+    }
+    route_watches.is_some_and(|ids| ids.split(',').any(|id| id == watch_id))
+        || route_tags.is_some_and(|wanted| wanted.split(',').any(|t| tags.split(',').any(|have| have == t)))
 }
 
 /// Whether a subscription (comma-separated event types, `None` for all) takes `event_type`.
@@ -108,6 +132,12 @@ impl Endpoint {
             circuit_open_until: None,
             disabled_reason: None,
             event_types: None,
+            settings: "{}".to_owned(),
+            secrets: None,
+            title_template: None,
+            body_template: None,
+            route_tags: None,
+            route_watches: None,
         }
     }
 }

@@ -11,7 +11,7 @@ mod watch;
 
 pub use account::{Account, ApiToken};
 pub use delivery::{Delivery, DeliveryAttempt, NewDelivery};
-pub use endpoint::{Circuit, Endpoint, receives};
+pub use endpoint::{Circuit, Endpoint, receives, routes};
 pub use event::Event;
 pub use recovery::Recovery;
 pub use user::{Session, User};

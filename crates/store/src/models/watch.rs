@@ -55,6 +55,8 @@ pub struct Watch {
     pub tags: String,
     /// An `auto` watch: since when its page has needed the browser (`None`: HTTP does).
     pub browser_since: Option<NaiveDateTime>,
+    /// Still checked and recorded, but its events queue no deliveries.
+    pub muted: bool,
 }
 
 /// Extracted content of a watch at one moment; written only when it differs from the last.
@@ -156,6 +158,7 @@ impl Watch {
             updated_at: now,
             tags: String::new(),
             browser_since: None,
+            muted: false,
         }
     }
 

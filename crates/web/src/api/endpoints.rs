@@ -15,7 +15,7 @@ use crate::api::auth::Caller;
 use crate::api::error::ApiError;
 use crate::api::extract::{Json, Path, Query};
 use crate::api::views::{self, List};
-use driftwatch_validate::{EndpointInput, EndpointPatch};
+use driftwatch_validate::{ChannelInput, Current, EndpointInput, EndpointPatch, RouteInput};
 
 /// Body of `POST /endpoints`.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -44,6 +44,40 @@ pub struct CreateEndpoint {
     /// Receive only these event types (a test event is always delivered); all of them when left out.
     #[schema(min_items = 1)]
     event_types: Option<Vec<EventType>>,
+    /// The kind's settings: `email` {from, to[], security, username}; `telegram` {chat_id};
+    /// `ntfy` {topic, priority, tags}; `pushover` {priority, device}; `gotify` {priority};
+    /// `matrix` {room_id}; `http` {method, headers, content_type}.
+    #[schema(value_type = Option<Object>)]
+    settings: Option<serde_json::Value>,
+    /// The kind's secrets, stored encrypted and never shown again: `email` {password};
+    /// `telegram` {bot_token}; `ntfy` {token}; `pushover` {token, user_key}; `gotify` {token};
+    /// `matrix` {access_token}; `http` {headers}.
+    #[schema(value_type = Option<Object>)]
+    secrets: Option<serde_json::Value>,
+    /// A title template (MiniJinja; see the README for the variables); the kind's default when left out.
+    #[schema(max_length = 16384)]
+    title_template: Option<String>,
+    /// A body template (for `http`, the whole request body); the kind's default when left out.
+    #[schema(max_length = 16384)]
+    body_template: Option<String>,
+    /// Receive only these watches' events; every watch when left out.
+    route: Option<RouteBody>,
+}
+
+/// Which watches an endpoint receives: those with any of `tags`, and those listed in `watches`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RouteBody {
+    /// Watches with any of these tags.
+    tags: Option<Vec<String>>,
+    /// These watches (`wat_...`).
+    watches: Option<Vec<String>>,
+}
+
+impl From<RouteBody> for RouteInput {
+    fn from(r: RouteBody) -> RouteInput {
+        RouteInput { tags: r.tags, watches: r.watches }
+    }
 }
 
 /// Body of `PATCH /endpoints/{id}`: only the fields given change; `null` returns a setting to
@@ -77,6 +111,38 @@ pub struct UpdateEndpoint {
     #[serde(default, deserialize_with = "crate::api::extract::present")]
     #[schema(min_items = 1)]
     event_types: Option<Option<Vec<EventType>>>,
+    /// New settings (all of them).
+    #[schema(value_type = Option<Object>)]
+    settings: Option<serde_json::Value>,
+    /// New secrets (all of them); the stored ones are kept when left out.
+    #[schema(value_type = Option<Object>)]
+    secrets: Option<serde_json::Value>,
+    /// A new title template, or `null` for the default.
+    #[serde(default, deserialize_with = "crate::api::extract::present")]
+    title_template: Option<Option<String>>,
+    /// A new body template, or `null` for the default.
+    #[serde(default, deserialize_with = "crate::api::extract::present")]
+    body_template: Option<Option<String>>,
+    /// A new route, or `null` for every watch.
+    #[serde(default, deserialize_with = "crate::api::extract::present")]
+    route: Option<Option<RouteBody>>,
+}
+
+/// Refuses a route naming a watch that is not the account's (as `route.watches[i]`).
+async fn check_routed_watches(state: &AppState, account_id: &str, route: Option<&str>) -> Result<(), ApiError> {
+    let Some(route) = route else { return Ok(()) };
+    let ids: Vec<String> = route.split(',').map(str::to_owned).collect();
+    let account = account_id.to_owned();
+    let wanted = ids.clone();
+    let found = state.store.read(move |c| driftwatch_store::watches::names_of(c, &account, &wanted)).await?;
+    if let Some(i) = ids.iter().position(|id| !found.iter().any(|(found, _)| found == id)) {
+        return Err(driftwatch_validate::Invalid(vec![driftwatch_validate::FieldError::new(
+            format!("route.watches[{i}]"),
+            format!("no watch {}", ids[i]),
+        )])
+        .into());
+    }
+    Ok(())
 }
 
 /// Change an endpoint: only the fields given change; `null` returns a setting to the global default.
@@ -95,6 +161,7 @@ pub async fn update(
     Path(id): Path<String>,
     Json(body): Json<UpdateEndpoint>,
 ) -> Result<axum::Json<views::Endpoint>, ApiError> {
+    let current = find(&state, &caller, &id).await?;
     let patch = EndpointPatch {
         url: body.url,
         description: body.description,
@@ -103,8 +170,21 @@ pub async fn update(
         rate_limit_per_second: body.rate_limit_per_second,
         max_in_flight: body.max_in_flight,
         event_types: body.event_types,
+        settings: body.settings,
+        secrets: body.secrets,
+        title_template: body.title_template,
+        body_template: body.body_template,
+        route: body.route.map(|r| r.map(RouteInput::from)),
     };
-    let changes = driftwatch_validate::endpoint_changes(patch, state.policy, state.clock.now())?;
+    let opened = current.secrets.as_deref().and_then(|s| state.open(s));
+    let current = Current { endpoint: &current, secrets: opened.as_deref() };
+    let mut changes = driftwatch_validate::endpoint_changes(patch, current, state.policy, state.clock.now())?;
+    if let Some(Some(watches)) = &changes.route_watches {
+        check_routed_watches(&state, &caller.account_id, Some(watches)).await?;
+    }
+    if let Some(Some(secrets)) = &mut changes.secrets {
+        *secrets = state.seal(secrets);
+    }
     let endpoint = state
         .store
         .write(move |c| endpoints::update_endpoint(c, &caller.account_id, &id, &changes))
@@ -155,9 +235,19 @@ pub async fn create(
         rate_limit_per_second: body.rate_limit_per_second,
         max_in_flight: body.max_in_flight,
         event_types: body.event_types,
+        channel: ChannelInput {
+            settings: body.settings,
+            secrets: body.secrets,
+            title_template: body.title_template,
+            body_template: body.body_template,
+        },
+        route: body.route.map(RouteInput::from),
     };
     let endpoint = driftwatch_validate::new_endpoint(input, state.policy, &caller.account_id, state.clock.now())?;
-    let stored = endpoint.clone();
+    check_routed_watches(&state, &caller.account_id, endpoint.route_watches.as_deref()).await?;
+    let mut stored = endpoint.clone();
+    stored.secret = state.seal(&stored.secret);
+    stored.secrets = stored.secrets.as_deref().map(|s| state.seal(s));
     state.store.write(move |c| endpoints::insert_endpoint(c, &stored)).await?;
     tracing::info!(endpoint.id = %endpoint.id, account.id = %endpoint.account_id, kind = %endpoint.kind, "endpoint created");
     Ok((StatusCode::CREATED, axum::Json(views::Endpoint::with_secret(endpoint, state.clock.now().naive_utc()))))
@@ -279,12 +369,14 @@ pub async fn rotate_secret(
     let now = state.clock.now().naive_utc();
     let overlap = TimeDelta::from_std(state.limits.secret_rotation_overlap).unwrap_or(TimeDelta::days(1));
     let secret = new_webhook_secret();
-    let endpoint = state
+    let sealed = state.seal(&secret);
+    let mut endpoint = state
         .store
-        .write(move |c| endpoints::rotate_secret(c, &caller.account_id, &id, &secret, now + overlap, now))
+        .write(move |c| endpoints::rotate_secret(c, &caller.account_id, &id, &sealed, now + overlap, now))
         .await?
         .ok_or_else(|| ApiError::not_found("no such endpoint"))?;
     tracing::info!(endpoint.id = %endpoint.id, "endpoint secret rotated");
+    endpoint.secret = secret;
     Ok(axum::Json(views::Endpoint::with_secret(endpoint, state.clock.now().naive_utc())))
 }
 

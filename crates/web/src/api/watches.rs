@@ -46,6 +46,8 @@ pub struct CreateWatch {
     /// Tags (1 to 40 letters, digits, `-`, `_`, `.` or `:` each; at most 20; stored lower case).
     #[schema(max_items = 20)]
     tags: Option<Vec<String>>,
+    /// Muted: checked and recorded, its changes visible, but nothing delivered.
+    muted: Option<bool>,
 }
 
 /// Body of `PATCH /watches/{id}`: only the fields given change; `null` clears `selector`.
@@ -76,6 +78,8 @@ pub struct UpdateWatch {
     /// New tags, replacing all of them.
     #[schema(max_items = 20)]
     tags: Option<Vec<String>>,
+    /// Mute (checked and recorded, nothing delivered) or unmute.
+    muted: Option<bool>,
 }
 
 /// Register a watch. Unless `paused`, it is checked at once: the first check records the baseline.
@@ -102,6 +106,7 @@ pub async fn create(
         paused: body.paused,
         options: body.options,
         tags: body.tags,
+        muted: body.muted,
     };
     let watch = driftwatch_validate::new_watch(
         input,
@@ -208,7 +213,10 @@ pub async fn get(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<axum::Json<views::Watch>, ApiError> {
-    Ok(axum::Json(find(&state, &caller, &id).await?.into()))
+    let watch = find(&state, &caller, &id).await?;
+    let (account, stored) = (caller.account_id.clone(), watch.clone());
+    let routed = state.store.read(move |c| driftwatch_store::endpoints::routed_to(c, &account, &stored)).await?;
+    Ok(axum::Json(views::Watch::from(watch).delivered_to(routed)))
 }
 
 async fn apply(state: &AppState, caller: &Caller, id: String, changes: WatchChanges) -> Result<Watch, ApiError> {
@@ -248,6 +256,7 @@ pub async fn update(
         time_zone: body.time_zone,
         options: body.options,
         tags: body.tags,
+        muted: body.muted,
     };
     let changes =
         driftwatch_validate::watch_changes(&current, patch, &state.limits.rules(), state.policy, state.clock.now())?;

@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use driftwatch_core::{EndpointKind, EventType};
 use driftwatch_store::{Endpoint, endpoints};
-use driftwatch_validate::{EndpointInput, EndpointPatch, FieldError, Invalid};
+use driftwatch_validate::{ChannelInput, Current, EndpointInput, EndpointPatch, FieldError, Invalid};
 
 use super::error::UiError;
 use super::flash;
@@ -152,6 +152,8 @@ pub async fn create(State(state): State<AppState>, post: Post<Vec<(String, Strin
         rate_limit_per_second: EndpointForm::number("rate_limit_per_second", &form.rate_limit_per_second, &mut errors),
         max_in_flight: EndpointForm::number("max_in_flight", &form.max_in_flight, &mut errors),
         event_types: form.event_types(&mut errors),
+        channel: ChannelInput::default(),
+        route: None,
     };
     let result = driftwatch_validate::new_endpoint(input, state.policy, post.viewer.account_id(), state.clock.now());
     let endpoint = match (result, errors.is_empty()) {
@@ -161,7 +163,9 @@ pub async fn create(State(state): State<AppState>, post: Post<Vec<(String, Strin
             return Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page(&post.viewer, None, form, errors)));
         }
     };
-    let stored = endpoint.clone();
+    let mut stored = endpoint.clone();
+    stored.secret = state.seal(&stored.secret);
+    stored.secrets = stored.secrets.as_deref().map(|s| state.seal(s));
     state.store.write(move |c| endpoints::insert_endpoint(c, &stored)).await?;
     tracing::info!(endpoint.id = %endpoint.id, kind = %endpoint.kind, "endpoint created from the UI");
     super::endpoints::created(&state, &post.viewer, endpoint).await
@@ -174,7 +178,7 @@ pub async fn update(
     post: Post<Vec<(String, String)>>,
 ) -> Result<Response, UiError> {
     // Whose endpoint it is comes first: another account's id answers 404 even to a bad form.
-    find(&state, &post.viewer, &id).await?;
+    let current = find(&state, &post.viewer, &id).await?;
     let form = EndpointForm::from_pairs(&post.form);
     let mut errors = Vec::new();
     let optional = |text: &str| Some(text.trim().to_owned()).filter(|t| !t.is_empty());
@@ -190,15 +194,20 @@ pub async fn update(
         )),
         max_in_flight: Some(EndpointForm::number("max_in_flight", &form.max_in_flight, &mut errors)),
         event_types: Some(form.event_types(&mut errors)),
+        ..EndpointPatch::default()
     };
-    let changes =
-        match (driftwatch_validate::endpoint_changes(patch, state.policy, state.clock.now()), errors.is_empty()) {
-            (Ok(changes), true) => changes,
-            (result, _) => {
-                errors.extend(result.err().map(|Invalid(e)| e).unwrap_or_default());
-                return Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page(&post.viewer, Some(id), form, errors)));
-            }
-        };
+    let opened = current.secrets.as_deref().and_then(|s| state.open(s));
+    let current = Current { endpoint: &current, secrets: opened.as_deref() };
+    let changes = match (
+        driftwatch_validate::endpoint_changes(patch, current, state.policy, state.clock.now()),
+        errors.is_empty(),
+    ) {
+        (Ok(changes), true) => changes,
+        (result, _) => {
+            errors.extend(result.err().map(|Invalid(e)| e).unwrap_or_default());
+            return Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page(&post.viewer, Some(id), form, errors)));
+        }
+    };
     let (account, target) = (post.viewer.account_id().to_owned(), id.clone());
     state
         .store

@@ -13,7 +13,8 @@ use super::utc;
 pub struct Endpoint {
     /// `end_...`.
     id: String,
-    /// Webhook or Slack.
+    /// What it is: `webhook`, `slack`, `email`, `discord`, `telegram`, `teams`, `ntfy`,
+    /// `pushover`, `gotify`, `matrix` or `http`.
     #[schema(value_type = EndpointKind)]
     kind: String,
     /// Where deliveries are sent.
@@ -40,12 +41,43 @@ pub struct Endpoint {
     /// The event types it receives; null for all of them.
     #[schema(value_type = Option<Vec<EventType>>)]
     event_types: Option<Vec<String>>,
+    /// The kind's settings (a chat id, a topic, an SMTP sender...).
+    #[schema(value_type = Object)]
+    settings: serde_json::Value,
+    /// Whether it holds secrets (a bot token, a password...); they are never shown.
+    secrets_set: bool,
+    /// Its title template; null for the kind's default.
+    title_template: Option<String>,
+    /// Its body template; null for the kind's default.
+    body_template: Option<String>,
+    /// Which watches it receives; null for every watch.
+    route: Option<Route>,
     /// Its circuit breaker and failure streak.
     health: EndpointHealth,
     /// Creation time.
     created_at: DateTime<Utc>,
     /// Last change.
     updated_at: DateTime<Utc>,
+}
+
+/// Which watches an endpoint receives: those with any of `tags`, and those in `watches`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Route {
+    /// Watches with any of these tags.
+    tags: Vec<String>,
+    /// These watches.
+    watches: Vec<String>,
+}
+
+impl Route {
+    /// The route of `e`, if it has one.
+    pub fn of(e: &store::Endpoint) -> Option<Route> {
+        let split = |s: &Option<String>| -> Vec<String> {
+            s.as_deref().unwrap_or_default().split(',').filter(|s| !s.is_empty()).map(str::to_owned).collect()
+        };
+        (e.route_tags.is_some() || e.route_watches.is_some())
+            .then(|| Route { tags: split(&e.route_tags), watches: split(&e.route_watches) })
+    }
 }
 
 /// An endpoint's circuit breaker and failure streak.
@@ -88,7 +120,13 @@ impl Endpoint {
             store::Circuit::Open => Circuit::Open,
             store::Circuit::HalfOpen => Circuit::HalfOpen,
         };
+        let route = Route::of(&e);
         Endpoint {
+            settings: serde_json::from_str(&e.settings).unwrap_or_else(|_| serde_json::json!({})),
+            secrets_set: e.secrets.is_some(),
+            title_template: e.title_template,
+            body_template: e.body_template,
+            route,
             id: e.id,
             kind: e.kind,
             url: e.url,

@@ -49,6 +49,47 @@ pub struct Watch {
     updated_at: DateTime<Utc>,
     /// Tags, sorted.
     tags: Vec<String>,
+    /// Muted: checked and recorded, but nothing delivered.
+    muted: bool,
+    /// Where its events go: the enabled endpoints routed to it (none while muted). Only in
+    /// the answer for one watch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    delivered_to: Option<Vec<DeliveredTo>>,
+}
+
+/// An endpoint a watch's events go to.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DeliveredTo {
+    /// `end_...`.
+    id: String,
+    /// Its kind.
+    #[schema(value_type = driftwatch_core::EndpointKind)]
+    kind: String,
+    /// Its note for people.
+    description: String,
+    /// The event types it receives; null for all.
+    #[schema(value_type = Option<Vec<driftwatch_core::EventType>>)]
+    event_types: Option<Vec<String>>,
+}
+
+impl Watch {
+    /// With where its events go.
+    pub fn delivered_to(mut self, endpoints: Vec<store::Endpoint>) -> Watch {
+        let to = if self.muted { Vec::new() } else { endpoints };
+        self.delivered_to = Some(
+            to.into_iter()
+                .map(|e| DeliveredTo {
+                    id: e.id,
+                    kind: e.kind,
+                    description: e.description,
+                    event_types: e
+                        .event_types
+                        .map(|t| t.split(',').filter(|s| !s.is_empty()).map(str::to_owned).collect()),
+                })
+                .collect(),
+        );
+        self
+    }
 }
 
 impl From<store::Watch> for Watch {
@@ -57,6 +98,8 @@ impl From<store::Watch> for Watch {
         let engine = options.fetch.engine;
         Watch {
             tags: w.tag_list().into_iter().map(str::to_owned).collect(),
+            muted: w.muted,
+            delivered_to: None,
             id: w.id,
             name: w.name,
             url: w.url,

@@ -30,6 +30,8 @@ pub struct WatchForm {
     pub(super) cron: String,
     pub(super) time_zone: String,
     pub(super) paused: Option<String>,
+    /// Checked and recorded, nothing delivered.
+    pub(super) muted: Option<String>,
     pub(super) fetch_method: String,
     pub(super) fetch_headers: String,
     pub(super) fetch_cookies: String,
@@ -101,6 +103,7 @@ impl WatchForm {
             cron: watch.cron.clone().unwrap_or_default(),
             time_zone: watch.time_zone.clone().unwrap_or_default(),
             paused: None,
+            muted: checked(watch.muted),
             fetch_method: fetch.method.clone().unwrap_or_default(),
             fetch_headers: fetch.headers.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join("\n"),
             fetch_cookies: fetch.cookies.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("\n"),
@@ -270,6 +273,7 @@ impl WatchForm {
             paused: Some(self.paused.is_some()),
             options: Some(self.options(errors)),
             tags: Some(self.tags.split([',', ' ']).map(str::to_owned).filter(|t| !t.trim().is_empty()).collect()),
+            muted: Some(self.muted.is_some()),
         }
     }
 }

@@ -268,6 +268,7 @@ pub async fn update(
         time_zone: schedule_changed.then(|| zone.clone()),
         options: (!same_options).then_some(options),
         tags: input.tags.clone(),
+        muted: input.muted,
     };
     let result =
         driftwatch_validate::watch_changes(&current, patch, &state.limits.rules(), state.policy, state.clock.now());

@@ -1,0 +1,191 @@
+//! The email kind's message: a whole RFC 5322 message (multipart/alternative with a plain-text
+//! and an HTML part), built once at enqueue and sent byte for byte on every attempt.
+
+use std::time::{Duration, UNIX_EPOCH};
+
+use lettre::Message;
+use lettre::message::{Mailbox, MultiPart};
+
+use crate::context::{Context, cut_lines};
+use crate::message::{Templates, escape_html};
+use crate::settings::Settings;
+use crate::template;
+
+/// Most diff lines in an email.
+const MAX_LINES: usize = 300;
+/// Most characters of diff in an email.
+const MAX_CHARS: usize = 60_000;
+
+/// The message for one event, formatted. `endpoint_id` makes its `Message-ID` unique per
+/// recipient endpoint and stable across retries.
+pub fn message(
+    settings: &Settings,
+    context: &Context,
+    templates: Templates<'_>,
+    endpoint_id: &str,
+) -> Result<Vec<u8>, String> {
+    let from: Mailbox = settings.from.as_deref().unwrap_or_default().parse().map_err(|e| format!("from: {e}"))?;
+    let subject = match templates.title.filter(|t| !t.trim().is_empty()) {
+        Some(source) => template::render(source, context)?.replace(['\r', '\n'], " ").trim().to_owned(),
+        None => default_subject(context),
+    };
+    let (text, html) = match templates.body.filter(|t| !t.trim().is_empty()) {
+        Some(source) => {
+            let text = template::render(source, context)?;
+            let html = format!("{}<pre style=\"{PRE}\">{}</pre>{}", HEAD, escape_html(&text), FOOT);
+            (text, html)
+        }
+        None => (default_text(context), default_html(context, &subject)),
+    };
+    let mut builder = Message::builder()
+        .from(from)
+        .subject(subject)
+        .message_id(Some(format!("<{}.{}@driftwatch>", context.event.id, endpoint_id)));
+    if let Ok(at) = chrono::DateTime::parse_from_rfc3339(&context.event.time) {
+        builder = builder.date(UNIX_EPOCH + Duration::from_secs(u64::try_from(at.timestamp()).unwrap_or(0)));
+    }
+    for to in &settings.to {
+        builder = builder.to(to.parse::<Mailbox>().map_err(|e| format!("to: {e}"))?);
+    }
+    let message = builder
+        .multipart(MultiPart::alternative_plain_html(text, html))
+        .map_err(|e| format!("the email could not be built: {e}"))?;
+    Ok(message.formatted())
+}
+
+fn default_subject(context: &Context) -> String {
+    match context.event.event_type.as_str() {
+        "change.detected" => {
+            format!("{} changed (+{} / -{} lines)", context.watch.name, context.diff.added, context.diff.removed)
+        }
+        _ => context.summary.clone(),
+    }
+}
+
+fn default_text(context: &Context) -> String {
+    let mut text = format!("{}\n", context.summary);
+    if !context.watch.url.is_empty() {
+        text.push_str(&format!("Page: {}\n", context.watch.url));
+    }
+    if !context.link.is_empty() && context.link != context.watch.url {
+        text.push_str(&format!("See the change: {}\n", context.link));
+    }
+    let lines = context.changed_lines();
+    if !lines.is_empty() {
+        text.push('\n');
+        text.push_str(&cut_lines(&lines, MAX_LINES, MAX_CHARS));
+        text.push('\n');
+    }
+    text.push_str("\n-- \nSent by driftwatch\n");
+    text
+}
+
+const HEAD: &str = "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"color-scheme\" content=\"light dark\"></head><body style=\"font-family:system-ui,-apple-system,'Segoe UI',sans-serif;line-height:1.5;color:#1f2328;max-width:720px;margin:0 auto;padding:16px\">";
+const FOOT: &str = "<p style=\"color:#656d76;font-size:13px;margin-top:24px\">Sent by driftwatch</p></body></html>";
+const PRE: &str = "white-space:pre-wrap;font:13px/1.45 ui-monospace,SFMono-Regular,Menlo,monospace";
+const ADDED: &str = "background:#dafbe1;color:#116329";
+const REMOVED: &str = "background:#ffebe9;color:#82071e";
+
+/// The HTML part: the title, the page, a button to the change, and the diff with added and
+/// removed words marked as the UI marks them (inline styles: mail clients drop style sheets).
+fn default_html(context: &Context, subject: &str) -> String {
+    let mut html = String::from(HEAD);
+    html.push_str(&format!("<h1 style=\"font-size:20px;margin:0 0 8px\">{}</h1>", escape_html(subject)));
+    html.push_str(&format!("<p style=\"margin:0 0 12px\">{}</p>", escape_html(&context.summary)));
+    if !context.watch.url.is_empty() {
+        html.push_str(&format!(
+            "<p style=\"margin:0 0 12px\">Page: <a href=\"{0}\">{0}</a></p>",
+            escape_html(&context.watch.url)
+        ));
+    }
+    if context.link.starts_with("http") && context.link != context.watch.url {
+        html.push_str(&format!(
+            "<p><a href=\"{}\" style=\"display:inline-block;background:#0969da;color:#fff;padding:8px 14px;border-radius:6px;text-decoration:none\">See the change in driftwatch</a></p>",
+            escape_html(&context.link)
+        ));
+    }
+    let changed: Vec<_> = context.diff.lines.iter().filter(|l| l.op != "context").collect();
+    if !changed.is_empty() {
+        html.push_str(&format!(
+            "<table role=\"presentation\" style=\"border-collapse:collapse;width:100%;{PRE}\" cellpadding=\"0\" cellspacing=\"0\">"
+        ));
+        let mut chars = 0;
+        let mut shown = 0;
+        for line in &changed {
+            if shown >= MAX_LINES || chars > MAX_CHARS {
+                break;
+            }
+            let (sign, style, mark) = if line.op == "added" { ('+', ADDED, "ins") } else { ('-', REMOVED, "del") };
+            let content = if line.words.is_empty() {
+                escape_html(&line.text)
+            } else {
+                line.words
+                    .iter()
+                    .map(|w| {
+                        if w.changed {
+                            format!(
+                                "<{mark} style=\"{style};font-weight:600;text-decoration:none\">{}</{mark}>",
+                                escape_html(&w.text)
+                            )
+                        } else {
+                            escape_html(&w.text)
+                        }
+                    })
+                    .collect()
+            };
+            html.push_str(&format!(
+                "<tr><td style=\"{style};padding:1px 8px;white-space:pre-wrap;word-break:break-word\">{sign} {content}</td></tr>"
+            ));
+            chars += line.text.len();
+            shown += 1;
+        }
+        html.push_str("</table>");
+        let more = changed.len() - shown;
+        if more > 0 {
+            html.push_str(&format!(
+                "<p style=\"color:#656d76\">… and {more} more line{}{}</p>",
+                if more == 1 { "" } else { "s" },
+                if context.link.starts_with("http") {
+                    format!(": <a href=\"{}\">see them all</a>", escape_html(&context.link))
+                } else {
+                    String::new()
+                }
+            ));
+        }
+    }
+    html.push_str(FOOT);
+    html
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builds_a_multipart_message_with_both_parts() {
+        let settings = Settings {
+            from: Some("driftwatch <dw@example.com>".into()),
+            to: vec!["ops@example.com".into()],
+            ..Settings::default()
+        };
+        let context = Context::sample(Some("https://dw.example"));
+        let raw = message(&settings, &context, Templates::default(), "end_1").expect("builds");
+        let text = String::from_utf8(raw).expect("utf-8");
+        assert!(text.contains("Subject: Coffee shop changed (+2 / -1 lines)"), "{text}");
+        assert!(text.contains("multipart/alternative"), "{text}");
+        assert!(text.contains("Message-ID: <evt_sample.end_1@driftwatch>"), "{text}");
+        assert!(text.contains("text/html"), "{text}");
+    }
+
+    #[test]
+    fn a_subject_template_cannot_inject_headers() {
+        let settings =
+            Settings { from: Some("dw@example.com".into()), to: vec!["ops@example.com".into()], ..Settings::default() };
+        let context = Context::sample(None);
+        let raw =
+            message(&settings, &context, Templates { title: Some("Hi\r\nBcc: x@evil.example"), body: None }, "end_1")
+                .expect("builds");
+        let text = String::from_utf8(raw).expect("utf-8");
+        assert!(!text.contains("\r\nBcc:"), "{text}");
+    }
+}

@@ -1,0 +1,51 @@
+//! Rendering an event's body for one endpoint, at enqueue.
+//!
+//! The store queues one delivery per endpoint with the exact bytes every attempt will send, so
+//! the body is rendered inside the transaction that queues it. What a body looks like (a Slack
+//! message, an email, a Discord embed, a template's output) is not the store's business: it
+//! asks a [`Render`] that `cli` wires in (`driftwatch-channels`). The default, [`PayloadOnly`],
+//! knows only webhooks.
+
+use crate::Event;
+
+/// The endpoint a body is rendered for: its kind, settings and templates (never its secrets).
+#[derive(Debug, Clone, Copy)]
+pub struct Recipient<'a> {
+    /// `end_...`.
+    pub id: &'a str,
+    /// [`driftwatch_core::EndpointKind`].
+    pub kind: &'a str,
+    /// The kind's settings, a JSON object.
+    pub settings: &'a str,
+    /// The title template, when the endpoint has one.
+    pub title_template: Option<&'a str>,
+    /// The body template, when the endpoint has one.
+    pub body_template: Option<&'a str>,
+}
+
+/// What a template may know about the watch beyond the payload.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WatchFacts<'a> {
+    /// Its tags as stored (`,a,b,`; empty for none).
+    pub tags: &'a str,
+}
+
+/// Renders bodies. Called inside a write transaction: keep it quick and never block on IO.
+pub trait Render: Send + Sync + 'static {
+    /// The body of `event` for `to`, or why it cannot be rendered (the delivery is then
+    /// dead-lettered with that reason).
+    fn body(&self, to: &Recipient<'_>, event: &Event, watch: WatchFacts<'_>) -> Result<Vec<u8>, String>;
+}
+
+/// Webhooks only: the payload as it is. Any other kind is refused.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PayloadOnly;
+
+impl Render for PayloadOnly {
+    fn body(&self, to: &Recipient<'_>, event: &Event, _: WatchFacts<'_>) -> Result<Vec<u8>, String> {
+        match to.kind {
+            "webhook" => Ok(event.payload.as_bytes().to_vec()),
+            kind => Err(format!("this process cannot render `{kind}` messages")),
+        }
+    }
+}
