@@ -330,6 +330,6 @@ mod tests {
             &context,
             Templates { title: None, body: Some("{{ payload.x.y }}") },
         );
-        assert!(broken.expect_err("render fails").starts_with("template:"));
+        assert!(broken.expect_err("render fails").starts_with("line 1"));
     }
 }

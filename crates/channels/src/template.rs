@@ -99,7 +99,7 @@ pub fn check(source: &str, sample: &Context) -> Result<(), TemplateError> {
 
 /// Renders `source` for one event: the output, or why not (for the delivery's dead letter).
 pub fn render(source: &str, context: &Context) -> Result<String, String> {
-    render_with(source, context).map_err(|e| format!("template: {}", e.located))
+    render_with(source, context).map_err(|e| e.located.to_string())
 }
 
 struct RenderError {
@@ -223,8 +223,8 @@ mod tests {
     #[test]
     fn bad_data_is_an_error_not_a_panic() {
         let e = render("{{ payload.nope.deeper }}", &sample()).expect_err("undefined");
-        assert!(e.starts_with("template: line 1"), "{e}");
-        let e = render("{{ diff.added / 0 }}", &sample()).expect_err("division");
-        assert!(e.starts_with("template:"), "{e}");
+        assert!(e.starts_with("line 1, column 11: undefined value"), "{e}");
+        let e = render("{{ diff.added // 0 }}", &sample()).expect_err("division");
+        assert!(e.contains("invalid operation"), "{e}");
     }
 }

@@ -94,6 +94,7 @@ pub fn keyring(settings: &Settings) -> anyhow::Result<(Keyring, KeySource)> {
 pub async fn seal_stored(store: &Store, keyring: &Keyring) -> anyhow::Result<usize> {
     let changed = store.reseal_secrets(keyring, RESEAL_BATCH).await.context("encrypting stored secrets")?;
     if changed > 0 {
+        store.scrub_replaced_secrets().await.context("removing the replaced secrets' old copies")?;
         tracing::info!(
             endpoints = changed,
             key.id = keyring.current_id(),

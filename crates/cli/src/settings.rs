@@ -297,6 +297,21 @@ impl Settings {
             Ok(())
         }
         at_least("DRIFTWATCH_MAX_ATTEMPTS", "max-attempts", self.max_attempts, 1)?;
+        // Keys are checked here, never echoed.
+        if let Some(key) = self.secret_key.as_deref().filter(|k| !k.trim().is_empty())
+            && let Err(e) = driftwatch_core::SecretKey::from_base64(key.trim())
+        {
+            return Err(SettingError { env: "DRIFTWATCH_SECRET_KEY", flag: "secret-key", message: e.to_string() });
+        }
+        for key in self.previous_secret_keys.iter().filter(|k| !k.trim().is_empty()) {
+            if let Err(e) = driftwatch_core::SecretKey::from_base64(key.trim()) {
+                return Err(SettingError {
+                    env: "DRIFTWATCH_PREVIOUS_SECRET_KEYS",
+                    flag: "previous-secret-keys",
+                    message: e.to_string(),
+                });
+            }
+        }
         if !(0.0..=1.0).contains(&self.retry_jitter) {
             return Err(SettingError {
                 env: "DRIFTWATCH_RETRY_JITTER",

@@ -135,6 +135,42 @@ impl crate::Store {
             after = progress.last_id;
         }
     }
+
+    /// Leaves no old copy of a replaced secret in the database's files: the plaintext a
+    /// reseal replaced survives in freed pages and the WAL (SQLite) or in dead row versions
+    /// (PostgreSQL) until they are rewritten. SQLite is vacuumed and its WAL truncated;
+    /// PostgreSQL's `endpoints` is vacuumed (its WAL and backups are the operator's).
+    pub async fn scrub_replaced_secrets(&self) -> StoreResult<()> {
+        self.write(|conn| {
+            match conn {
+                DbConn::Sqlite(sqlite) => {
+                    checkpoint(sqlite)?;
+                    diesel::sql_query("VACUUM").execute(sqlite)?;
+                    checkpoint(sqlite)?;
+                }
+                DbConn::Pg(pg) => {
+                    diesel::sql_query("VACUUM endpoints").execute(pg)?;
+                }
+            }
+            Ok(())
+        })
+        .await
+    }
+}
+
+/// Copies the WAL into the database and empties it; an error when another connection's read
+/// kept it from finishing.
+fn checkpoint(conn: &mut diesel::SqliteConnection) -> StoreResult<()> {
+    #[derive(QueryableByName)]
+    struct Checkpoint {
+        #[diesel(sql_type = diesel::sql_types::Integer)]
+        busy: i32,
+    }
+    let result: Checkpoint = diesel::sql_query("PRAGMA wal_checkpoint(TRUNCATE)").get_result(conn)?;
+    if result.busy != 0 {
+        return Err(StoreError::Batch("the WAL could not be emptied: another connection is reading".into()));
+    }
+    Ok(())
 }
 
 /// Reads the batch and seals what needs it, in memory.

@@ -9,6 +9,7 @@ mod support;
 mod agents;
 mod api;
 mod browser;
+mod channels;
 mod delivery;
 mod openapi;
 mod ops;
@@ -103,6 +104,12 @@ on_both_backends!(
     delivery::rotation_signs_with_both_secrets,
     delivery::recover_requeues_exactly_the_matching_set,
     delivery::slack_endpoints_get_slack_messages,
+    channels::every_chat_kind_is_delivered_in_its_providers_shape,
+    channels::each_chat_kind_retries_dead_letters_and_redelivers_the_same_bytes,
+    channels::email_arrives_as_text_and_html_and_smtp_codes_decide,
+    channels::routes_and_mute_decide_who_is_told,
+    channels::templates_are_checked_at_save_and_failures_dead_letter,
+    channels::secrets_are_encrypted_at_rest_and_survive_a_key_rotation,
     delivery::per_endpoint_settings_are_validated_and_used,
     delivery::retention_purges_bodies_but_keeps_rows,
     delivery::a_long_failing_endpoint_is_disabled,

@@ -37,7 +37,7 @@ pub struct TestApp {
     pub base: String,
     pub http: reqwest::Client,
     pub app: Option<App>,
-    _db: TestDb,
+    _db: Option<TestDb>,
 }
 
 impl TestApp {
@@ -51,7 +51,18 @@ impl TestApp {
         tweak(&mut settings);
         let app = App::start(&settings, Roles { web: true, background: true }).await.expect("app starts");
         let addr = app.addr.expect("web role listens");
-        TestApp { base: format!("http://{addr}/api/v1"), http: reqwest::Client::new(), app: Some(app), _db: db }
+        TestApp { base: format!("http://{addr}/api/v1"), http: reqwest::Client::new(), app: Some(app), _db: Some(db) }
+    }
+
+    /// Drives an application the test started itself (on a database it keeps).
+    pub fn from_app(app: App) -> TestApp {
+        let addr = app.addr.expect("web role listens");
+        TestApp { base: format!("http://{addr}/api/v1"), http: reqwest::Client::new(), app: Some(app), _db: None }
+    }
+
+    /// The application back, still running.
+    pub fn into_app(mut self) -> App {
+        self.app.take().expect("running")
     }
 
     /// The server's root URL (where the browser UI is).

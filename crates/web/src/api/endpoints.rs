@@ -21,13 +21,20 @@ use driftwatch_validate::{ChannelInput, Current, EndpointInput, EndpointPatch, R
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateEndpoint {
-    /// Where to send: an `http` or `https` URL (a Slack incoming-webhook URL for `slack`).
-    #[schema(pattern = "^\\s*[Hh][Tt][Tt][Pp][Ss]?://[^/?#\\s]+([/?#][\\s\\S]*)?$", min_length = 1, max_length = 2048)]
+    /// Where to send: the webhook URL (`webhook`, `slack`, `discord`, `teams`, `http`); the API
+    /// server (`telegram`, `ntfy`, `pushover`, `gotify`, `matrix`; the public one when left
+    /// empty for all but gotify and matrix); the SMTP server `smtp://host:port` for `email`.
+    #[serde(default)]
+    #[schema(
+        pattern = "^(\\s*([Hh][Tt][Tt][Pp][Ss]?|[Ss][Mm][Tt][Pp])://[^/?#\\s]+([/?#][\\s\\S]*)?)?$",
+        max_length = 2048
+    )]
     url: String,
     /// A note for people.
     #[schema(max_length = 500)]
     description: Option<String>,
-    /// `webhook` (default, signed Standard Webhooks) or `slack`.
+    /// `webhook` (default, signed Standard Webhooks), `slack`, `email`, `discord`, `telegram`,
+    /// `teams`, `ntfy`, `pushover`, `gotify`, `matrix` or `http` (a body of your own).
     kind: Option<EndpointKind>,
     /// Delays between attempts, e.g. `30s,5m,1h` (at most 20, each at most 7 days); the global one when left out.
     #[schema(pattern = "^\\s*([0-9]{1,9}\\s*(ms|s|m|h|d)?\\s*(,\\s*[0-9]{1,9}\\s*(ms|s|m|h|d)?\\s*){0,19})?$")]
@@ -86,7 +93,11 @@ impl From<RouteBody> for RouteInput {
 #[serde(deny_unknown_fields)]
 pub struct UpdateEndpoint {
     /// A new URL.
-    #[schema(pattern = "^\\s*[Hh][Tt][Tt][Pp][Ss]?://[^/?#\\s]+([/?#][\\s\\S]*)?$", min_length = 1, max_length = 2048)]
+    #[schema(
+        pattern = "^\\s*([Hh][Tt][Tt][Pp][Ss]?|[Ss][Mm][Tt][Pp])://[^/?#\\s]+([/?#][\\s\\S]*)?$",
+        min_length = 1,
+        max_length = 2048
+    )]
     url: Option<String>,
     /// A new description.
     #[schema(max_length = 500)]

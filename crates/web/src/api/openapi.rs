@@ -123,6 +123,8 @@ const VIEWS: &[&str] = &[
     "Event",
     "Endpoint",
     "EndpointHealth",
+    "Route",
+    "DeliveredTo",
     "Recovery",
     "Delivery",
     "Attempt",
@@ -140,6 +142,7 @@ const VIEWS: &[&str] = &[
 ];
 const LEFT_OUT_WHEN_EMPTY: &[(&str, &str)] = &[
     ("Endpoint", "secret"),
+    ("Watch", "delivered_to"),
     ("Delivery", "attempt_log"),
     ("Delivery", "last_attempt"),
     ("Snapshot", "content"),
@@ -303,9 +306,16 @@ mod tests {
     #[test]
     fn url_schemas_say_what_the_server_checks() {
         let doc = document();
-        for schema in ["CreateWatch", "UpdateWatch", "CreateEndpoint", "UpdateEndpoint"] {
+        for schema in ["CreateWatch", "UpdateWatch"] {
             let pattern = &doc["components"]["schemas"][schema]["properties"]["url"]["pattern"];
             assert_eq!(pattern, driftwatch_validate::URL_PATTERN, "{schema}.url");
+        }
+        for schema in ["CreateEndpoint", "UpdateEndpoint"] {
+            let pattern =
+                doc["components"]["schemas"][schema]["properties"]["url"]["pattern"].as_str().expect("pattern");
+            let pattern = driftwatch_core::compiled_regex(pattern).expect("compiles");
+            assert!(pattern.is_match("https://hooks.example.com/x") && pattern.is_match("smtp://mail.example:587"));
+            assert!(!pattern.is_match("ftp://x"), "{schema}.url");
         }
     }
 

@@ -33,6 +33,9 @@ pub(crate) enum Command {
     /// Manage the people who sign in to the browser UI.
     #[command(subcommand)]
     User(UserCommand),
+    /// The key that encrypts stored secrets (bot tokens, passwords, signing secrets).
+    #[command(subcommand)]
+    Secrets(SecretsCommand),
     /// Create watches from a plain URL list, urlwatch's urls.yaml or a driftwatch export.
     Import {
         /// The account the watches belong to.
@@ -260,6 +263,20 @@ pub(crate) enum UserCommand {
 }
 
 #[derive(Subcommand)]
+pub(crate) enum SecretsCommand {
+    /// Print a new random key (base64) for DRIFTWATCH_SECRET_KEY.
+    GenerateKey,
+    /// Re-encrypt every stored secret under a new key, in batches, losing none.
+    ///
+    /// With a key file (SQLite's default): stop driftwatch, run this, start it again; a new key
+    /// replaces the file's (the old one is kept beside it as `.previous`). With
+    /// DRIFTWATCH_SECRET_KEY: set the new key there and the old one in
+    /// DRIFTWATCH_PREVIOUS_SECRET_KEYS on every node, restart them, run this, then drop the
+    /// previous key.
+    RotateKey(#[command(flatten)] Box<Settings>),
+}
+
+#[derive(Debug, clap::Subcommand)]
 pub(crate) enum TokenCommand {
     /// Create an API token; the token is printed once, as the last line.
     Create {

@@ -7,7 +7,7 @@ mod signals;
 use clap::FromArgMatches as _;
 use driftwatch::Roles;
 
-use args::{Cli, Command};
+use args::{Cli, Command, SecretsCommand};
 use signals::run_until_signal;
 
 fn init_tracing() {
@@ -55,8 +55,23 @@ async fn main() -> anyhow::Result<()> {
         Command::Serve(settings) => run_until_signal(&settings, Roles { web: true, background: true }).await,
         Command::Worker(settings) => run_until_signal(&settings, Roles { web: false, background: true }).await,
         Command::Migrate(settings) => {
-            driftwatch::open_store(&settings).await?;
-            println!("migrations applied");
+            let (keyring, _) = driftwatch::keys::keyring(&settings)?;
+            let store = driftwatch::open_store(&settings).await?;
+            let sealed = driftwatch::keys::seal_stored(&store, &keyring).await?;
+            println!("migrations applied; {sealed} endpoints' secrets encrypted");
+            Ok(())
+        }
+        Command::Secrets(SecretsCommand::GenerateKey) => {
+            print_out(&driftwatch_core::SecretKey::generate().to_base64());
+            Ok(())
+        }
+        Command::Secrets(SecretsCommand::RotateKey(settings)) => {
+            let store = driftwatch::open_store(&settings).await?;
+            let rotated = driftwatch::keys::rotate(&settings, &store).await?;
+            println!("{} endpoints re-encrypted under key {}", rotated.endpoints, rotated.key_id);
+            if let Some(file) = rotated.file {
+                println!("the new key is in {} (back it up); the old one is beside it as .previous", file.display());
+            }
             Ok(())
         }
         Command::Account(command) => commands::account(command).await,
