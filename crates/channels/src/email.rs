@@ -25,13 +25,9 @@ pub fn message(
     endpoint_id: &str,
 ) -> Result<Vec<u8>, String> {
     let from: Mailbox = settings.from.as_deref().unwrap_or_default().parse().map_err(|e| format!("from: {e}"))?;
-    let subject = match templates.title.filter(|t| !t.trim().is_empty()) {
-        Some(source) => template::render(source, context)?.replace(['\r', '\n'], " ").trim().to_owned(),
-        None => default_subject(context),
-    };
-    let (text, html) = match templates.body.filter(|t| !t.trim().is_empty()) {
-        Some(source) => {
-            let text = template::render(source, context)?;
+    let subject = subject(context, templates)?;
+    let (text, html) = match templated_text(context, templates)? {
+        Some(text) => {
             let html = format!("{}<pre style=\"{PRE}\">{}</pre>{}", HEAD, escape_html(&text), FOOT);
             (text, html)
         }
@@ -51,6 +47,26 @@ pub fn message(
         .multipart(MultiPart::alternative_plain_html(text, html))
         .map_err(|e| format!("the email could not be built: {e}"))?;
     Ok(message.formatted())
+}
+
+/// What the email would say, for a preview: its subject, a blank line, its text part.
+pub fn preview(context: &Context, templates: Templates<'_>) -> Result<String, String> {
+    let subject = subject(context, templates)?;
+    let text = templated_text(context, templates)?.unwrap_or_else(|| default_text(context));
+    Ok(format!("Subject: {subject}\n\n{text}"))
+}
+
+/// The subject: the title template's output on one line, or the default.
+fn subject(context: &Context, templates: Templates<'_>) -> Result<String, String> {
+    Ok(match templates.title.filter(|t| !t.trim().is_empty()) {
+        Some(source) => template::render(source, context)?.replace(['\r', '\n'], " ").trim().to_owned(),
+        None => default_subject(context),
+    })
+}
+
+/// The body template's output, when the endpoint has one.
+fn templated_text(context: &Context, templates: Templates<'_>) -> Result<Option<String>, String> {
+    templates.body.filter(|t| !t.trim().is_empty()).map(|source| template::render(source, context)).transpose()
 }
 
 fn default_subject(context: &Context) -> String {

@@ -88,13 +88,34 @@ pub fn check(source: &str, sample: &Context) -> Result<(), TemplateError> {
         .min();
     if let Some(name) = unknown {
         let (line, column) = find(source, &name);
-        return Err(TemplateError {
-            line,
-            column,
-            message: format!("unknown variable `{name}`; the variables are {}", VARIABLES.join(", ")),
-        });
+        let hint = match closest(&name) {
+            Some(near) => format!("did you mean `{near}`?"),
+            None => "see the list of variables".to_owned(),
+        };
+        return Err(TemplateError { line, column, message: format!("unknown variable `{name}`: {hint}") });
     }
     render_with(source, sample).map(|_| ()).map_err(|e| e.located)
+}
+
+/// The documented variable nearest `name` (at most two edits away).
+fn closest(name: &str) -> Option<&'static str> {
+    VARIABLES.iter().map(|v| (edits(name, v), *v)).filter(|(d, _)| *d <= 2).min().map(|(_, v)| v)
+}
+
+/// Levenshtein distance.
+fn edits(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let current = row[j + 1];
+            row[j + 1] = if ca == *cb { previous } else { 1 + previous.min(row[j]).min(current) };
+            previous = current;
+        }
+    }
+    row[b.len()]
 }
 
 /// Renders `source` for one event: the output, or why not (for the delivery's dead letter).
@@ -203,7 +224,7 @@ mod tests {
     fn refuses_unknown_variables_where_they_are() {
         let e = check("ok\n  {{ watch.nmae }}", &sample()).expect_err("typo");
         assert_eq!((e.line, e.column), (2, 6), "{e}");
-        assert!(e.message.contains("`watch.nmae`"), "{e}");
+        assert!(e.message.contains("`watch.nmae`: did you mean `watch.name`?"), "{e}");
         let e = check("{{ wacth }}", &sample()).expect_err("unknown top level");
         assert!(e.message.contains("`wacth`"), "{e}");
         check("{% for l in diff.lines %}{{ l.text }}{% endfor %}{% set n = 1 %}{{ n }}", &sample())

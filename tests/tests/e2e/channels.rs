@@ -308,7 +308,11 @@ pub async fn templates_are_checked_at_save_and_failures_dead_letter(backend: Bac
     let url = chat.url("/hook/t");
     for (template, field, message) in [
         ("{\"a\": 1}\n{{ watch.name }", "body_template", "line 2, column"),
-        ("Hello {{ watch.nmae }}", "body_template", "line 1, column 10: unknown variable `watch.nmae`"),
+        (
+            "Hello {{ watch.nmae }}",
+            "body_template",
+            "line 1, column 10: unknown variable `watch.nmae`: did you mean `watch.name`?",
+        ),
         ("{% for x in diff.lines %}", "body_template", "syntax error"),
     ] {
         let (status, problem) =

@@ -119,6 +119,7 @@ on_both_backends!(
     ui::first_run_sign_in_and_sign_out,
     ui::a_change_shows_as_a_highlighted_diff,
     ui::endpoints_deliveries_redelivery_and_recovery,
+    ui::channels_routes_templates_and_mute_in_the_browser,
     ui::tokens_feed_and_bulk_actions,
     ui::forms_need_their_token_and_accounts_stay_apart,
     ui_browser::a_rendered_watch_shows_what_the_browser_saw,

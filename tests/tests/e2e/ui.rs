@@ -515,3 +515,101 @@ pub async fn forms_need_their_token_and_accounts_stay_apart(backend: Backend) {
     browser.goto(&format!("{root}/deliveries")).await;
     look(&browser, "deliveries").await;
 }
+
+pub async fn channels_routes_templates_and_mute_in_the_browser(backend: Backend) {
+    use driftwatch_test_support::{ChatServer, Provider};
+    let Some(browser) = Browser::start().await else { return };
+    let app = TestApp::start(backend).await;
+    let root = app.root();
+    set_up(&browser, &app).await;
+    let token = app.token_for_user(EMAIL).await;
+    let chat = ChatServer::start().await;
+    let shop_page = PageServer::start("<html><body><div id='price'>10 EUR</div></body></html>").await;
+    let blog_page = PageServer::start("<html><body><div id='price'>post 1</div></body></html>").await;
+    let shop = app
+        .watch_with_baseline(&token, serde_json::json!({"url": shop_page.url, "name": "Shop", "tags": ["shop"]}))
+        .await;
+    let blog = app.watch_with_baseline(&token, serde_json::json!({"url": blog_page.url, "name": "Blog"})).await;
+    let (shop_id, blog_id) = (shop["id"].as_str().expect("id").to_owned(), blog["id"].as_str().expect("id").to_owned());
+
+    // A Telegram endpoint: only its own fields show; a missing chat id is said beside it.
+    browser.goto(&format!("{root}/endpoints/new")).await;
+    browser.click("#f-kind option[value='telegram']").await;
+    let shown =
+        browser.execute("return getComputedStyle(document.querySelector('[data-kind=telegram]')).display").await;
+    assert_eq!(shown, "block", "the chosen kind's fields show");
+    let hidden = browser.execute("return getComputedStyle(document.querySelector('[data-kind=email]')).display").await;
+    assert_eq!(hidden, "none", "the others do not");
+    look(&browser, "endpoint-new-telegram").await;
+    browser.fill("#f-url", &chat.base_url()).await;
+    browser.fill("#f-description", "Shop alerts").await;
+    browser.fill("#f-telegram_bot_token", "4242:browser-test-token").await;
+    browser.click("button.primary").await;
+    browser.wait_for_text("#e-telegram_chat_id", "required").await;
+    let kept = browser.execute("return document.querySelector('#f-description').value").await;
+    assert_eq!(kept, "Shop alerts", "what was typed is kept");
+
+    // Routed to the shop tag, with a template: a typo is refused where it is, then previewed.
+    browser.fill("#f-telegram_chat_id", "-100123").await;
+    browser.click("input[name=route][value=tags]").await;
+    browser.fill("#f-route_tags", "shop").await;
+    browser.click("details.card summary").await;
+    browser.fill("#f-body_template", "{{ watch.nmae }}").await;
+    browser.click("button[name=action][value=preview]").await;
+    let error = browser.wait_for_text("#e-body_template", "line 1, column 4").await;
+    assert!(error.contains("watch.nmae"), "{error}");
+    look(&browser, "endpoint-template-error").await;
+    browser.fill("#f-body_template", "{{ watch.name }}: +{{ diff.added }} lines").await;
+    browser.click("button[name=action][value=preview]").await;
+    let preview = browser.wait_for_text(".preview-body", "Coffee shop: +2 lines").await;
+    assert!(preview.contains("\"chat_id\": -100123"), "{preview}");
+    look(&browser, "endpoint-preview").await;
+    assert_eq!(app.ok("/endpoints", &token).await["items"], serde_json::json!([]), "a preview saves nothing");
+
+    // Saved: Post/Redirect/Get, so a reload adds nothing.
+    browser.click("button.primary").await;
+    browser.wait_for_text("#receives-watches", "watches tagged shop").await;
+    browser.client().refresh().await.expect("reload");
+    let endpoints = app.ok("/endpoints", &token).await;
+    assert_eq!(endpoints["items"].as_array().map(Vec::len), Some(1), "a reload made no second endpoint");
+    assert_eq!(endpoints["items"][0]["secrets_set"], true);
+    let endpoint_id = endpoints["items"][0]["id"].as_str().expect("id").to_owned();
+    look(&browser, "endpoint-telegram").await;
+
+    // Send test: the provider's answer is shown.
+    browser.submit_form(&format!("form[action='/endpoints/{endpoint_id}/test']")).await;
+    assert_eq!(browser.text(".test-status").await, "200");
+    assert_eq!(chat.accepted(Provider::Telegram).len(), 1);
+
+    // The shop's change reaches it; the blog's does not.
+    change(&app, &token, &shop_page, &shop_id, "12 EUR").await;
+    blog_page.set("<html><body><div id='price'>post 2</div></body></html>");
+    let run = app.check(&token, &blog_id).await;
+    assert_eq!(run["outcome"], "changed");
+    let got = chat.wait_for(Provider::Telegram, 2, std::time::Duration::from_secs(20)).await;
+    let text = got[1].json.as_ref().expect("json")["text"].as_str().unwrap_or_default().to_owned();
+    assert!(text.contains("Shop: +1 lines"), "the template: {text}");
+    let queued = app.ok(&format!("/deliveries?endpoint_id={endpoint_id}"), &token).await;
+    assert_eq!(queued["items"].as_array().map(Vec::len), Some(2), "the test and the shop's change only");
+
+    // The watch page says where it goes; muted, it says so and nothing is queued.
+    browser.goto(&format!("{root}/watches/{shop_id}")).await;
+    assert!(browser.text("#delivered-to").await.contains("Shop alerts (telegram)"));
+    browser.submit_form(&format!("form[action='/watches/{shop_id}/mute']")).await;
+    browser.wait_for_text("#delivered-to", "Muted").await;
+    look(&browser, "watch-muted").await;
+    change(&app, &token, &shop_page, &shop_id, "13 EUR").await;
+    let queued = app.ok(&format!("/deliveries?endpoint_id={endpoint_id}"), &token).await;
+    assert_eq!(queued["items"].as_array().map(Vec::len), Some(2), "a muted watch queues nothing");
+
+    // Editing without typing the token again keeps it.
+    browser.goto(&format!("{root}/endpoints/{endpoint_id}/edit")).await;
+    assert!(browser.text("#h-telegram_bot_token").await.contains("Leave empty to keep it"));
+    look(&browser, "endpoint-edit-telegram").await;
+    browser.fill("#f-description", "Shop alerts (team)").await;
+    browser.click("button.primary").await;
+    browser.wait_for_text("h1", &chat.base_url()).await;
+    browser.submit_form(&format!("form[action='/endpoints/{endpoint_id}/test']")).await;
+    assert_eq!(browser.text(".test-status").await, "200", "the kept token still works");
+    chat.assert_no_rejections();
+}

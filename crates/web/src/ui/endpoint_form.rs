@@ -1,5 +1,6 @@
-//! Adding and editing an endpoint (webhook or Slack, event types, retry schedule, limits);
-//! the new endpoint's signing secret is shown once.
+//! Adding and editing an endpoint (its kind and the kind's settings and secrets, templates with
+//! a preview, routing, event types, retry schedule, limits); the new endpoint's signing secret
+//! is shown once.
 
 use std::collections::HashMap;
 
@@ -11,6 +12,7 @@ use driftwatch_core::{EndpointKind, EventType};
 use driftwatch_store::{Endpoint, endpoints};
 use driftwatch_validate::{ChannelInput, Current, EndpointInput, EndpointPatch, FieldError, Invalid};
 
+use super::endpoint_channel::{self, ChannelForm, KINDS, Preview};
 use super::error::UiError;
 use super::flash;
 use super::form::{self, Field};
@@ -39,6 +41,10 @@ pub struct EndpointForm {
     max_in_flight: String,
     /// Empty: every type.
     event_types: Vec<String>,
+    /// The kind's own fields, templates and route.
+    channel: ChannelForm,
+    /// `preview` when the preview button was pressed.
+    action: String,
 }
 
 impl EndpointForm {
@@ -53,10 +59,12 @@ impl EndpointForm {
             rate_limit_per_second: get("rate_limit_per_second"),
             max_in_flight: get("max_in_flight"),
             event_types: pairs.iter().filter(|(k, _)| k == "event_types").map(|(_, v)| v.clone()).collect(),
+            channel: ChannelForm::from_pairs(pairs),
+            action: get("action"),
         }
     }
 
-    fn of(e: &Endpoint) -> EndpointForm {
+    fn of(e: &Endpoint, secrets: Option<&str>) -> EndpointForm {
         let n = |v: Option<i32>| v.map(|v| v.to_string()).unwrap_or_default();
         EndpointForm {
             url: e.url.clone(),
@@ -71,6 +79,8 @@ impl EndpointForm {
                 .as_deref()
                 .map(|t| t.split(',').map(str::to_owned).collect())
                 .unwrap_or_default(),
+            channel: ChannelForm::of(e, secrets),
+            action: String::new(),
         }
     }
 
@@ -99,11 +109,57 @@ struct EndpointFormPage {
     form: EndpointForm,
     errors: HashMap<String, String>,
     types: Vec<(&'static str, bool)>,
+    /// The kinds offered (at creation).
+    kinds: &'static [(&'static str, &'static str)],
+    /// The account's watches (id, name) for routing.
+    watches: Vec<(String, String)>,
+    /// The message as it would be sent, after "Preview".
+    preview: Option<Preview>,
 }
 
 impl EndpointFormPage {
     fn f(&self, field: &str, value: &str) -> Field {
         Field { value: value.to_owned(), error: self.errors.get(field).cloned() }
+    }
+
+    /// A kind-specific field as typed.
+    fn c(&self, field: &str) -> Field {
+        self.f(field, self.form.channel.values.get(field).map_or("", String::as_str))
+    }
+
+    /// The kinds whose fields to render: all of them at creation (the chosen one shows), the
+    /// endpoint's own when editing.
+    fn shown_kinds(&self) -> Vec<&'static str> {
+        match &self.endpoint_id {
+            Some(_) => KINDS.iter().map(|(k, _)| *k).filter(|k| *k == self.form.kind).collect(),
+            None => KINDS.iter().map(|(k, _)| *k).collect(),
+        }
+    }
+
+    fn kind_fields(&self, kind: &str) -> &'static [endpoint_channel::FieldSpec] {
+        endpoint_channel::fields(kind)
+    }
+
+    fn url_hint(&self) -> &'static str {
+        endpoint_channel::url_hint(if self.endpoint_id.is_some() { &self.form.kind } else { "" })
+    }
+
+    /// A field's hint; a stored secret's says it is kept when left empty.
+    fn hint_for(&self, field: &str, hint: &str, secret: &bool) -> String {
+        if *secret && self.form.channel.secrets_set.contains(&field) {
+            format!("Set. Leave empty to keep it. {hint}")
+        } else {
+            hint.to_owned()
+        }
+    }
+
+    /// An error about the kind's settings as a whole.
+    fn kind_error(&self, kind: &str) -> Option<&String> {
+        self.errors.get(&format!("{kind}_fields"))
+    }
+
+    fn routed(&self, watch_id: &str) -> bool {
+        self.form.channel.route_watches.iter().any(|w| w == watch_id)
     }
 }
 
@@ -115,22 +171,79 @@ fn page(
 ) -> EndpointFormPage {
     let mut errors = HashMap::new();
     for e in invalid {
-        errors.entry(e.field).or_insert(e.message);
+        let field = endpoint_channel::form_field(&form.kind, &e.field);
+        errors.entry(field).or_insert(e.message);
     }
     let types = SUBSCRIBABLE.iter().map(|t| (t.as_str(), form.event_types.iter().any(|s| s == t.as_str()))).collect();
     let title = if endpoint_id.is_some() { "Edit endpoint" } else { "Add an endpoint" };
-    EndpointFormPage { layout: Layout::signed_in(viewer, "endpoints", title), endpoint_id, form, errors, types }
+    EndpointFormPage {
+        layout: Layout::signed_in(viewer, "endpoints", title),
+        endpoint_id,
+        form,
+        errors,
+        types,
+        kinds: &KINDS,
+        watches: Vec::new(),
+        preview: None,
+    }
+}
+
+/// The page with the account's watches for the route picker.
+async fn full_page(
+    state: &AppState,
+    viewer: &Viewer,
+    endpoint_id: Option<String>,
+    form: EndpointForm,
+    invalid: Vec<FieldError>,
+) -> Result<EndpointFormPage, UiError> {
+    let account = viewer.account_id().to_owned();
+    let watches = state.store.read(move |c| driftwatch_store::watches::watch_names(c, &account, 1000)).await?;
+    Ok(EndpointFormPage { watches, ..page(viewer, endpoint_id, form, invalid) })
+}
+
+/// The message the form's endpoint would send for the account's latest change (or a sample).
+async fn preview_of(
+    state: &AppState,
+    viewer: &Viewer,
+    kind: EndpointKind,
+    input: &ChannelInput,
+) -> Result<Preview, UiError> {
+    let account = viewer.account_id().to_owned();
+    let latest = state
+        .store
+        .read(move |c| {
+            let page = driftwatch_store::Page { after: None, limit: 1 };
+            let events =
+                driftwatch_store::events::list_events(c, &account, None, Some(EventType::ChangeDetected), &page)?;
+            let Some(event) = events.into_iter().next() else { return Ok(None) };
+            let tags = match &event.watch_id {
+                Some(w) => driftwatch_store::watches::get_watch(c, &account, w)?.map(|w| w.tags).unwrap_or_default(),
+                None => String::new(),
+            };
+            Ok(Some((event, tags)))
+        })
+        .await?;
+    let channels = driftwatch_channels::Channels::new(state.ui.public_url.clone());
+    Ok(match latest {
+        Some((event, tags)) => {
+            endpoint_channel::preview(&channels, kind, input, &channels.context(&event, &tags), true)
+        }
+        None => endpoint_channel::preview(&channels, kind, input, &channels.sample(), false),
+    })
 }
 
 /// `GET /endpoints/new`.
-pub async fn new(viewer: Viewer) -> Response {
-    html(&page(&viewer, None, EndpointForm { kind: "webhook".into(), ..EndpointForm::default() }, Vec::new()))
+pub async fn new(State(state): State<AppState>, viewer: Viewer) -> Result<Response, UiError> {
+    let form = EndpointForm { kind: "webhook".into(), ..EndpointForm::default() };
+    Ok(html(&full_page(&state, &viewer, None, form, Vec::new()).await?))
 }
 
 /// `GET /endpoints/{id}/edit`.
 pub async fn edit(State(state): State<AppState>, viewer: Viewer, Path(id): Path<String>) -> Result<Response, UiError> {
     let endpoint = find(&state, &viewer, &id).await?;
-    Ok(html(&page(&viewer, Some(endpoint.id.clone()), EndpointForm::of(&endpoint), Vec::new())))
+    let opened = endpoint.secrets.as_deref().and_then(|s| state.open(s));
+    let form = EndpointForm::of(&endpoint, opened.as_deref());
+    Ok(html(&full_page(&state, &viewer, Some(endpoint.id.clone()), form, Vec::new()).await?))
 }
 
 /// The viewer's endpoint `id`; another account's id is the 404 page, whatever the request says.
@@ -143,26 +256,41 @@ async fn find(state: &AppState, viewer: &Viewer, id: &str) -> Result<driftwatch_
 pub async fn create(State(state): State<AppState>, post: Post<Vec<(String, String)>>) -> Result<Response, UiError> {
     let form = EndpointForm::from_pairs(&post.form);
     let mut errors = Vec::new();
+    let kind = form.kind.parse::<EndpointKind>().unwrap_or_else(|_| {
+        errors.push(FieldError::new("kind", "choose a kind"));
+        EndpointKind::Webhook
+    });
+    let channel = form.channel.channel(kind.as_str(), None, &mut errors);
+    if form.action == "preview" {
+        return preview_page(&state, &post.viewer, None, form, kind, channel, errors).await;
+    }
     let input = EndpointInput {
         url: form.url.clone(),
         description: Some(form.description.clone()),
-        kind: Some(if form.kind == "slack" { EndpointKind::Slack } else { EndpointKind::Webhook }),
+        kind: Some(kind),
         retry_schedule: Some(form.retry_schedule.clone()),
         max_attempts: EndpointForm::number("max_attempts", &form.max_attempts, &mut errors),
         rate_limit_per_second: EndpointForm::number("rate_limit_per_second", &form.rate_limit_per_second, &mut errors),
         max_in_flight: EndpointForm::number("max_in_flight", &form.max_in_flight, &mut errors),
         event_types: form.event_types(&mut errors),
-        channel: ChannelInput::default(),
-        route: None,
+        channel,
+        route: form.channel.route(),
     };
     let result = driftwatch_validate::new_endpoint(input, state.policy, post.viewer.account_id(), state.clock.now());
     let endpoint = match (result, errors.is_empty()) {
         (Ok(endpoint), true) => endpoint,
         (result, _) => {
             errors.extend(result.err().map(|Invalid(e)| e).unwrap_or_default());
-            return Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page(&post.viewer, None, form, errors)));
+            let page = full_page(&state, &post.viewer, None, form, errors).await?;
+            return Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page));
         }
     };
+    if let Some(watches) = &endpoint.route_watches
+        && let Some(bad) = foreign_watch(&state, &post.viewer, watches).await?
+    {
+        let page = full_page(&state, &post.viewer, None, form, vec![FieldError::new("route.watches", bad)]).await?;
+        return Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page));
+    }
     let mut stored = endpoint.clone();
     stored.secret = state.seal(&stored.secret);
     stored.secrets = stored.secrets.as_deref().map(|s| state.seal(s));
@@ -179,8 +307,16 @@ pub async fn update(
 ) -> Result<Response, UiError> {
     // Whose endpoint it is comes first: another account's id answers 404 even to a bad form.
     let current = find(&state, &post.viewer, &id).await?;
-    let form = EndpointForm::from_pairs(&post.form);
+    let mut form = EndpointForm::from_pairs(&post.form);
+    form.kind = current.kind.clone();
     let mut errors = Vec::new();
+    let opened = current.secrets.as_deref().and_then(|s| state.open(s));
+    form.channel.secrets_set = ChannelForm::of(&current, opened.as_deref()).secrets_set;
+    let channel = form.channel.channel(&current.kind, opened.as_deref(), &mut errors);
+    let kind = current.kind.parse::<EndpointKind>().unwrap_or(EndpointKind::Webhook);
+    if form.action == "preview" {
+        return preview_page(&state, &post.viewer, Some(id), form, kind, channel, errors).await;
+    }
     let optional = |text: &str| Some(text.trim().to_owned()).filter(|t| !t.is_empty());
     let patch = EndpointPatch {
         url: Some(form.url.clone()),
@@ -194,9 +330,12 @@ pub async fn update(
         )),
         max_in_flight: Some(EndpointForm::number("max_in_flight", &form.max_in_flight, &mut errors)),
         event_types: Some(form.event_types(&mut errors)),
-        ..EndpointPatch::default()
+        settings: channel.settings,
+        secrets: channel.secrets,
+        title_template: Some(channel.title_template),
+        body_template: Some(channel.body_template),
+        route: Some(form.channel.route()),
     };
-    let opened = current.secrets.as_deref().and_then(|s| state.open(s));
     let current = Current { endpoint: &current, secrets: opened.as_deref() };
     let changes = match (
         driftwatch_validate::endpoint_changes(patch, current, state.policy, state.clock.now()),
@@ -217,4 +356,37 @@ pub async fn update(
     state.worker.wake();
     flash::set(&state, &post.viewer, "Endpoint saved.").await?;
     Ok(Redirect::to(&format!("/endpoints/{id}")).into_response())
+}
+
+/// Why a routed watch id is not acceptable: it is not one of the viewer's watches.
+async fn foreign_watch(state: &AppState, viewer: &Viewer, ids: &str) -> Result<Option<String>, UiError> {
+    let ids: Vec<String> = ids.split(',').map(str::to_owned).collect();
+    let (account, wanted) = (viewer.account_id().to_owned(), ids.clone());
+    let found = state.store.read(move |c| driftwatch_store::watches::names_of(c, &account, &wanted)).await?;
+    Ok(ids.iter().find(|id| !found.iter().any(|(f, _)| f == *id)).map(|id| format!("no watch {id}")))
+}
+
+/// The form again with the message it would send (nothing saved): the templates are checked
+/// first, so an error stands beside its field.
+async fn preview_page(
+    state: &AppState,
+    viewer: &Viewer,
+    endpoint_id: Option<String>,
+    form: EndpointForm,
+    kind: EndpointKind,
+    channel: ChannelInput,
+    mut errors: Vec<FieldError>,
+) -> Result<Response, UiError> {
+    let sample = driftwatch_channels::Context::sample(None);
+    for (field, source) in [("title_template", &channel.title_template), ("body_template", &channel.body_template)] {
+        if let Some(source) = source.as_deref().filter(|s| !s.trim().is_empty())
+            && let Err(e) = driftwatch_channels::template::check(source, &sample)
+        {
+            errors.push(FieldError::new(field, e.to_string()));
+        }
+    }
+    let preview = if errors.is_empty() { Some(preview_of(state, viewer, kind, &channel).await?) } else { None };
+    let status = if errors.is_empty() { StatusCode::OK } else { StatusCode::UNPROCESSABLE_ENTITY };
+    let page = EndpointFormPage { preview, ..full_page(state, viewer, endpoint_id, form, errors).await? };
+    Ok(render(status, &page))
 }

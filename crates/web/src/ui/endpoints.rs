@@ -150,6 +150,8 @@ struct EndpointPage {
     recoveries: Vec<RecoveryRow>,
     /// What an endpoint without settings of its own gets.
     defaults: Defaults,
+    /// The names of the watches it is routed to by choice.
+    routed_names: Vec<String>,
 }
 
 /// The server's delivery settings, shown where an endpoint has none of its own.
@@ -227,6 +229,23 @@ impl EndpointPage {
             .await?;
         let now = state.clock.now();
         let zone = viewer.user.time_zone.clone();
+        let routed: Vec<String> = endpoint
+            .route_watches
+            .as_deref()
+            .unwrap_or_default()
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect();
+        let account = viewer.account_id().to_owned();
+        let mut routed_names: Vec<String> = state
+            .store
+            .read(move |c| driftwatch_store::watches::names_of(c, &account, &routed))
+            .await?
+            .into_iter()
+            .map(|(_, name)| name)
+            .collect();
+        routed_names.sort();
         let row = rows(state, viewer, vec![endpoint]).await?.remove(0);
         let (notice, reveal) = flash::take_with_reveal(state, viewer).await?;
         let secret = reveal.filter(|r| r.of == row.endpoint.id).map(|r| r.value);
@@ -240,7 +259,22 @@ impl EndpointPage {
             dry_run: None,
             recoveries: list.iter().map(|r| recovery_row(r, now, &zone)).collect(),
             defaults: Defaults::of(state),
+            routed_names,
         })
+    }
+
+    /// Which watches it receives, in words.
+    fn route_words(&self) -> String {
+        let e = &self.row.endpoint;
+        let tags = e.route_tags.as_deref().map(|t| format!("watches tagged {}", t.replace(',', ", ")));
+        let watches = (!self.routed_names.is_empty()).then(|| self.routed_names.join(", "));
+        match (tags, watches) {
+            (None, None) if e.route_watches.is_some() => "none (its chosen watches are gone)".to_owned(),
+            (None, None) => "every watch (muted watches excepted)".to_owned(),
+            (Some(t), None) => t,
+            (None, Some(w)) => w,
+            (Some(t), Some(w)) => format!("{t}; and {w}"),
+        }
     }
 }
 
@@ -322,9 +356,13 @@ pub async fn rotate(
 pub async fn created(state: &AppState, viewer: &Viewer, endpoint: Endpoint) -> Result<Response, UiError> {
     // Post/Redirect/Get: reloading the endpoint's page cannot add it again; its secret comes
     // through the session, this once.
-    let reveal = flash::Reveal { of: endpoint.id.clone(), value: endpoint.secret.clone(), label: String::new() };
-    let notice = "Endpoint added. Copy its signing secret now: it is not shown again.";
-    flash::set_reveal(state, viewer, notice, reveal).await?;
+    if endpoint.kind == "webhook" {
+        let reveal = flash::Reveal { of: endpoint.id.clone(), value: endpoint.secret.clone(), label: String::new() };
+        let notice = "Endpoint added. Copy its signing secret now: it is not shown again.";
+        flash::set_reveal(state, viewer, notice, reveal).await?;
+    } else {
+        flash::set(state, viewer, "Endpoint added. Send a test event to see it arrive.").await?;
+    }
     Ok(Redirect::to(&format!("/endpoints/{}", endpoint.id)).into_response())
 }
 

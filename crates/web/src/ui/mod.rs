@@ -10,6 +10,7 @@ mod assets;
 mod changes;
 mod deliveries;
 mod diff;
+mod endpoint_channel;
 mod endpoint_form;
 mod endpoints;
 mod error;
@@ -111,6 +112,8 @@ pub fn routes() -> Router<AppState> {
         .route("/watches/{id}/check", post(watch::check))
         .route("/watches/{id}/pause", post(watch::pause))
         .route("/watches/{id}/resume", post(watch::resume))
+        .route("/watches/{id}/mute", post(watch::mute))
+        .route("/watches/{id}/unmute", post(watch::unmute))
         .route("/watches/{id}/delete", get(watch::confirm_delete).post(watch::delete))
         .route("/watches/{id}/export", get(watch::export))
         .route("/watches/{id}/snapshots/{snapshot_id}/screenshot", get(screenshots::screenshot))

@@ -154,6 +154,8 @@ struct WatchPage {
     viewport: bool,
     visual: Option<VisualView>,
     engine: Option<EngineView>,
+    /// Where its events go: (endpoint id, what to call it).
+    delivered_to: Vec<(String, String)>,
 }
 
 /// Query of the watch page.
@@ -196,6 +198,8 @@ struct Loaded {
     baseline: Option<String>,
     /// The snapshot with the screenshot before the newer side's, when both have one.
     shot_before: Option<SnapshotInfo>,
+    /// The enabled endpoints its events are routed to.
+    routed: Vec<driftwatch_store::Endpoint>,
 }
 
 /// `GET /watches/{id}`.
@@ -210,6 +214,7 @@ pub async fn show(
     let (from, to) = (query.from.clone(), query.to.clone());
     let now = state.clock.now().naive_utc();
     let keeps_screenshots = watch.options().fetch.screenshot != ScreenshotMode::Off;
+    let watch_for_routes = watch.clone();
     let loaded = state
         .store
         .read(move |c| {
@@ -257,7 +262,8 @@ pub async fn show(
                 }
                 _ => None,
             };
-            Ok(Loaded { snapshots, changes, runs, deliveries, seen, sides, baseline, shot_before })
+            let routed = driftwatch_store::endpoints::routed_to(c, &account, &watch_for_routes)?;
+            Ok(Loaded { snapshots, changes, runs, deliveries, seen, sides, baseline, shot_before, routed })
         })
         .await?;
     // The user has now seen the newest snapshot: a write (on SQLite it takes its turn at the
@@ -386,6 +392,14 @@ fn page(
         viewport: fetch.screenshot == ScreenshotMode::Viewport,
         visual,
         engine,
+        delivered_to: loaded
+            .routed
+            .iter()
+            .map(|e| {
+                let name = if e.description.is_empty() { e.url.clone() } else { e.description.clone() };
+                (e.id.clone(), format!("{name} ({})", e.kind))
+            })
+            .collect(),
         watch,
     }
 }
@@ -447,6 +461,47 @@ async fn set_state(
     };
     flash::set(&state, &post.viewer, message).await?;
     Ok(Redirect::to(&format!("/watches/{id}")).into_response())
+}
+
+/// `POST /watches/{id}/mute` and `/unmute`: checked and recorded either way; muted, nothing
+/// is delivered.
+async fn set_muted(
+    state: AppState,
+    id: String,
+    post: Post<Vec<(String, String)>>,
+    muted: bool,
+) -> Result<Response, UiError> {
+    let changes = driftwatch_store::watches::WatchChanges {
+        muted: Some(muted),
+        updated_at: Some(state.clock.now().naive_utc()),
+        ..Default::default()
+    };
+    apply(&state, &post.viewer, &id, changes).await?;
+    let message = if muted {
+        "Muted: it is still checked and its changes recorded, but nothing is delivered."
+    } else {
+        "Unmuted: its changes are delivered again."
+    };
+    flash::set(&state, &post.viewer, message).await?;
+    Ok(Redirect::to(&format!("/watches/{id}")).into_response())
+}
+
+/// `POST /watches/{id}/mute`.
+pub async fn mute(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    post: Post<Vec<(String, String)>>,
+) -> Result<Response, UiError> {
+    set_muted(state, id, post, true).await
+}
+
+/// `POST /watches/{id}/unmute`.
+pub async fn unmute(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    post: Post<Vec<(String, String)>>,
+) -> Result<Response, UiError> {
+    set_muted(state, id, post, false).await
 }
 
 /// `POST /watches/{id}/pause`.
