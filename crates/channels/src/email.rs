@@ -96,7 +96,7 @@ fn default_text(context: &Context) -> String {
     text
 }
 
-const HEAD: &str = "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"color-scheme\" content=\"light dark\"></head><body style=\"font-family:system-ui,-apple-system,'Segoe UI',sans-serif;line-height:1.5;color:#1f2328;max-width:720px;margin:0 auto;padding:16px\">";
+const HEAD: &str = "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"color-scheme\" content=\"light\"></head><body style=\"font-family:system-ui,-apple-system,'Segoe UI',sans-serif;line-height:1.5;color:#1f2328;background:#ffffff;max-width:720px;margin:0 auto;padding:16px\">";
 const FOOT: &str = "<p style=\"color:#656d76;font-size:13px;margin-top:24px\">Sent by driftwatch</p></body></html>";
 const PRE: &str = "white-space:pre-wrap;font:13px/1.45 ui-monospace,SFMono-Regular,Menlo,monospace";
 const ADDED: &str = "background:#dafbe1;color:#116329";

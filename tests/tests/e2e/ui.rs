@@ -612,4 +612,29 @@ pub async fn channels_routes_templates_and_mute_in_the_browser(backend: Backend)
     browser.submit_form(&format!("form[action='/endpoints/{endpoint_id}/test']")).await;
     assert_eq!(browser.text(".test-status").await, "200", "the kept token still works");
     chat.assert_no_rejections();
+
+    // An email as it arrives: its HTML part, opened in the browser.
+    let smtp = driftwatch_test_support::SmtpServer::start().await;
+    let (status, _) = app
+        .post(
+            "/endpoints",
+            &token,
+            serde_json::json!({"kind": "email", "url": format!("smtp://127.0.0.1:{}", smtp.port()),
+                "settings": {"from": "driftwatch <alerts@example.com>", "to": ["ada@example.com"], "security": "plain"},
+                "route": {"watches": [blog_id]}}),
+        )
+        .await;
+    assert_eq!(status, axum::http::StatusCode::CREATED);
+    blog_page.set("<html><body><div id='price'>Espresso machine. Price: 129 EUR. In stock.</div></body></html>");
+    app.check(&token, &blog_id).await;
+    blog_page.set("<html><body><div id='price'>Espresso machine. Price: 99 EUR. In stock.\nFree delivery this week.</div></body></html>");
+    app.check(&token, &blog_id).await;
+    let mails = smtp.wait_for(2, std::time::Duration::from_secs(20)).await;
+    let html = mails[1].parsed().html.expect("an HTML part");
+    let shown = PageServer::start(&html).await;
+    browser.goto(&shown.url).await;
+    assert!(browser.text("h1").await.contains("Blog changed"));
+    let marked = browser.execute("return [...document.querySelectorAll('ins, del')].map(e => e.textContent).join('|')").await;
+    assert!(marked.as_str().is_some_and(|m| m.contains("99") && m.contains("129")), "changed words marked: {marked}");
+    browser.screenshot("email-as-received").await;
 }
