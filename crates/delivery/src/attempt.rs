@@ -186,13 +186,25 @@ impl Prepared {
     }
 }
 
+/// The endpoint's URL as other endpoints are told it: a chat service's webhook URL carries its
+/// key in the path, so for every kind but `webhook` only the scheme and host are said.
+fn shown_url(endpoint: &Endpoint) -> String {
+    if endpoint.kind == "webhook" {
+        return endpoint.url.clone();
+    }
+    match url::Url::parse(&endpoint.url) {
+        Ok(url) => format!("{}://{}", url.scheme(), url.host_str().unwrap_or_default()),
+        Err(_) => String::new(),
+    }
+}
+
 /// The `endpoint.disabled` event raised when an attempt disables its endpoint.
 pub(crate) fn disabled_event(endpoint: &Endpoint, reason: &str, at: chrono::DateTime<chrono::Utc>) -> NewEvent {
     let event_id = new_id(IdKind::Event);
     let payload = driftwatch_alert::endpoint_payload(
         EventType::EndpointDisabled,
         &event_id,
-        driftwatch_alert::EndpointRef { id: &endpoint.id, url: &endpoint.url, description: &endpoint.description },
+        driftwatch_alert::EndpointRef { id: &endpoint.id, url: &shown_url(endpoint), description: &endpoint.description },
         Some(reason),
         at,
     );
