@@ -7,6 +7,7 @@
 //!
 //! [`Channels`] is the store's [`Render`]: the outbox asks it for each delivery's body.
 
+pub mod apprise;
 pub mod context;
 pub mod email;
 pub mod message;

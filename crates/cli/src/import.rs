@@ -1,5 +1,6 @@
 //! Importing watches from a plain URL list, from urlwatch's `urls.yaml`, or from a driftwatch
-//! export; exporting an account's watches as JSON.
+//! export, and endpoints from Apprise notification URLs (changedetection.io's); exporting an
+//! account's watches as JSON.
 
 use serde::Deserialize;
 
@@ -10,17 +11,20 @@ pub use driftwatch_validate::{PortableWatch, from_watch};
 pub struct Imported {
     /// Watches to create.
     pub watches: Vec<PortableWatch>,
+    /// Apprise notification URLs (`tgram://…`, `mailto://…`) to create endpoints from.
+    pub notifications: Vec<String>,
     /// One line per job or filter that was left out or changed, and why.
     pub problems: Vec<String>,
 }
 
 /// Reads a driftwatch export (JSON array), a urlwatch `urls.yaml`, or a list of URLs (one per
-/// line, `#` comments), whichever `text` is.
+/// line, `#` comments), whichever `text` is. In a list, a line that is not an `http(s)` URL
+/// is an Apprise notification URL: an endpoint.
 pub fn parse(text: &str) -> anyhow::Result<Imported> {
     let trimmed = text.trim_start();
     if trimmed.starts_with('[') {
         let watches: Vec<PortableWatch> = serde_json::from_str(text)?;
-        return Ok(Imported { watches, problems: Vec::new() });
+        return Ok(Imported { watches, ..Imported::default() });
     }
     let looks_like_yaml = text.lines().any(|l| {
         let l = l.trim_start();
@@ -30,9 +34,37 @@ pub fn parse(text: &str) -> anyhow::Result<Imported> {
 }
 
 fn parse_list(text: &str) -> Imported {
-    let watches =
-        text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(PortableWatch::at).collect();
-    Imported { watches, problems: Vec::new() }
+    let mut imported = Imported::default();
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        let scheme = line.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+        match scheme.as_deref() {
+            Some("http" | "https") | None => imported.watches.push(PortableWatch::at(line)),
+            Some(_) => imported.notifications.push(line.to_owned()),
+        }
+    }
+    imported
+}
+
+/// The endpoint an Apprise URL describes, checked as the API checks it (secrets still in
+/// plaintext: the caller seals them); why not, without the URL's secrets.
+pub fn to_endpoint(
+    apprise_url: &str,
+    account_id: &str,
+    policy: driftwatch_net::TargetPolicy,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<driftwatch_store::Endpoint, String> {
+    let imported = driftwatch_channels::apprise::parse(apprise_url).map_err(|e| e.to_string())?;
+    let input = driftwatch_validate::EndpointInput {
+        url: imported.url,
+        kind: Some(imported.kind),
+        channel: driftwatch_validate::ChannelInput {
+            settings: Some(imported.settings),
+            secrets: Some(imported.secrets),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    driftwatch_validate::new_endpoint(input, policy, account_id, now).map_err(|e| e.to_string())
 }
 
 /// urlwatch jobs: YAML documents with `url` (or `command`, which cannot be imported), `name`,

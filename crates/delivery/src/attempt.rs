@@ -204,7 +204,11 @@ pub(crate) fn disabled_event(endpoint: &Endpoint, reason: &str, at: chrono::Date
     let payload = driftwatch_alert::endpoint_payload(
         EventType::EndpointDisabled,
         &event_id,
-        driftwatch_alert::EndpointRef { id: &endpoint.id, url: &shown_url(endpoint), description: &endpoint.description },
+        driftwatch_alert::EndpointRef {
+            id: &endpoint.id,
+            url: &shown_url(endpoint),
+            description: &endpoint.description,
+        },
         Some(reason),
         at,
     );

@@ -437,3 +437,31 @@ pub async fn secrets_are_encrypted_at_rest_and_survive_a_key_rotation(backend: B
     drop(test);
     drop(db);
 }
+
+pub async fn apprise_urls_become_endpoints(backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let token = app.account("acme").await;
+    let chat = ChatServer::start().await;
+    let host = chat.addr().to_string();
+    chat.expect_gotify_token("AbCdEf123");
+    for (apprise, kind, provider) in [
+        (format!("ntfy://{host}/shop-alerts"), "ntfy", Provider::Ntfy),
+        (format!("gotify://{host}/AbCdEf123"), "gotify", Provider::Gotify),
+        (format!("json://{host}/hook/n8n"), "http", Provider::Generic),
+    ] {
+        let (status, created) = app.post("/endpoints/import", &token, json!({"apprise_url": apprise})).await;
+        assert_eq!((status, created["kind"].as_str()), (StatusCode::CREATED, Some(kind)), "{created}");
+        let id = send_test(&app, &token, created["id"].as_str().expect("id")).await;
+        app.wait_delivery(&token, &id, "sent").await;
+        assert_eq!(chat.accepted(provider).len(), 1, "{kind}");
+    }
+    chat.assert_no_rejections();
+    let (status, problem) =
+        app.post("/endpoints/import", &token, json!({"apprise_url": "slack://TokenA/TokenB/TokenC/#general"})).await;
+    assert_eq!(
+        (status, problem["errors"][0]["field"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("apprise_url"))
+    );
+    let said = problem["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(said.contains("slack://") && !said.contains("TokenB"), "names the scheme, never the secret: {said}");
+}

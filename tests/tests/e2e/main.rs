@@ -110,6 +110,7 @@ on_both_backends!(
     channels::routes_and_mute_decide_who_is_told,
     channels::templates_are_checked_at_save_and_failures_dead_letter,
     channels::secrets_are_encrypted_at_rest_and_survive_a_key_rotation,
+    channels::apprise_urls_become_endpoints,
     delivery::per_endpoint_settings_are_validated_and_used,
     delivery::retention_purges_bodies_but_keeps_rows,
     delivery::a_long_failing_endpoint_is_disabled,

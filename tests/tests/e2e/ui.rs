@@ -117,6 +117,13 @@ pub async fn a_change_shows_as_a_highlighted_diff(backend: Backend) {
     browser.wait_for(".diff-section").await;
     let id = browser.current_url().await.path().trim_start_matches("/watches/").to_owned();
     assert!(id.starts_with("wat_"), "{id}");
+    // Post/Redirect/Get: reloading after the form adds no second watch.
+    browser.client().refresh().await.expect("reload");
+    assert_eq!(
+        app.ok("/watches", &token).await["items"].as_array().map(Vec::len),
+        Some(1),
+        "a reload made no second watch"
+    );
     eventually("the baseline check", || async {
         let runs = app.ok(&format!("/watches/{id}/runs"), &token).await;
         (runs["items"].as_array().map_or(0, Vec::len) == 1).then_some(())
@@ -553,7 +560,7 @@ pub async fn channels_routes_templates_and_mute_in_the_browser(backend: Backend)
     browser.fill("#f-telegram_chat_id", "-100123").await;
     browser.click("input[name=route][value=tags]").await;
     browser.fill("#f-route_tags", "shop").await;
-    browser.click("details.card summary").await;
+    browser.click("details.templates summary").await;
     browser.fill("#f-body_template", "{{ watch.nmae }}").await;
     browser.click("button[name=action][value=preview]").await;
     let error = browser.wait_for_text("#e-body_template", "line 1, column 4").await;
@@ -613,7 +620,22 @@ pub async fn channels_routes_templates_and_mute_in_the_browser(backend: Backend)
     assert_eq!(browser.text(".test-status").await, "200", "the kept token still works");
     chat.assert_no_rejections();
 
-    // An email as it arrives: its HTML part, opened in the browser.
+    // Moving from changedetection.io: an Apprise URL becomes an endpoint; what cannot be
+    // mapped is said beside the field.
+    browser.goto(&format!("{root}/endpoints/new")).await;
+    browser.click("details.import summary").await;
+    browser.fill("#f-apprise_url", "slack://TokenA/TokenB/TokenC").await;
+    browser.submit_form("form[action='/endpoints/import']").await;
+    let said = browser.wait_for_text("#e-apprise_url", "slack://").await;
+    assert!(!said.contains("TokenB"), "{said}");
+    look(&browser, "endpoint-import-error").await;
+    browser.fill("#f-apprise_url", &format!("ntfy://{}/shop-alerts", chat.addr())).await;
+    browser.submit_form("form[action='/endpoints/import']").await;
+    browser.wait_for_text(".notice", "Imported as a ntfy endpoint").await;
+    browser.client().refresh().await.expect("reload");
+    assert_eq!(app.ok("/endpoints", &token).await["items"].as_array().map(Vec::len), Some(2), "a reload imported nothing more");
+
+        // An email as it arrives: its HTML part, opened in the browser.
     let smtp = driftwatch_test_support::SmtpServer::start().await;
     let (status, _) = app
         .post(
@@ -634,7 +656,8 @@ pub async fn channels_routes_templates_and_mute_in_the_browser(backend: Backend)
     let shown = PageServer::start(&html).await;
     browser.goto(&shown.url).await;
     assert!(browser.text("h1").await.contains("Blog changed"));
-    let marked = browser.execute("return [...document.querySelectorAll('ins, del')].map(e => e.textContent).join('|')").await;
+    let marked =
+        browser.execute("return [...document.querySelectorAll('ins, del')].map(e => e.textContent).join('|')").await;
     assert!(marked.as_str().is_some_and(|m| m.contains("99") && m.contains("129")), "changed words marked: {marked}");
     browser.screenshot("email-as-received").await;
 }

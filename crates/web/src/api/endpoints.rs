@@ -254,14 +254,74 @@ pub async fn create(
         },
         route: body.route.map(RouteInput::from),
     };
+    let endpoint = insert(&state, &caller, input).await?;
+    Ok((StatusCode::CREATED, axum::Json(views::Endpoint::with_secret(endpoint, state.clock.now().naive_utc()))))
+}
+
+/// Validates and stores a new endpoint (its secrets sealed); the endpoint as created.
+async fn insert(
+    state: &AppState,
+    caller: &Caller,
+    input: EndpointInput,
+) -> Result<driftwatch_store::Endpoint, ApiError> {
     let endpoint = driftwatch_validate::new_endpoint(input, state.policy, &caller.account_id, state.clock.now())?;
-    check_routed_watches(&state, &caller.account_id, endpoint.route_watches.as_deref()).await?;
+    check_routed_watches(state, &caller.account_id, endpoint.route_watches.as_deref()).await?;
     let mut stored = endpoint.clone();
     stored.secret = state.seal(&stored.secret);
     stored.secrets = stored.secrets.as_deref().map(|s| state.seal(s));
     state.store.write(move |c| endpoints::insert_endpoint(c, &stored)).await?;
     tracing::info!(endpoint.id = %endpoint.id, account.id = %endpoint.account_id, kind = %endpoint.kind, "endpoint created");
-    Ok((StatusCode::CREATED, axum::Json(views::Endpoint::with_secret(endpoint, state.clock.now().naive_utc()))))
+    Ok(endpoint)
+}
+
+/// Body of `POST /endpoints/import`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ImportEndpoint {
+    /// An Apprise notification URL, as changedetection.io stores them: `mailto://`,
+    /// `mailtos://`, `discord://`, `tgram://`, `ntfy://`, `ntfys://`, `pover://`, `gotify://`,
+    /// `gotifys://`, `matrix://`, `matrixs://`, `json://`, `jsons://`.
+    #[schema(min_length = 1, max_length = 2048)]
+    apprise_url: String,
+    /// A note for people.
+    #[schema(max_length = 500)]
+    description: Option<String>,
+    /// Receive only these watches' events; every watch when left out.
+    route: Option<RouteBody>,
+}
+
+/// Add an endpoint from an Apprise notification URL (moving from changedetection.io). What it
+/// cannot map is refused, naming the scheme or the part.
+#[utoipa::path(
+    post,
+    path = "/endpoints/import",
+    operation_id = "import_endpoint",
+    tag = "endpoints",
+    request_body = ImportEndpoint,
+    responses((status = 201, description = "The endpoint.", body = views::Endpoint))
+)]
+pub async fn import(
+    State(state): State<AppState>,
+    caller: Caller,
+    Json(body): Json<ImportEndpoint>,
+) -> Result<(StatusCode, axum::Json<views::Endpoint>), ApiError> {
+    let imported = driftwatch_channels::apprise::parse(&body.apprise_url).map_err(|e| {
+        driftwatch_validate::Invalid(vec![driftwatch_validate::FieldError::new("apprise_url", e.to_string())])
+    })?;
+    let input = EndpointInput {
+        url: imported.url,
+        description: body.description,
+        kind: Some(imported.kind),
+        channel: ChannelInput {
+            settings: Some(imported.settings),
+            secrets: Some(imported.secrets),
+            ..ChannelInput::default()
+        },
+        route: body.route.map(RouteInput::from),
+        ..EndpointInput::default()
+    };
+    let endpoint = insert(&state, &caller, input).await?;
+    Ok((StatusCode::CREATED, axum::Json(views::Endpoint::at(endpoint, state.clock.now().naive_utc()))))
 }
 
 /// The account's endpoints, oldest first.

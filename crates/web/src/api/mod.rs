@@ -54,6 +54,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(feed::changes))
         .routes(routes!(feed::stats))
         .routes(routes!(endpoints::create, endpoints::list))
+        .routes(routes!(endpoints::import))
         .routes(routes!(endpoints::get, endpoints::update, endpoints::delete))
         .routes(routes!(endpoints::enable))
         .routes(routes!(endpoints::disable))

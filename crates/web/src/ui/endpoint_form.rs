@@ -45,6 +45,8 @@ pub struct EndpointForm {
     channel: ChannelForm,
     /// `preview` when the preview button was pressed.
     action: String,
+    /// What was typed in the Apprise import form.
+    apprise_url: String,
 }
 
 impl EndpointForm {
@@ -61,6 +63,7 @@ impl EndpointForm {
             event_types: pairs.iter().filter(|(k, _)| k == "event_types").map(|(_, v)| v.clone()).collect(),
             channel: ChannelForm::from_pairs(pairs),
             action: get("action"),
+            apprise_url: String::new(),
         }
     }
 
@@ -81,6 +84,7 @@ impl EndpointForm {
                 .unwrap_or_default(),
             channel: ChannelForm::of(e, secrets),
             action: String::new(),
+            apprise_url: String::new(),
         }
     }
 
@@ -389,4 +393,50 @@ async fn preview_page(
     let status = if errors.is_empty() { StatusCode::OK } else { StatusCode::UNPROCESSABLE_ENTITY };
     let page = EndpointFormPage { preview, ..full_page(state, viewer, endpoint_id, form, errors).await? };
     Ok(render(status, &page))
+}
+
+/// `POST /endpoints/import`: an endpoint from an Apprise notification URL.
+pub async fn import(State(state): State<AppState>, post: Post<Vec<(String, String)>>) -> Result<Response, UiError> {
+    let apprise_url = form::value(&post.form, "apprise_url");
+    let refused = |message: String| FieldError::new("apprise_url", message);
+    let endpoint = match driftwatch_channels::apprise::parse(apprise_url.trim()) {
+        Ok(imported) => {
+            let input = EndpointInput {
+                url: imported.url,
+                kind: Some(imported.kind),
+                channel: ChannelInput {
+                    settings: Some(imported.settings),
+                    secrets: Some(imported.secrets),
+                    ..ChannelInput::default()
+                },
+                ..EndpointInput::default()
+            };
+            driftwatch_validate::new_endpoint(input, state.policy, post.viewer.account_id(), state.clock.now()).map_err(
+                |Invalid(errors)| {
+                    errors.into_iter().map(|e| refused(format!("{}: {}", e.field, e.message))).collect::<Vec<_>>()
+                },
+            )
+        }
+        Err(e) => Err(vec![refused(e.to_string())]),
+    };
+    let endpoint = match endpoint {
+        Ok(endpoint) => endpoint,
+        Err(errors) => {
+            let form = EndpointForm { kind: "webhook".into(), apprise_url, ..EndpointForm::default() };
+            let page = full_page(&state, &post.viewer, None, form, errors).await?;
+            return Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page));
+        }
+    };
+    let mut stored = endpoint.clone();
+    stored.secret = state.seal(&stored.secret);
+    stored.secrets = stored.secrets.as_deref().map(|s| state.seal(s));
+    state.store.write(move |c| endpoints::insert_endpoint(c, &stored)).await?;
+    tracing::info!(endpoint.id = %endpoint.id, kind = %endpoint.kind, "endpoint imported from an Apprise URL in the UI");
+    flash::set(
+        &state,
+        &post.viewer,
+        format!("Imported as a {} endpoint. Send a test event to see it arrive.", endpoint.kind),
+    )
+    .await?;
+    Ok(Redirect::to(&format!("/endpoints/{}", endpoint.id)).into_response())
 }

@@ -121,6 +121,7 @@ pub fn routes() -> Router<AppState> {
         .route("/changes", get(changes::list))
         .route("/endpoints", get(endpoints::list))
         .route("/endpoints/new", get(endpoint_form::new).post(endpoint_form::create))
+        .route("/endpoints/import", post(endpoint_form::import))
         .route("/endpoints/{id}", get(endpoints::show))
         .route("/endpoints/{id}/edit", get(endpoint_form::edit).post(endpoint_form::update))
         .route("/endpoints/{id}/enable", post(endpoints::enable))

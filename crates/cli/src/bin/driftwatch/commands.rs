@@ -215,11 +215,32 @@ pub(crate) async fn import(account: &str, file: &std::path::Path, settings: &Set
             Err(reason) => problems.push(format!("{}: {reason}; skipped", watch.url)),
         }
     }
+    let mut endpoints = 0;
+    if !parsed.notifications.is_empty() {
+        let (keyring, _) = driftwatch::keys::keyring(settings)?;
+        for (n, url) in parsed.notifications.iter().enumerate() {
+            match driftwatch::import::to_endpoint(url, &account_id, policy, SystemClock.now()) {
+                Ok(mut row) => {
+                    row.secret = keyring.seal(&row.secret);
+                    row.secrets = row.secrets.as_deref().map(|s| keyring.seal(s));
+                    store.write(move |c| driftwatch_store::endpoints::insert_endpoint(c, &row)).await?;
+                    endpoints += 1;
+                }
+                // The URL may hold a token: name the line, not the URL.
+                Err(reason) => problems.push(format!("notification {} ({}): {reason}; skipped", n + 1, scheme_of(url))),
+            }
+        }
+    }
     for problem in &problems {
         eprintln!("{problem}");
     }
-    println!("imported {created} watches into {account}; {} problems", problems.len());
+    println!("imported {created} watches and {endpoints} endpoints into {account}; {} problems", problems.len());
     Ok(())
+}
+
+/// `tgram://` of `tgram://123:secret/456`.
+fn scheme_of(url: &str) -> String {
+    url.split_once("://").map_or_else(|| "?".to_owned(), |(s, _)| format!("{s}://"))
 }
 
 pub(crate) async fn export(account: &str, settings: &Settings) -> anyhow::Result<()> {
