@@ -53,17 +53,7 @@ pub fn to_endpoint(
     policy: driftwatch_net::TargetPolicy,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<driftwatch_store::Endpoint, String> {
-    let imported = driftwatch_channels::apprise::parse(apprise_url).map_err(|e| e.to_string())?;
-    let input = driftwatch_validate::EndpointInput {
-        url: imported.url,
-        kind: Some(imported.kind),
-        channel: driftwatch_validate::ChannelInput {
-            settings: Some(imported.settings),
-            secrets: Some(imported.secrets),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
+    let input = driftwatch_validate::from_apprise(apprise_url).map_err(|e| e.message)?;
     driftwatch_validate::new_endpoint(input, policy, account_id, now).map_err(|e| e.to_string())
 }
 

@@ -194,6 +194,23 @@ pub fn valid_channel(
     }
 }
 
+/// The endpoint an Apprise notification URL describes, as input for [`new_endpoint`]; a
+/// refusal names `apprise_url` and never a secret.
+pub fn from_apprise(apprise_url: &str) -> Result<EndpointInput, FieldError> {
+    let imported =
+        driftwatch_channels::apprise::parse(apprise_url).map_err(|e| FieldError::new("apprise_url", e.to_string()))?;
+    Ok(EndpointInput {
+        url: imported.url,
+        kind: Some(imported.kind),
+        channel: ChannelInput {
+            settings: Some(imported.settings),
+            secrets: Some(imported.secrets),
+            ..ChannelInput::default()
+        },
+        ..EndpointInput::default()
+    })
+}
+
 /// A route as stored: tags and watch ids comma-separated; `(None, None)` for all watches.
 pub fn valid_route(route: Option<RouteInput>) -> Result<(Option<String>, Option<String>), FieldError> {
     let Some(route) = route else { return Ok((None, None)) };

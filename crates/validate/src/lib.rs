@@ -14,8 +14,8 @@ mod token;
 mod watch;
 
 pub use endpoint::{
-    Channel, ChannelInput, Current, EndpointInput, EndpointPatch, RouteInput, endpoint_changes, new_endpoint,
-    valid_channel, valid_route,
+    Channel, ChannelInput, Current, EndpointInput, EndpointPatch, RouteInput, endpoint_changes, from_apprise,
+    new_endpoint, valid_channel, valid_route,
 };
 pub use portable::{PortableWatch, from_watch};
 pub use recovery::{RecoveryInput, RecoveryRequest, recovery};

@@ -633,9 +633,13 @@ pub async fn channels_routes_templates_and_mute_in_the_browser(backend: Backend)
     browser.submit_form("form[action='/endpoints/import']").await;
     browser.wait_for_text(".notice", "Imported as a ntfy endpoint").await;
     browser.client().refresh().await.expect("reload");
-    assert_eq!(app.ok("/endpoints", &token).await["items"].as_array().map(Vec::len), Some(2), "a reload imported nothing more");
+    assert_eq!(
+        app.ok("/endpoints", &token).await["items"].as_array().map(Vec::len),
+        Some(2),
+        "a reload imported nothing more"
+    );
 
-        // An email as it arrives: its HTML part, opened in the browser.
+    // An email as it arrives: its HTML part, opened in the browser.
     let smtp = driftwatch_test_support::SmtpServer::start().await;
     let (status, _) = app
         .post(

@@ -305,20 +305,10 @@ pub async fn import(
     caller: Caller,
     Json(body): Json<ImportEndpoint>,
 ) -> Result<(StatusCode, axum::Json<views::Endpoint>), ApiError> {
-    let imported = driftwatch_channels::apprise::parse(&body.apprise_url).map_err(|e| {
-        driftwatch_validate::Invalid(vec![driftwatch_validate::FieldError::new("apprise_url", e.to_string())])
-    })?;
     let input = EndpointInput {
-        url: imported.url,
         description: body.description,
-        kind: Some(imported.kind),
-        channel: ChannelInput {
-            settings: Some(imported.settings),
-            secrets: Some(imported.secrets),
-            ..ChannelInput::default()
-        },
         route: body.route.map(RouteInput::from),
-        ..EndpointInput::default()
+        ..driftwatch_validate::from_apprise(&body.apprise_url).map_err(|e| driftwatch_validate::Invalid(vec![e]))?
     };
     let endpoint = insert(&state, &caller, input).await?;
     Ok((StatusCode::CREATED, axum::Json(views::Endpoint::at(endpoint, state.clock.now().naive_utc()))))

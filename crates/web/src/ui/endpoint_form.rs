@@ -398,27 +398,16 @@ async fn preview_page(
 /// `POST /endpoints/import`: an endpoint from an Apprise notification URL.
 pub async fn import(State(state): State<AppState>, post: Post<Vec<(String, String)>>) -> Result<Response, UiError> {
     let apprise_url = form::value(&post.form, "apprise_url");
-    let refused = |message: String| FieldError::new("apprise_url", message);
-    let endpoint = match driftwatch_channels::apprise::parse(apprise_url.trim()) {
-        Ok(imported) => {
-            let input = EndpointInput {
-                url: imported.url,
-                kind: Some(imported.kind),
-                channel: ChannelInput {
-                    settings: Some(imported.settings),
-                    secrets: Some(imported.secrets),
-                    ..ChannelInput::default()
-                },
-                ..EndpointInput::default()
-            };
-            driftwatch_validate::new_endpoint(input, state.policy, post.viewer.account_id(), state.clock.now()).map_err(
-                |Invalid(errors)| {
-                    errors.into_iter().map(|e| refused(format!("{}: {}", e.field, e.message))).collect::<Vec<_>>()
-                },
-            )
-        }
-        Err(e) => Err(vec![refused(e.to_string())]),
-    };
+    let endpoint = driftwatch_validate::from_apprise(apprise_url.trim()).map_err(|e| vec![e]).and_then(|input| {
+        driftwatch_validate::new_endpoint(input, state.policy, post.viewer.account_id(), state.clock.now()).map_err(
+            |Invalid(errors)| {
+                errors
+                    .into_iter()
+                    .map(|e| FieldError::new("apprise_url", format!("{}: {}", e.field, e.message)))
+                    .collect()
+            },
+        )
+    });
     let endpoint = match endpoint {
         Ok(endpoint) => endpoint,
         Err(errors) => {
