@@ -204,7 +204,7 @@ fn import_from_urlwatch_then_export() {
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stdout.contains("imported 2 watches into acme; 3 problems"), "{stdout}");
+    assert!(stdout.contains("imported 2 watches and 0 endpoints into acme; 3 problems"), "{stdout}");
     assert!(stderr.contains("command") && stderr.contains("xpath") && stderr.contains("ftp"), "{stderr}");
 
     let exported: serde_json::Value =
@@ -215,6 +215,31 @@ fn import_from_urlwatch_then_export() {
     assert_eq!(watches[0]["selector"], "div.price");
     assert_eq!(watches[1]["url"], "https://news.example/");
     assert!(watches[1]["selector"].is_null(), "the xpath filter was left out");
+}
+
+#[test]
+fn import_takes_apprise_urls_as_endpoints_and_seals_their_secrets() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    run(dir.path(), &["account", "create", "acme"]);
+    let list = "# from changedetection.io\nhttps://shop.example/\ntgram://424242:SECRET-import-token/-100777\n\
+                slack://SECRET-A/SECRET-B/SECRET-C\n";
+    std::fs::write(dir.path().join("list.txt"), list).expect("write");
+    let output = Command::new(binary())
+        .args(["import", "--account", "acme", "list.txt"])
+        .current_dir(dir.path())
+        .env_remove("DRIFTWATCH_DATABASE_URL")
+        .env("DRIFTWATCH_LOG", "warn")
+        .output()
+        .expect("import");
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "{stderr}");
+    assert!(stdout.contains("imported 1 watches and 1 endpoints into acme; 1 problems"), "{stdout}");
+    assert!(stderr.contains("notification 2 (slack://)") && !stderr.contains("SECRET"), "{stderr}");
+    assert!(dir.path().join("driftwatch.db.key").exists(), "a key file beside the database");
+    for file in ["driftwatch.db", "driftwatch.db-wal"] {
+        let bytes = std::fs::read(dir.path().join(file)).unwrap_or_default();
+        assert!(!bytes.windows(13).any(|w| w == b"SECRET-import"), "{file} holds the bot token in plaintext");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
