@@ -1,7 +1,7 @@
 //! `driftwatch bench delivery`: how fast durable delivery is, next to the raw HTTP rate.
 //!
 //! One run measures, against the same local receiver and with the same HTTP client:
-//! - the raw rate: signed POSTs with no database at all;
+//! - the raw rate: each kind's request (signed for webhooks) with no database at all;
 //! - durable delivery through the real outbox and worker, in one of three shapes:
 //!   - **throughput** (default): events enqueued in batches while the worker drains them; the
 //!     rate from the first enqueue to the last 2xx, and each delivery's enqueue-commit -> 2xx;
@@ -11,22 +11,37 @@
 //!     offered rate, latency percentiles at that rate.
 //!
 //! Each event fans out to `--endpoints K` endpoints (all at the receiver), so K deliveries per
-//! event.
+//! event. Each event is a real `change.detected` payload (a watch `bench#N`, a two-line diff)
+//! whose body is rendered at enqueue by the channels renderer for the endpoints' kind
+//! (`--kind`): the payload itself for a signed webhook, Discord's embed, Telegram's HTML
+//! message, ntfy's JSON publish. The receiver is a stand-in for that kind's API (driftwatch's
+//! test-support `ChatServer` is a test-only crate, never linked into the binary): it checks
+//! each request's path, credentials and the provider's documented limits, answers the way the
+//! provider does, and a run in which it refused anything fails.
 
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use diesel::Connection as _;
-use driftwatch_core::{Clock as _, EventType, IdKind, SystemClock, new_id};
+use driftwatch_core::{Clock as _, EndpointKind, EventType, IdKind, SystemClock, new_id};
 use driftwatch_delivery::{DeliveryConfig, DeliveryWorker, RetryPolicy};
 use driftwatch_store::outbox::NewEvent;
+use driftwatch_store::render::{Recipient, Render as _, WatchFacts};
 use driftwatch_store::{Backend, Endpoint, Event, PoolOptions, Store, accounts, deliveries, endpoints, outbox};
 use futures_util::StreamExt as _;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::{cpu_seconds, postgres_cpu_seconds};
+
+/// The kinds a run can be made against: those the bench has a stand-in for.
+const KINDS: [EndpointKind; 4] =
+    [EndpointKind::Webhook, EndpointKind::Discord, EndpointKind::Telegram, EndpointKind::Ntfy];
+
+/// The bot token of the Telegram endpoints (plaintext: the bench's sender has no keyring).
+const TELEGRAM_TOKEN: &str = "1:bench";
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -53,6 +68,8 @@ pub struct DeliveryBench {
     pub open_loop: Option<f64>,
     /// How long the open loop offers events.
     pub seconds: f64,
+    /// The endpoints' kind: `webhook`, `discord`, `telegram` or `ntfy`.
+    pub kind: EndpointKind,
 }
 
 /// Which shape a run had.
@@ -79,7 +96,9 @@ pub struct Report {
     pub endpoints: usize,
     /// Whether the endpoints had no `max_in_flight`.
     pub unlimited: bool,
-    /// Raw signed POSTs per second, no database.
+    /// The endpoints' kind.
+    pub kind: EndpointKind,
+    /// Raw requests per second, no database.
     pub raw_per_second: f64,
     /// Deliveries enqueued per second.
     pub enqueue_per_second: f64,
@@ -88,7 +107,7 @@ pub struct Report {
     pub durable_per_second: f64,
     /// Enqueue commit -> 2xx percentiles (p50, p90, p99, max); not measured for a backlog.
     pub latency: Option<[Duration; 4]>,
-    /// Process CPU per raw POST, in microseconds (client and in-process receiver).
+    /// Process CPU per raw request, in microseconds (client and in-process receiver).
     pub raw_cpu_us: f64,
     /// Process CPU per durable delivery, in microseconds (enqueue, worker, client, receiver).
     pub durable_cpu_us: f64,
@@ -98,6 +117,10 @@ pub struct Report {
     pub rss_mib: Option<(f64, f64)>,
     /// The claim's query plan, as the database planned it with the queue full (backlog only).
     pub claim_plan: Option<String>,
+    /// Requests the durable run's receiver accepted (it refused none, or the run failed).
+    pub accepted: usize,
+    /// Mean bytes of a delivery's body as stored (what the renderer made for the kind).
+    pub body_bytes: usize,
 }
 
 impl std::fmt::Display for Report {
@@ -110,8 +133,12 @@ impl std::fmt::Display for Report {
         writeln!(f, "backend            {}", self.backend)?;
         writeln!(f, "shape              {shape}")?;
         let limit = if self.unlimited { "no limits: outbox claim" } else { "max_in_flight: cluster-wide claim" };
-        writeln!(f, "deliveries         {} ({} endpoint(s) per event, {limit})", self.count, self.endpoints)?;
-        writeln!(f, "raw POST rate      {:.0}/s (same client and receiver, no database)", self.raw_per_second)?;
+        writeln!(
+            f,
+            "deliveries         {} ({} {} endpoint(s) per event, {limit}; {} B bodies)",
+            self.count, self.endpoints, self.kind, self.body_bytes
+        )?;
+        writeln!(f, "raw request rate   {:.0}/s (same client and receiver, no database)", self.raw_per_second)?;
         writeln!(f, "enqueue rate       {:.0} deliveries/s", self.enqueue_per_second)?;
         let what = match self.shape {
             Shape::Throughput => "first enqueue to last 2xx",
@@ -145,6 +172,13 @@ impl std::fmt::Display for Report {
                 ms(max)
             )?;
         }
+        writeln!(
+            f,
+            "receiver           {} stand-in: {} requests accepted, none refused ({})",
+            self.kind,
+            self.accepted,
+            standin::checked(self.kind)
+        )?;
         if let Some(plan) = &self.claim_plan {
             writeln!(f, "claim plan:")?;
             for line in plan.lines() {
@@ -155,45 +189,645 @@ impl std::fmt::Display for Report {
     }
 }
 
-/// Receipt times by slot (`n * endpoints + k`: event n's body, endpoint k's path).
+/// The local receiver: the stand-in for one kind's API, on a loopback port of its own.
 struct Receiver {
+    /// `http://127.0.0.1:port`, no trailing slash.
     url: String,
-    received: Arc<Mutex<Vec<Option<Instant>>>>,
-    count: watch::Receiver<usize>,
+    shared: Arc<Shared>,
 }
 
-async fn receiver(capacity: usize, endpoints: usize) -> anyhow::Result<Receiver> {
-    let received = Arc::new(Mutex::new(vec![None; capacity]));
-    let (tx, count) = watch::channel(0usize);
-    let tx = Arc::new(tx);
-    let record = Arc::clone(&received);
-    let app = axum::Router::new().route(
-        "/hook/{k}",
-        axum::routing::post(move |axum::extract::Path(k): axum::extract::Path<usize>, body: axum::body::Bytes| {
-            let (record, tx) = (Arc::clone(&record), Arc::clone(&tx));
-            async move {
-                let at = Instant::now();
-                let n = serde_json::from_slice::<serde_json::Value>(&body).ok().and_then(|v| v["n"].as_u64());
-                if let Some(n) = n {
-                    let mut all = record.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                    if let Some(slot) = all.get_mut(n as usize * endpoints + k) {
+/// What the receiver's handler and the run share.
+struct Shared {
+    kind: EndpointKind,
+    endpoints: usize,
+    /// Receipt times by slot (`n * endpoints + k`: event n's body, endpoint k's).
+    received: Mutex<Vec<Option<Instant>>>,
+    /// Requests accepted so far.
+    accepted: watch::Sender<usize>,
+    /// Requests refused so far, and the first refusal.
+    refused: AtomicUsize,
+    first_refusal: Mutex<Option<String>>,
+    /// Numbers what the stand-in "created" (message ids).
+    next_id: AtomicU64,
+}
+
+impl Shared {
+    fn answer(
+        &self,
+        method: &axum::http::Method,
+        uri: &axum::http::Uri,
+        headers: &axum::http::HeaderMap,
+        body: &[u8],
+    ) -> axum::response::Response {
+        let at = Instant::now();
+        let request = standin::Incoming { method, path: uri.path(), query: uri.query().unwrap_or(""), headers, body };
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        match standin::check(self.kind, &request, self.endpoints, id) {
+            Ok((k, answer)) => {
+                if let Some(n) = event_number(body) {
+                    let mut all = self.received.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    if let Some(slot) = all.get_mut(n * self.endpoints + k) {
                         slot.get_or_insert(at);
                     }
                 }
-                tx.send_modify(|c| *c += 1);
-                "ok"
+                self.accepted.send_modify(|c| *c += 1);
+                answer
             }
-        }),
-    );
-    let addr = crate::serve(app).await?;
-    Ok(Receiver { url: format!("http://{addr}/hook"), received, count })
+            Err(refusal) => {
+                self.refused.fetch_add(1, Ordering::Relaxed);
+                self.first_refusal
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .get_or_insert_with(|| format!("{method} {}: {} {}", uri.path(), refusal.status, refusal.reason));
+                standin::refused(self.kind, &refusal)
+            }
+        }
+    }
+
+    fn accepted(&self) -> usize {
+        *self.accepted.borrow()
+    }
+
+    fn refused(&self) -> usize {
+        self.refused.load(Ordering::Relaxed)
+    }
+
+    /// Fails when the stand-in refused anything: a run with refused requests measures nothing.
+    fn ensure_none_refused(&self) -> anyhow::Result<()> {
+        let refused = self.refused();
+        if refused > 0 {
+            let first = self.first_refusal.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+            anyhow::bail!(
+                "the {} stand-in refused {refused} request(s) (and accepted {}); the first: {}",
+                self.kind,
+                self.accepted(),
+                first.unwrap_or_default()
+            );
+        }
+        Ok(())
+    }
 }
 
-fn endpoint(account_id: &str, url: &str, max_in_flight: Option<usize>) -> Endpoint {
+/// The event number in a body: the digits after the watch name's `bench#`.
+fn event_number(body: &[u8]) -> Option<usize> {
+    let at = body.windows(6).position(|w| w == b"bench#")? + 6;
+    let digits = body[at..].iter().take_while(|b| b.is_ascii_digit()).count();
+    std::str::from_utf8(&body[at..at + digits]).ok()?.parse().ok()
+}
+
+async fn receiver(kind: EndpointKind, capacity: usize, endpoints: usize) -> anyhow::Result<Receiver> {
+    let (accepted, _) = watch::channel(0usize);
+    let shared = Arc::new(Shared {
+        kind,
+        endpoints,
+        received: Mutex::new(vec![None; capacity]),
+        accepted,
+        refused: AtomicUsize::new(0),
+        first_refusal: Mutex::new(None),
+        next_id: AtomicU64::new(0),
+    });
+    let handler = Arc::clone(&shared);
+    let app = axum::Router::new().fallback(move |request: axum::extract::Request| {
+        let shared = Arc::clone(&handler);
+        async move {
+            let (parts, body) = request.into_parts();
+            let body = axum::body::to_bytes(body, 1 << 20).await.unwrap_or_default();
+            shared.answer(&parts.method, &parts.uri, &parts.headers, &body)
+        }
+    });
+    let addr = crate::serve(app).await?;
+    Ok(Receiver { url: format!("http://{addr}"), shared })
+}
+
+/// Stand-ins for each kind's API: the request checked the way the provider checks it (its path,
+/// the credentials driftwatch put in it, its documented fields and limits) and answered the way
+/// the provider answers (Discord's created message for `?wait=true`, Telegram's `ok`/`result`,
+/// ntfy's published message).
+mod standin {
+    use axum::http::{HeaderMap, Method, StatusCode};
+    use axum::response::{IntoResponse as _, Response};
+    use driftwatch_core::EndpointKind;
+    use serde_json::{Map, Value, json};
+
+    /// One request as received.
+    pub(super) struct Incoming<'a> {
+        pub(super) method: &'a Method,
+        pub(super) path: &'a str,
+        pub(super) query: &'a str,
+        pub(super) headers: &'a HeaderMap,
+        pub(super) body: &'a [u8],
+    }
+
+    impl Incoming<'_> {
+        fn header(&self, name: &str) -> &str {
+            self.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("")
+        }
+    }
+
+    /// Why the provider would refuse a request, and with which status.
+    pub(super) struct Refusal {
+        pub(super) status: u16,
+        pub(super) reason: String,
+    }
+
+    impl Refusal {
+        fn new(status: u16, reason: impl Into<String>) -> Refusal {
+            Refusal { status, reason: reason.into() }
+        }
+
+        fn bad(reason: impl Into<String>) -> Refusal {
+            Refusal::new(400, reason)
+        }
+    }
+
+    /// The endpoint a request was for (its index), and the answer.
+    type Checked = Result<(usize, Response), Refusal>;
+
+    /// What the stand-in of `kind` checks, in a few words.
+    pub(super) fn checked(kind: EndpointKind) -> &'static str {
+        match kind {
+            EndpointKind::Webhook => "path and Standard Webhooks headers",
+            EndpointKind::Discord => "webhook path and token, ?wait=true, message and embed limits",
+            EndpointKind::Telegram => "bot token, sendMessage, chat_id, HTML entities, 4,096 visible characters",
+            EndpointKind::Ntfy => "topic, message bytes, priority, tags, URLs",
+            _ => "nothing",
+        }
+    }
+
+    /// Checks `req` as an endpoint of `kind` (one of `endpoints`) would be; `id` numbers what
+    /// the provider creates.
+    pub(super) fn check(kind: EndpointKind, req: &Incoming<'_>, endpoints: usize, id: u64) -> Checked {
+        match kind {
+            EndpointKind::Webhook => webhook(req, endpoints),
+            EndpointKind::Discord => discord(req, endpoints, id),
+            EndpointKind::Telegram => telegram(req, endpoints, id),
+            EndpointKind::Ntfy => ntfy(req, endpoints, id),
+            other => Err(Refusal::new(404, format!("the bench has no {other} stand-in"))),
+        }
+    }
+
+    /// The provider's error answer.
+    pub(super) fn refused(kind: EndpointKind, refusal: &Refusal) -> Response {
+        let (status, reason) = (refusal.status, refusal.reason.as_str());
+        let body = match kind {
+            EndpointKind::Discord => match status {
+                400 => json!({
+                    "code": 50035,
+                    "message": "Invalid Form Body",
+                    "errors": {"_errors": [{"code": "BASE_TYPE_BAD_REQUEST", "message": reason}]},
+                }),
+                404 => json!({"code": 10015, "message": "Unknown Webhook"}),
+                _ => json!({"code": 0, "message": format!("{status}: {reason}")}),
+            },
+            EndpointKind::Telegram => json!({"ok": false, "error_code": status, "description": reason}),
+            EndpointKind::Ntfy => json!({"code": u32::from(status) * 100 + 1, "http": status, "error": reason}),
+            _ => return (code(status), reason.to_owned()).into_response(),
+        };
+        answer(status, &body)
+    }
+
+    fn code(status: u16) -> StatusCode {
+        StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST)
+    }
+
+    fn answer(status: u16, body: &Value) -> Response {
+        (code(status), [(axum::http::header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+    }
+
+    fn unix_now() -> i64 {
+        chrono::Utc::now().timestamp()
+    }
+
+    /// Endpoint index of a 1-based id (`1` is endpoint 0), if it is one of the bench's.
+    fn index(id: u64, endpoints: usize) -> Option<usize> {
+        usize::try_from(id).ok().filter(|id| (1..=endpoints).contains(id)).map(|id| id - 1)
+    }
+
+    fn chars(s: &str) -> usize {
+        s.chars().count()
+    }
+
+    fn post(req: &Incoming<'_>) -> Result<(), Refusal> {
+        if *req.method == Method::POST {
+            Ok(())
+        } else {
+            Err(Refusal::new(405, format!("{} is not allowed", req.method)))
+        }
+    }
+
+    /// The body as a JSON object, sent as `application/json`.
+    fn json_object(req: &Incoming<'_>) -> Result<Map<String, Value>, Refusal> {
+        let mime = req.header("content-type").split(';').next().unwrap_or("").trim();
+        if !mime.eq_ignore_ascii_case("application/json") {
+            return Err(Refusal::new(415, format!("Content-Type {mime:?} is not application/json")));
+        }
+        match serde_json::from_slice(req.body) {
+            Ok(Value::Object(fields)) => Ok(fields),
+            Ok(_) => Err(Refusal::bad("the body is not a JSON object")),
+            Err(e) => Err(Refusal::bad(format!("the body is not JSON: {e}"))),
+        }
+    }
+
+    /// The string field `key`; null counts as absent.
+    fn text<'a>(fields: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, Refusal> {
+        match fields.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(other) => Err(Refusal::bad(format!("{key}: {other} is not a string"))),
+        }
+    }
+
+    fn http_url(s: &str) -> bool {
+        reqwest::Url::parse(s).is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.has_host())
+    }
+
+    /// `POST /hook/{k}` with the Standard Webhooks headers.
+    fn webhook(req: &Incoming<'_>, endpoints: usize) -> Checked {
+        let k = req
+            .path
+            .strip_prefix("/hook/")
+            .and_then(|k| k.parse::<usize>().ok())
+            .filter(|k| *k < endpoints)
+            .ok_or_else(|| Refusal::new(404, "no such hook"))?;
+        post(req)?;
+        let timestamp = req.header("webhook-timestamp");
+        if req.header("webhook-id").is_empty()
+            || timestamp.is_empty()
+            || !timestamp.bytes().all(|b| b.is_ascii_digit())
+            || !req.header("webhook-signature").starts_with("v1,")
+        {
+            return Err(Refusal::new(401, "missing or malformed webhook-id, webhook-timestamp or webhook-signature"));
+        }
+        Ok((k, (StatusCode::OK, "ok").into_response()))
+    }
+
+    /// Discord's execute-webhook, `POST /api/webhooks/{id}/{token}`: its documented message and
+    /// embed limits; with `?wait=true` (driftwatch always asks) the message it created.
+    fn discord(req: &Incoming<'_>, endpoints: usize, id: u64) -> Checked {
+        let unknown = || Refusal::new(404, "Unknown Webhook");
+        let (webhook, token) =
+            req.path.strip_prefix("/api/webhooks/").and_then(|r| r.split_once('/')).ok_or_else(unknown)?;
+        let k = webhook.parse::<u64>().ok().and_then(|w| index(w, endpoints)).ok_or_else(unknown)?;
+        if token != "bench" {
+            return Err(Refusal::new(401, "Invalid Webhook Token"));
+        }
+        post(req)?;
+        let fields = json_object(req)?;
+        let content = text(&fields, "content")?;
+        if let Some(content) = content
+            && chars(content) > 2000
+        {
+            return Err(Refusal::bad(format!("content: {} characters, at most 2000", chars(content))));
+        }
+        let embeds = match fields.get("embeds") {
+            None | Some(Value::Null) => &[][..],
+            Some(Value::Array(embeds)) => embeds.as_slice(),
+            Some(other) => return Err(Refusal::bad(format!("embeds: {other} is not an array"))),
+        };
+        if embeds.len() > 10 {
+            return Err(Refusal::bad(format!("embeds: {}, at most 10", embeds.len())));
+        }
+        if content.is_none_or(str::is_empty) && embeds.is_empty() {
+            return Err(Refusal::bad("Cannot send an empty message"));
+        }
+        if let Some(username) = text(&fields, "username")?
+            && !(1..=80).contains(&chars(username))
+        {
+            return Err(Refusal::bad(format!("username: {} characters, 1 to 80", chars(username))));
+        }
+        let mut total = 0;
+        for (i, embed) in embeds.iter().enumerate() {
+            total += discord_embed(i, embed)?;
+        }
+        if total > 6000 {
+            return Err(Refusal::bad(format!("embeds: {total} characters in all, at most 6000")));
+        }
+        if !req.query.split('&').any(|p| p == "wait=true") {
+            return Ok((k, StatusCode::NO_CONTENT.into_response()));
+        }
+        let message = json!({
+            "id": (1_300_000_000_000_000_000 + id).to_string(),
+            "type": 0,
+            "channel_id": "1200000000000000001",
+            "webhook_id": webhook,
+            "author": {"id": webhook, "username": text(&fields, "username")?.unwrap_or("driftwatch"), "bot": true},
+            "content": content.unwrap_or(""),
+            "embeds": embeds,
+            "attachments": [],
+            "mentions": [],
+            "pinned": false,
+            "tts": false,
+            "timestamp": chrono::Utc::now().to_rfc3339(),
+        });
+        Ok((k, answer(200, &message)))
+    }
+
+    /// One embed's limits; returns the characters it counts towards the message's 6,000.
+    fn discord_embed(i: usize, embed: &Value) -> Result<usize, Refusal> {
+        let Value::Object(embed) = embed else {
+            return Err(Refusal::bad(format!("embeds[{i}]: not an object")));
+        };
+        let mut total = 0;
+        let mut limited = |fields: &Map<String, Value>, key: &str, max: usize, required: bool| -> Result<(), Refusal> {
+            match text(fields, key)? {
+                None | Some("") if required => Err(Refusal::bad(format!("embeds[{i}]: {key} is required"))),
+                None => Ok(()),
+                Some(s) if chars(s) > max => {
+                    Err(Refusal::bad(format!("embeds[{i}].{key}: {} characters, at most {max}", chars(s))))
+                }
+                Some(s) => {
+                    total += chars(s);
+                    Ok(())
+                }
+            }
+        };
+        limited(embed, "title", 256, false)?;
+        limited(embed, "description", 4096, false)?;
+        let object = |key: &str| match embed.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Object(o)) => Ok(Some(o)),
+            Some(_) => Err(Refusal::bad(format!("embeds[{i}].{key}: not an object"))),
+        };
+        if let Some(footer) = object("footer")? {
+            limited(footer, "text", 2048, true)?;
+        }
+        if let Some(author) = object("author")? {
+            limited(author, "name", 256, true)?;
+        }
+        let fields = match embed.get("fields") {
+            None | Some(Value::Null) => &[][..],
+            Some(Value::Array(fields)) => fields.as_slice(),
+            Some(_) => return Err(Refusal::bad(format!("embeds[{i}].fields: not an array"))),
+        };
+        if fields.len() > 25 {
+            return Err(Refusal::bad(format!("embeds[{i}].fields: {}, at most 25", fields.len())));
+        }
+        for field in fields {
+            let Value::Object(field) = field else {
+                return Err(Refusal::bad(format!("embeds[{i}].fields: not an object")));
+            };
+            limited(field, "name", 256, true)?;
+            limited(field, "value", 1024, true)?;
+        }
+        if let Some(url) = text(embed, "url")?
+            && !http_url(url)
+        {
+            return Err(Refusal::bad(format!("embeds[{i}].url: {url:?} is not an http(s) URL")));
+        }
+        if let Some(stamp) = text(embed, "timestamp")?
+            && chrono::DateTime::parse_from_rfc3339(stamp).is_err()
+        {
+            return Err(Refusal::bad(format!("embeds[{i}].timestamp: {stamp:?} is not ISO 8601")));
+        }
+        match embed.get("color") {
+            None | Some(Value::Null) => {}
+            Some(Value::Number(n)) if n.as_u64().is_some_and(|c| c <= 0xFF_FFFF) => {}
+            Some(other) => return Err(Refusal::bad(format!("embeds[{i}].color: {other} is not 0 to 16777215"))),
+        }
+        Ok(total)
+    }
+
+    /// Telegram's `POST /bot{token}/sendMessage`: the bench's bot token, a chat id of the
+    /// bench's, and at most 4,096 characters once the HTML is parsed.
+    fn telegram(req: &Incoming<'_>, endpoints: usize, id: u64) -> Checked {
+        let (token, method) = req
+            .path
+            .strip_prefix("/bot")
+            .and_then(|r| r.split_once('/'))
+            .ok_or_else(|| Refusal::new(404, "Not Found"))?;
+        if token != super::TELEGRAM_TOKEN {
+            return Err(Refusal::new(401, "Unauthorized"));
+        }
+        if method != "sendMessage" {
+            return Err(Refusal::new(404, "Not Found"));
+        }
+        post(req)?;
+        let fields = json_object(req)?;
+        let chat = fields.get("chat_id").and_then(Value::as_u64);
+        let k = chat.and_then(|c| index(c, endpoints)).ok_or_else(|| Refusal::bad("Bad Request: chat not found"))?;
+        let message = text(&fields, "text")?.unwrap_or("");
+        let visible = match text(&fields, "parse_mode")? {
+            None | Some("") => message.to_owned(),
+            Some("HTML") => telegram_visible(message)
+                .map_err(|e| Refusal::bad(format!("Bad Request: can't parse entities: {e}")))?,
+            Some(other) => return Err(Refusal::bad(format!("Bad Request: unsupported parse_mode {other:?}"))),
+        };
+        if visible.trim().is_empty() {
+            return Err(Refusal::bad("Bad Request: message text is empty"));
+        }
+        if chars(&visible) > 4096 {
+            return Err(Refusal::bad("Bad Request: message is too long"));
+        }
+        match fields.get("link_preview_options") {
+            None | Some(Value::Null | Value::Object(_)) => {}
+            Some(other) => return Err(Refusal::bad(format!("link_preview_options: {other} is not an object"))),
+        }
+        let result = json!({
+            "message_id": id,
+            "from": {"id": 1, "is_bot": true, "first_name": "bench", "username": "bench_bot"},
+            "chat": {"id": chat, "first_name": "bench", "type": "private"},
+            "date": unix_now(),
+            "text": visible,
+            "link_preview_options": {"is_disabled": true},
+        });
+        Ok((k, answer(200, &json!({"ok": true, "result": result}))))
+    }
+
+    /// The text of Telegram HTML as a reader sees it: only the tags Telegram supports, nested
+    /// properly, and `&` only in the entities it knows.
+    fn telegram_visible(html: &str) -> Result<String, String> {
+        const TAGS: [&str; 16] = [
+            "b",
+            "strong",
+            "i",
+            "em",
+            "u",
+            "ins",
+            "s",
+            "strike",
+            "del",
+            "span",
+            "tg-spoiler",
+            "a",
+            "code",
+            "pre",
+            "blockquote",
+            "tg-emoji",
+        ];
+        let mut visible = String::with_capacity(html.len());
+        let mut open: Vec<&str> = Vec::new();
+        let mut rest = html;
+        while let Some(c) = rest.chars().next() {
+            match c {
+                '<' => {
+                    let end = rest.find('>').ok_or("a tag is not closed")?;
+                    let tag = &rest[1..end];
+                    let (closing, tag) = tag.strip_prefix('/').map_or((false, tag), |t| (true, t));
+                    let name = tag.split_whitespace().next().unwrap_or("");
+                    if !TAGS.contains(&name) {
+                        return Err(format!("unsupported tag \"{name}\""));
+                    }
+                    if closing {
+                        if open.pop() != Some(name) {
+                            return Err(format!("unexpected end tag \"{name}\""));
+                        }
+                    } else {
+                        open.push(name);
+                    }
+                    rest = &rest[end + 1..];
+                }
+                '&' => {
+                    let end = rest.find(';').filter(|e| *e <= 10).ok_or("an & is not an entity")?;
+                    let decoded = match &rest[1..end] {
+                        "lt" => '<',
+                        "gt" => '>',
+                        "amp" => '&',
+                        "quot" => '"',
+                        numeric => numeric
+                            .strip_prefix('#')
+                            .and_then(|n| match n.strip_prefix(['x', 'X']) {
+                                Some(hex) => u32::from_str_radix(hex, 16).ok(),
+                                None => n.parse().ok(),
+                            })
+                            .and_then(char::from_u32)
+                            .ok_or_else(|| format!("unknown entity &{numeric};"))?,
+                    };
+                    visible.push(decoded);
+                    rest = &rest[end + 1..];
+                }
+                c => {
+                    visible.push(c);
+                    rest = &rest[c.len_utf8()..];
+                }
+            }
+        }
+        match open.last() {
+            Some(name) => Err(format!("tag \"{name}\" is not closed")),
+            None => Ok(visible),
+        }
+    }
+
+    /// ntfy's JSON publish, `POST /` with the topic in the body: a topic of the bench's
+    /// (`bench-{k+1}`), at most 4,096 bytes of message, its field types.
+    fn ntfy(req: &Incoming<'_>, endpoints: usize, id: u64) -> Checked {
+        if req.path != "/" {
+            return Err(Refusal::new(404, "page not found"));
+        }
+        if *req.method != Method::POST && *req.method != Method::PUT {
+            return Err(Refusal::new(405, format!("{} is not allowed", req.method)));
+        }
+        let fields = json_object(req)?;
+        let topic = text(&fields, "topic")?.unwrap_or("");
+        if !(1..=64).contains(&topic.len())
+            || !topic.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            return Err(Refusal::bad(format!("invalid topic {topic:?}")));
+        }
+        let k = topic
+            .strip_prefix("bench-")
+            .and_then(|n| n.parse::<u64>().ok())
+            .and_then(|n| index(n, endpoints))
+            .ok_or_else(|| Refusal::bad(format!("topic {topic:?} is none of the bench's")))?;
+        let message = text(&fields, "message")?.unwrap_or("");
+        if message.len() > 4096 {
+            return Err(Refusal::bad(format!("message: {} bytes, at most 4096", message.len())));
+        }
+        let title = text(&fields, "title")?;
+        match fields.get("tags") {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(tags)) if tags.iter().all(Value::is_string) => {}
+            Some(other) => return Err(Refusal::bad(format!("tags: {other} is not an array of strings"))),
+        }
+        match fields.get("priority") {
+            None | Some(Value::Null) => {}
+            Some(Value::Number(n)) if n.as_i64().is_some_and(|p| (1..=5).contains(&p)) => {}
+            Some(other) => return Err(Refusal::bad(format!("priority: {other} is not 1 to 5"))),
+        }
+        for key in ["click", "icon", "attach"] {
+            if let Some(url) = text(&fields, key)?
+                && !http_url(url)
+                && !(key == "click" && url.starts_with("mailto:"))
+            {
+                return Err(Refusal::bad(format!("{key}: {url:?} is not a URL")));
+            }
+        }
+        let now = unix_now();
+        let mut published = json!({
+            "id": format!("bench{id:010}"),
+            "time": now,
+            "expires": now + 43_200,
+            "event": "message",
+            "topic": topic,
+            "message": if message.is_empty() { "triggered" } else { message },
+        });
+        if let Some(title) = title {
+            published["title"] = json!(title);
+        }
+        Ok((k, answer(200, &published)))
+    }
+}
+
+/// An endpoint of `kind` at the receiver `base`, the `k`-th of the account's: each kind's URL,
+/// settings and (plaintext) secrets, as an operator would enter them for that provider.
+fn endpoint(kind: EndpointKind, account_id: &str, base: &str, k: usize, max_in_flight: Option<usize>) -> Endpoint {
+    let (url, settings, secrets) = match kind {
+        EndpointKind::Discord => (format!("{base}/api/webhooks/{}/bench", k + 1), "{}".to_owned(), None),
+        EndpointKind::Telegram => (
+            base.to_owned(),
+            serde_json::json!({"chat_id": k + 1}).to_string(),
+            Some(serde_json::json!({"bot_token": TELEGRAM_TOKEN}).to_string()),
+        ),
+        EndpointKind::Ntfy => {
+            (base.to_owned(), serde_json::json!({"topic": format!("bench-{}", k + 1)}).to_string(), None)
+        }
+        _ => (format!("{base}/hook/{k}"), "{}".to_owned(), None),
+    };
     Endpoint {
+        kind: kind.as_str().to_owned(),
         description: "bench".into(),
         max_in_flight: max_in_flight.map(|n| n as i32),
-        ..Endpoint::webhook(account_id, url, SystemClock.now().naive_utc())
+        settings,
+        secrets,
+        ..Endpoint::webhook(account_id, &url, SystemClock.now().naive_utc())
+    }
+}
+
+/// Event `n`'s payload: a real `change.detected` about the watch `bench#n`.
+fn change_payload(n: usize, event_id: &str) -> String {
+    let change = driftwatch_diff::diff_texts(
+        "Espresso machine\nPrice: 129.00 EUR\nIn stock\n",
+        &format!("Espresso machine\nPrice: {n}.00 EUR\nIn stock\n"),
+        "snp_a",
+        "snp_b",
+    );
+    driftwatch_alert::change_payload(
+        event_id,
+        driftwatch_alert::WatchRef {
+            id: "wat_bench",
+            name: &format!("bench#{n}"),
+            url: "https://shop.example/espresso",
+        },
+        &change,
+        driftwatch_alert::SnapshotPair { previous: "snp_a", current: "snp_b" },
+        chrono::Utc::now(),
+    )
+}
+
+/// Event `n` of the account: a `change.detected` with its payload.
+fn bench_event(n: usize, account_id: &str, now: chrono::NaiveDateTime) -> Event {
+    let id = new_id(IdKind::Event);
+    Event {
+        payload: change_payload(n, &id),
+        id,
+        account_id: account_id.to_owned(),
+        watch_id: None,
+        endpoint_id: None,
+        event_type: EventType::ChangeDetected.as_str().into(),
+        previous_snapshot_id: None,
+        snapshot_id: None,
+        added: 1,
+        removed: 1,
+        created_at: now,
     }
 }
 
@@ -207,57 +841,71 @@ fn enqueue_batch(
 ) -> driftwatch_store::StoreResult<()> {
     c.transaction(|c| {
         let now = SystemClock.now().naive_utc();
-        let mut batch = Vec::with_capacity(events.len());
-        for n in events {
-            let event = Event {
-                id: new_id(IdKind::Event),
-                account_id: account_id.to_owned(),
-                watch_id: None,
-                endpoint_id: None,
-                event_type: EventType::EndpointTest.as_str().into(),
-                previous_snapshot_id: None,
-                snapshot_id: None,
-                added: 0,
-                removed: 0,
-                payload: format!("{{\"n\":{n}}}"),
-                created_at: now,
-            };
-            batch.push(NewEvent { event });
-        }
+        let batch: Vec<_> = events.map(|n| NewEvent { event: bench_event(n, account_id, now) }).collect();
         let events: Vec<_> = batch.iter().map(|new| (new, 5, now)).collect();
         outbox::enqueue_many(c, render, &events)?;
         Ok(())
     })
 }
 
-/// The raw rate: the same client, signing included, straight at a receiver.
-async fn raw(count: usize, concurrency: usize) -> anyhow::Result<(f64, f64)> {
-    let raw = receiver(count, 1).await?;
+/// The body the channels renderer makes of `event` for `to` (what the outbox stores).
+fn render(channels: &driftwatch_channels::Channels, to: &Endpoint, event: &Event) -> Result<Vec<u8>, String> {
+    let recipient = Recipient {
+        id: &to.id,
+        kind: &to.kind,
+        settings: &to.settings,
+        title_template: to.title_template.as_deref(),
+        body_template: to.body_template.as_deref(),
+    };
+    channels.body(&recipient, event, WatchFacts::default())
+}
+
+/// The raw rate: the same client and the same kind's request (rendered, signed for webhooks),
+/// straight at a receiver. Returns the rate, the CPU per request and the mean body size.
+async fn raw(kind: EndpointKind, count: usize, concurrency: usize) -> anyhow::Result<(f64, f64, usize)> {
+    let raw = receiver(kind, count, 1).await?;
     let sender = crate::sender()?;
-    let target = endpoint("acc_bench", &format!("{}/0", raw.url), Some(concurrency));
+    let channels = driftwatch_channels::Channels::new(None);
+    let target = endpoint(kind, "acc_bench", &raw.url, 0, Some(concurrency));
+    let bytes = AtomicUsize::new(0);
     let started = Instant::now();
     let cpu = cpu_seconds();
     let ok = futures_util::stream::iter(0..count)
         .map(|n| {
-            let (sender, target) = (&sender, &target);
+            let (sender, target, channels, bytes) = (&sender, &target, &channels, &bytes);
             async move {
-                let body = format!("{{\"n\":{n}}}");
+                let event = bench_event(n, "acc_bench", SystemClock.now().naive_utc());
+                let body = render(channels, target, &event)?;
+                bytes.fetch_add(body.len(), Ordering::Relaxed);
                 let id = new_id(IdKind::Delivery);
-                sender.send(target, &id, "bench", 1, body.as_bytes(), SystemClock.now().timestamp()).await
+                Ok::<_, String>(
+                    sender.send(target, &id, "change.detected", 1, &body, SystemClock.now().timestamp()).await,
+                )
             }
         })
         .buffer_unordered(concurrency)
-        .filter(|r| std::future::ready(matches!(r.outcome, driftwatch_delivery::Outcome::Status(200))))
+        .filter(|r| {
+            std::future::ready(
+                matches!(r, Ok(sent) if matches!(sent.outcome, driftwatch_delivery::Outcome::Status(200..=299))),
+            )
+        })
         .count()
         .await;
     let elapsed = started.elapsed();
     let cpu = cpu_seconds() - cpu;
+    raw.shared.ensure_none_refused()?;
     anyhow::ensure!(ok == count, "the raw run got {ok} of {count} 2xx answers");
-    Ok((count as f64 / elapsed.as_secs_f64(), cpu * 1e6 / count as f64))
+    Ok((count as f64 / elapsed.as_secs_f64(), cpu * 1e6 / count as f64, bytes.into_inner() / count.max(1)))
 }
 
 /// Runs the benchmark.
 pub async fn delivery(bench: &DeliveryBench) -> anyhow::Result<Report> {
+    let kind = bench.kind;
+    anyhow::ensure!(
+        KINDS.contains(&kind),
+        "the bench has no stand-in for {kind}: use one of {}",
+        KINDS.map(EndpointKind::as_str).join(", ")
+    );
     let concurrency = bench.concurrency.max(1);
     let fan_out = bench.endpoints.max(1);
     let unlimited = bench.unlimited;
@@ -271,23 +919,25 @@ pub async fn delivery(bench: &DeliveryBench) -> anyhow::Result<Report> {
         None => bench.count.max(1).div_ceil(fan_out),
     };
     let count = events * fan_out;
-    let (raw_per_second, raw_cpu_us) = raw(count.min(200_000), concurrency).await?;
+    let (raw_per_second, raw_cpu_us, body_bytes) = raw(kind, count.min(200_000), concurrency).await?;
 
     let dir = tempfile::tempdir()?;
     let url = match &bench.database_url {
         Some(url) => url.clone(),
         None => format!("sqlite://{}", dir.path().join("bench.db").display()),
     };
-    let store = Store::open(&url, &PoolOptions { max_size: 8, ..PoolOptions::default() })?;
+    // Bodies rendered at enqueue by the channels renderer, as the binary wires it.
+    let store = Store::open(&url, &PoolOptions { max_size: 8, ..PoolOptions::default() })?
+        .with_render(Arc::new(driftwatch_channels::Channels::new(None)));
     store.migrate().await?;
-    let durable = receiver(count, fan_out).await?;
-    let hook = durable.url.clone();
+    let durable = receiver(kind, count, fan_out).await?;
+    let base = durable.url.clone();
     let account_id = store
         .write(move |c| {
             let account = accounts::create_account(c, &new_id(IdKind::Account), SystemClock.now().naive_utc())?;
             for k in 0..fan_out {
                 let max_in_flight = (!unlimited).then_some(concurrency);
-                endpoints::insert_endpoint(c, &endpoint(&account.id, &format!("{hook}/{k}"), max_in_flight))?;
+                endpoints::insert_endpoint(c, &endpoint(kind, &account.id, &base, k, max_in_flight))?;
             }
             Ok(account.id)
         })
@@ -331,19 +981,40 @@ pub async fn delivery(bench: &DeliveryBench) -> anyhow::Result<Report> {
     } else {
         (started, cpu, database_cpu)
     };
-    let mut seen = durable.count.clone();
+    let mut seen = durable.shared.accepted.subscribe();
     let mut peak = rss_mib.map_or(0.0, |(p, _)| p);
     let wait = async {
+        // Progress: the last count accepted and when it moved.
+        let mut progress = (0, Instant::now());
         loop {
             tokio::select! {
                 changed = seen.wait_for(|n| *n >= count) => { changed?; return anyhow::Ok(()); }
-                () = tokio::time::sleep(Duration::from_millis(250)) => peak = peak.max(rss_mib_now()),
+                () = tokio::time::sleep(Duration::from_millis(250)) => {
+                    peak = peak.max(rss_mib_now());
+                    durable.shared.ensure_none_refused()?;
+                    let accepted = durable.shared.accepted();
+                    if accepted != progress.0 {
+                        progress = (accepted, Instant::now());
+                    } else if progress.1.elapsed() > Duration::from_secs(15) {
+                        // Stalled: a body the renderer refused is dead-lettered at enqueue and
+                        // never sent; say so rather than wait out the hour.
+                        let account = account_id.clone();
+                        let statuses = store.read(move |c| deliveries::count_by_status(c, &account)).await?;
+                        let dead = statuses.iter().find(|(s, _)| s == "dead").map_or(0, |(_, n)| *n);
+                        anyhow::ensure!(
+                            dead == 0,
+                            "{dead} deliveries were dead-lettered ({accepted} of {count} accepted): {statuses:?}"
+                        );
+                        progress.1 = Instant::now();
+                    }
+                }
             }
         }
     };
-    tokio::time::timeout(Duration::from_secs(3600), wait)
+    let waited = tokio::time::timeout(Duration::from_secs(3600), wait)
         .await
-        .context("the durable run did not finish in an hour")??;
+        .context("the durable run did not finish in an hour")
+        .and_then(|done| done);
     let durable_elapsed = drain_started.elapsed();
     let cpu = cpu_seconds() - if shape == Shape::Backlog { cpu } else { drain_cpu };
     let database_cpu = postgres_cpu_seconds() - if shape == Shape::Backlog { database_cpu } else { drain_database_cpu };
@@ -354,10 +1025,12 @@ pub async fn delivery(bench: &DeliveryBench) -> anyhow::Result<Report> {
     if let Some(running) = running {
         let _ = running.await;
     }
+    waited?;
+    durable.shared.ensure_none_refused()?;
 
     let latency = (shape != Shape::Backlog).then(|| {
         let enqueued = enqueued.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
-        let received = durable.received.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        let received = durable.shared.received.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
         let mut latencies: Vec<Duration> = received
             .iter()
             .enumerate()
@@ -378,6 +1051,7 @@ pub async fn delivery(bench: &DeliveryBench) -> anyhow::Result<Report> {
         count,
         endpoints: fan_out,
         unlimited,
+        kind,
         raw_per_second,
         enqueue_per_second: count as f64 / enqueue_elapsed.as_secs_f64(),
         durable_per_second,
@@ -387,6 +1061,8 @@ pub async fn delivery(bench: &DeliveryBench) -> anyhow::Result<Report> {
         database_cpu_us: (store.backend() == Backend::Postgres).then(|| database_cpu * 1e6 / count as f64),
         rss_mib,
         claim_plan,
+        accepted: durable.shared.accepted(),
+        body_bytes,
     })
 }
 
@@ -464,4 +1140,83 @@ async fn offer(
 /// the page cache's, shared and reclaimable.
 fn rss_mib_now() -> f64 {
     crate::status_mib("RssAnon")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::{HeaderMap, HeaderName, Method};
+    use serde_json::{Value, json};
+
+    fn ask(kind: EndpointKind, method: &Method, url: &str, headers: &HeaderMap, body: &[u8]) -> Result<usize, String> {
+        let url = reqwest::Url::parse(url).expect("url");
+        let req = standin::Incoming { method, path: url.path(), query: url.query().unwrap_or(""), headers, body };
+        standin::check(kind, &req, 3, 1).map(|(k, _)| k).map_err(|r| format!("{} {}", r.status, r.reason))
+    }
+
+    /// The stand-in's verdict on the request the sender makes of event `n` for endpoint `k`
+    /// of 3: the body rendered by the channels renderer, the request by `outgoing::request`.
+    fn sent(kind: EndpointKind, n: usize, k: usize) -> Result<usize, String> {
+        let to = endpoint(kind, "acc_test", "http://127.0.0.1:9", k, None);
+        let event = bench_event(n, "acc_test", chrono::Utc::now().naive_utc());
+        let body = render(&driftwatch_channels::Channels::new(None), &to, &event).expect("renders");
+        assert_eq!(event_number(&body), Some(n), "{kind}: {}", String::from_utf8_lossy(&body));
+        let settings = driftwatch_channels::Settings::parse(&to.settings);
+        let secrets = driftwatch_channels::Secrets::parse(to.secrets.as_deref().unwrap_or(""));
+        let out = driftwatch_channels::outgoing::request(kind, &to.url, &settings, &secrets, "dlv_test", &body)
+            .expect("request");
+        let mut headers = HeaderMap::new();
+        headers.insert("content-type", out.content_type.parse().expect("header"));
+        if out.signed {
+            headers.insert("webhook-id", "dlv_test".parse().expect("header"));
+            headers.insert("webhook-timestamp", "1700000000".parse().expect("header"));
+            headers.insert("webhook-signature", "v1,c2lnbmF0dXJl".parse().expect("header"));
+        }
+        for (name, value) in &out.headers {
+            headers.insert(HeaderName::from_bytes(name.as_bytes()).expect("name"), value.parse().expect("value"));
+        }
+        let method = Method::from_bytes(out.method.as_bytes()).expect("method");
+        ask(kind, &method, &out.url, &headers, &out.body)
+    }
+
+    #[test]
+    fn each_kinds_rendered_request_is_accepted_for_its_endpoint() {
+        for kind in KINDS {
+            for k in 0..3 {
+                assert_eq!(sent(kind, 1234, k), Ok(k), "{kind} endpoint {k}");
+            }
+            assert!(sent(kind, 1, 3).is_err(), "{kind}: an endpoint that is not the bench's");
+        }
+    }
+
+    #[test]
+    fn provider_rules_bite() {
+        let json_headers = || {
+            let mut headers = HeaderMap::new();
+            headers.insert("content-type", "application/json".parse().expect("header"));
+            headers
+        };
+        let post = |kind, url: &str, body: Value| {
+            ask(kind, &Method::POST, url, &json_headers(), body.to_string().as_bytes()).expect_err("refused")
+        };
+        let discord = "http://h/api/webhooks/1/bench?wait=true";
+        assert!(post(EndpointKind::Discord, discord, json!({"embeds": [{"title": "t".repeat(257)}]})).contains("257"));
+        assert!(post(EndpointKind::Discord, discord, json!({"content": ""})).contains("empty"));
+        let total = json!({"embeds": [{"description": "d".repeat(4000)}, {"description": "d".repeat(4000)}]});
+        assert!(post(EndpointKind::Discord, discord, total).contains("8000"));
+        assert!(
+            post(EndpointKind::Discord, "http://h/api/webhooks/1/other", json!({"content": "x"})).starts_with("401")
+        );
+        let telegram = "http://h/bot1:bench/sendMessage";
+        let html = |text: &str| json!({"chat_id": 1, "text": text, "parse_mode": "HTML"});
+        assert!(post(EndpointKind::Telegram, telegram, html("<div>x</div>")).contains("unsupported tag"));
+        assert!(post(EndpointKind::Telegram, telegram, html("a & b")).contains("entity"));
+        assert!(post(EndpointKind::Telegram, telegram, html("<b>x")).contains("not closed"));
+        assert!(post(EndpointKind::Telegram, telegram, html(&"é".repeat(4097))).contains("too long"));
+        assert!(post(EndpointKind::Telegram, "http://h/bot2:other/sendMessage", html("x")).starts_with("401"));
+        assert!(post(EndpointKind::Ntfy, "http://h/", json!({"topic": "bench 1"})).contains("invalid topic"));
+        assert!(post(EndpointKind::Ntfy, "http://h/", json!({"topic": "bench-1", "priority": 6})).contains("priority"));
+        let text = ask(EndpointKind::Discord, &Method::POST, discord, &HeaderMap::new(), b"{\"content\":\"x\"}");
+        assert!(text.expect_err("no content type").starts_with("415"));
+    }
 }

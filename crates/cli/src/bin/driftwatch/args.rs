@@ -218,6 +218,11 @@ pub(crate) enum BenchCommand {
         /// How long the open loop offers events.
         #[arg(long, default_value_t = 10.0, requires = "open_loop")]
         seconds: f64,
+        /// The endpoints' kind: each body rendered by the channels renderer for it and sent to a
+        /// local stand-in for the provider's API that checks each request and fails the run if
+        /// it refuses any.
+        #[arg(long, default_value = "webhook", value_parser = ["webhook", "discord", "telegram", "ntfy"])]
+        kind: String,
     },
 }
 

@@ -103,6 +103,7 @@ pub(crate) async fn bench(command: BenchCommand) -> anyhow::Result<()> {
             backlog,
             open_loop,
             seconds,
+            kind,
         } => {
             let bench = driftwatch_bench::DeliveryBench {
                 count,
@@ -115,6 +116,7 @@ pub(crate) async fn bench(command: BenchCommand) -> anyhow::Result<()> {
                 backlog,
                 open_loop,
                 seconds,
+                kind: kind.parse()?,
             };
             println!("{}", driftwatch_bench::delivery(&bench).await?);
         }
