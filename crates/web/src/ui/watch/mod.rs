@@ -15,16 +15,17 @@ use driftwatch_store::watches;
 use driftwatch_store::{Event, Page, Run, Snapshot, Watch, events, runs, users};
 use serde::Deserialize;
 
-use axum::response::{IntoResponse, Redirect};
-
-use super::diff::{Block, blocks};
-use super::error::UiError;
-use super::flash;
-use super::layout::{Layout, html};
-use super::present::{DeliveryRow, When, badge, delivery_row, percent, tags_of};
-use super::session::Post;
-use super::session::Viewer;
 use crate::AppState;
+use crate::ui::diff::{Block, blocks};
+use crate::ui::error::UiError;
+use crate::ui::flash;
+use crate::ui::layout::{Layout, html};
+use crate::ui::present::{DeliveryRow, When, badge, delivery_row, percent, tags_of};
+use crate::ui::session::Viewer;
+
+mod actions;
+
+pub use actions::{apply, check, confirm_delete, delete, export, mute, pause, resume, unmute};
 
 /// Snapshots listed in the timeline.
 const TIMELINE: i64 = 50;
@@ -402,185 +403,4 @@ fn page(
             .collect(),
         watch,
     }
-}
-
-/// `POST /watches/{id}/check`: checks now and shows the watch with the result.
-pub async fn check(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-    post: Post<Vec<(String, String)>>,
-) -> Result<Response, UiError> {
-    let message = match state.runner.check_now(post.viewer.account_id(), &id).await {
-        Ok(Some(run)) => run_message(&run),
-        Ok(None) => return Err(UiError::NotFound("watch")),
-        Err(driftwatch_schedule::CheckError::Busy) => {
-            "A check of this watch is still running; its result will show here.".into()
-        }
-        Err(driftwatch_schedule::CheckError::Store(e)) => return Err(e.into()),
-    };
-    flash::set(&state, &post.viewer, message).await?;
-    Ok(Redirect::to(&format!("/watches/{id}")).into_response())
-}
-
-/// What a finished check says to people.
-fn run_message(run: &Run) -> String {
-    let detail = run.error.as_deref().or(run.note.as_deref()).map(|d| format!(": {d}")).unwrap_or_default();
-    format!("Checked: {}{detail}.", run.outcome.replace('_', " "))
-}
-
-/// Applies `changes` to the viewer's watch `id` (404 when there is none) and wakes the runner.
-pub async fn apply(
-    state: &AppState,
-    viewer: &Viewer,
-    id: &str,
-    changes: driftwatch_store::watches::WatchChanges,
-) -> Result<Watch, UiError> {
-    let (account, target) = (viewer.account_id().to_owned(), id.to_owned());
-    let watch = state
-        .store
-        .write(move |c| watches::update_watch(c, &account, &target, &changes))
-        .await?
-        .ok_or(UiError::NotFound("watch"))?;
-    state.runner.wake();
-    Ok(watch)
-}
-
-/// `POST /watches/{id}/pause` and `/resume`.
-async fn set_state(
-    state: AppState,
-    id: String,
-    post: Post<Vec<(String, String)>>,
-    to: driftwatch_core::WatchState,
-) -> Result<Response, UiError> {
-    let changes = driftwatch_validate::state_change(to, state.clock.now());
-    apply(&state, &post.viewer, &id, changes).await?;
-    let message = if to == driftwatch_core::WatchState::Paused {
-        "Paused: no checks until you resume it."
-    } else {
-        "Resumed: it is checked now, then on its schedule."
-    };
-    flash::set(&state, &post.viewer, message).await?;
-    Ok(Redirect::to(&format!("/watches/{id}")).into_response())
-}
-
-/// `POST /watches/{id}/mute` and `/unmute`: checked and recorded either way; muted, nothing
-/// is delivered.
-async fn set_muted(
-    state: AppState,
-    id: String,
-    post: Post<Vec<(String, String)>>,
-    muted: bool,
-) -> Result<Response, UiError> {
-    let changes = driftwatch_store::watches::WatchChanges {
-        muted: Some(muted),
-        updated_at: Some(state.clock.now().naive_utc()),
-        ..Default::default()
-    };
-    apply(&state, &post.viewer, &id, changes).await?;
-    let message = if muted {
-        "Muted: it is still checked and its changes recorded, but nothing is delivered."
-    } else {
-        "Unmuted: its changes are delivered again."
-    };
-    flash::set(&state, &post.viewer, message).await?;
-    Ok(Redirect::to(&format!("/watches/{id}")).into_response())
-}
-
-/// `POST /watches/{id}/mute`.
-pub async fn mute(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-    post: Post<Vec<(String, String)>>,
-) -> Result<Response, UiError> {
-    set_muted(state, id, post, true).await
-}
-
-/// `POST /watches/{id}/unmute`.
-pub async fn unmute(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-    post: Post<Vec<(String, String)>>,
-) -> Result<Response, UiError> {
-    set_muted(state, id, post, false).await
-}
-
-/// `POST /watches/{id}/pause`.
-pub async fn pause(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-    post: Post<Vec<(String, String)>>,
-) -> Result<Response, UiError> {
-    set_state(state, id, post, driftwatch_core::WatchState::Paused).await
-}
-
-/// `POST /watches/{id}/resume`.
-pub async fn resume(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-    post: Post<Vec<(String, String)>>,
-) -> Result<Response, UiError> {
-    set_state(state, id, post, driftwatch_core::WatchState::Active).await
-}
-
-#[derive(Template)]
-#[template(path = "watch_delete.html")]
-struct DeletePage {
-    layout: Layout,
-    watch: Watch,
-    snapshots: usize,
-}
-
-/// `GET /watches/{id}/delete`: asks first (the way without JavaScript).
-pub async fn confirm_delete(
-    State(state): State<AppState>,
-    viewer: Viewer,
-    Path(id): Path<String>,
-) -> Result<Response, UiError> {
-    let watch = find(&state, &viewer, &id).await?;
-    let (account, watch_id) = (viewer.account_id().to_owned(), watch.id.clone());
-    let snapshots = state
-        .store
-        .read(move |c| snapshots::list_snapshots(c, &account, &watch_id, &Page { after: None, limit: 1000 }))
-        .await?
-        .len();
-    Ok(html(&DeletePage {
-        layout: Layout::signed_in(&viewer, "watches", format!("Delete {}", watch.name)),
-        watch,
-        snapshots,
-    }))
-}
-
-/// `POST /watches/{id}/delete`.
-pub async fn delete(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-    post: Post<Vec<(String, String)>>,
-) -> Result<Response, UiError> {
-    let account = post.viewer.account_id().to_owned();
-    let deleted = state.store.write(move |c| watches::delete_watch(c, &account, &id)).await?;
-    if !deleted {
-        return Err(UiError::NotFound("watch"));
-    }
-    flash::set(&state, &post.viewer, "Watch deleted with its history.").await?;
-    Ok(Redirect::to("/").into_response())
-}
-
-/// `GET /watches/{id}/export`: the watch in the portable form `driftwatch import` reads.
-pub async fn export(
-    State(state): State<AppState>,
-    viewer: Viewer,
-    Path(id): Path<String>,
-) -> Result<Response, UiError> {
-    let watch = find(&state, &viewer, &id).await?;
-    let body = serde_json::to_string_pretty(&[driftwatch_validate::from_watch(&watch)])
-        .map_err(|e| UiError::Server(e.to_string()))?;
-    let disposition = format!("attachment; filename=\"{}.json\"", watch.id);
-    Ok((
-        [
-            (axum::http::header::CONTENT_TYPE, "application/json".to_owned()),
-            (axum::http::header::CONTENT_DISPOSITION, disposition),
-        ],
-        body,
-    )
-        .into_response())
 }

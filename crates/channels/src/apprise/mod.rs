@@ -1,0 +1,228 @@
+//! Apprise notification URLs (what changedetection.io stores) as endpoints: `mailto://`,
+//! `mailtos://`, `discord://` (and Discord's own `https://` webhook URL), `tgram://`, `ntfy://`,
+//! `ntfys://`, `pover://`, `gotify://`, `gotifys://`, `matrix://`, `matrixs://`, `json://`,
+//! `jsons://`. The forms and defaults are Apprise's (its `apprise/plugins/*.py`).
+//!
+//! What cannot be mapped is refused naming the scheme and the part at fault, never a secret
+//! value. Whatever is imported passes [`crate::settings::validate`] as a hand-made endpoint
+//! does.
+//!
+//! The URL is split by hand, as Apprise does, rather than with [`url::Url`]: a Telegram bot
+//! token's colon would read as a port, and a Matrix room's `#` as a fragment. The URLs built
+//! from it go through [`url::Url`].
+
+use driftwatch_core::EndpointKind;
+use serde_json::Value;
+
+mod schemes;
+#[cfg(test)]
+mod tests;
+
+use schemes::{discord, email, gotify, http, matrix, native, ntfy, pushover, telegram};
+
+/// An endpoint as an Apprise URL describes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Imported {
+    /// Its kind.
+    pub kind: EndpointKind,
+    /// Its URL: the webhook, the API server, or `smtp://host:port`.
+    pub url: String,
+    /// Its settings (a JSON object).
+    pub settings: Value,
+    /// Its secrets (a JSON object).
+    pub secrets: Value,
+}
+
+/// Why a URL cannot be imported: names the scheme or the part at fault, never a secret.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ImportError(pub String);
+
+/// A refusal of a `scheme://` URL.
+fn fail<T>(scheme: &str, message: impl std::fmt::Display) -> Result<T, ImportError> {
+    Err(ImportError(format!("`{scheme}://`: {message}")))
+}
+
+/// The endpoint `apprise_url` describes.
+pub fn parse(apprise_url: &str) -> Result<Imported, ImportError> {
+    let parts = split(apprise_url)?;
+    let scheme = parts.scheme.as_str();
+    let imported = match scheme {
+        "mailto" | "mailtos" => email(&parts)?,
+        "discord" => discord(&parts)?,
+        "http" | "https" => native(&parts)?,
+        "tgram" => telegram(&parts)?,
+        "ntfy" | "ntfys" => ntfy(&parts)?,
+        "pover" => pushover(&parts)?,
+        "gotify" | "gotifys" => gotify(&parts)?,
+        "matrix" | "matrixs" => matrix(&parts)?,
+        "json" | "jsons" => http(&parts)?,
+        "slack" => {
+            return Err(ImportError(
+                "`slack://` cannot be imported yet: add it as a slack endpoint with its webhook URL".into(),
+            ));
+        }
+        "msteams" | "workflow" | "workflows" => {
+            return Err(ImportError(format!(
+                "`{scheme}://` cannot be imported yet: add it as a teams endpoint with its webhook URL"
+            )));
+        }
+        "form" | "forms" | "xml" | "xmls" => {
+            return Err(ImportError(format!(
+                "`{scheme}://` cannot be imported: driftwatch's http endpoints send the body of their template; \
+                 add one with a body template in the shape the receiver expects"
+            )));
+        }
+        other => return Err(ImportError(format!("`{other}://` is not a notification driftwatch can map"))),
+    };
+    // What comes out must be what an endpoint accepts; the check names fields, not values.
+    crate::settings::validate(imported.kind, &imported.url, Some(&imported.settings), Some(&imported.secrets))
+        .map_err(|e| ImportError(format!("`{scheme}://`: {e}")))?;
+    Ok(imported)
+}
+
+/// The parts of `scheme://user:password@host:port/path?query`, as Apprise reads them: `#` is
+/// no fragment (Matrix rooms and Slack channels start with it), `+` in a value is no space
+/// (tokens hold it).
+#[derive(Debug)]
+struct Parts {
+    /// Lower case.
+    scheme: String,
+    /// `user:password@host:port` as written.
+    authority: String,
+    /// Decoded.
+    user: String,
+    /// Decoded.
+    password: String,
+    /// Decoded; with its port when that port is not a number (a Telegram token).
+    host: String,
+    port: Option<u16>,
+    /// Decoded segments, empty ones dropped.
+    path: Vec<String>,
+    /// Whether the path as written ends with `/`.
+    trailing_slash: bool,
+    /// Keys as written (`+Header` keeps its case), values decoded and trimmed; a later key
+    /// wins, as in Apprise.
+    query: Vec<(String, String)>,
+}
+
+impl Parts {
+    /// The non-empty value of `key` (case-insensitive; no `+`, `-` or `:` prefix).
+    fn query(&self, key: &str) -> Option<&str> {
+        self.query.iter().rev().find(|(k, v)| k.eq_ignore_ascii_case(key) && !v.is_empty()).map(|(_, v)| v.as_str())
+    }
+
+    /// Path segments and the entries of `?to=`: the targets of most plugins.
+    fn targets(&self) -> Vec<String> {
+        let mut targets = self.path.clone();
+        targets.extend(list(self.query("to")));
+        targets
+    }
+
+    /// `http(s)://host[:port]` followed by `segments`, the host checked.
+    fn http_url<'a>(
+        &self,
+        secure: bool,
+        segments: impl IntoIterator<Item = &'a String>,
+    ) -> Result<url::Url, ImportError> {
+        if self.host.is_empty() {
+            return fail(&self.scheme, "no host");
+        }
+        let mut url = url::Url::parse(if secure { "https://localhost/" } else { "http://localhost/" })
+            .map_err(|_| ImportError(format!("`{}://`: no URL", self.scheme)))?;
+        if url::Host::parse(&self.host).is_err() || url.set_host(Some(&self.host)).is_err() {
+            return fail(&self.scheme, "the host is not a host name or IP address (or its port is not 1 to 65535)");
+        }
+        if url.set_port(self.port).is_err() {
+            return fail(&self.scheme, "the port is not 1 to 65535");
+        }
+        if let Ok(mut path) = url.path_segments_mut() {
+            path.clear().extend(segments);
+        }
+        Ok(url)
+    }
+
+    /// The API server, `http(s)://host[:port][/prefix]`, without a trailing slash.
+    fn base_url<'a>(&self, secure: bool, prefix: impl IntoIterator<Item = &'a String>) -> Result<String, ImportError> {
+        let url = self.http_url(secure, prefix)?;
+        Ok(url.as_str().trim_end_matches('/').to_owned())
+    }
+}
+
+/// Percent-decodes `text`, a `+` staying a `+`.
+fn decode(text: &str) -> String {
+    url::form_urlencoded::parse(format!("x={}", text.replace('+', "%2B")).as_bytes())
+        .next()
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default()
+}
+
+/// Apprise's lists: items between commas, semicolons or spaces.
+fn list(value: Option<&str>) -> Vec<String> {
+    value
+        .unwrap_or_default()
+        .split([',', ';', ' ', '\t'])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn split(raw: &str) -> Result<Parts, ImportError> {
+    let raw = raw.trim();
+    let Some((scheme, rest)) = raw.split_once("://") else {
+        return Err(ImportError("not an Apprise URL: it has no scheme:// (like tgram:// or mailto://)".into()));
+    };
+    let scheme_ok = (1..=32).contains(&scheme.len())
+        && scheme.bytes().all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+        && scheme.as_bytes()[0].is_ascii_alphabetic();
+    if !scheme_ok {
+        // What stands before `://` may be anything, secrets included: do not repeat it.
+        return Err(ImportError("not an Apprise URL: it does not start with a scheme:// (like tgram://)".into()));
+    }
+    let scheme = scheme.to_ascii_lowercase();
+    let (rest, query) = match rest.split_once('?') {
+        Some((before, q)) => (
+            before,
+            q.split(['&', ';'])
+                .filter(|pair| !pair.is_empty())
+                .map(|pair| {
+                    let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+                    (decode(k).trim().to_owned(), decode(v).trim().to_owned())
+                })
+                .collect(),
+        ),
+        None => (rest, Vec::new()),
+    };
+    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let (userinfo, hostport) = authority.rsplit_once('@').unwrap_or(("", authority));
+    let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
+    let (host, port) = match hostport.rsplit_once(':') {
+        // `[::1]` alone has colons but no port.
+        Some((h, p)) if !p.contains(']') && !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => {
+            match p.parse::<u16>() {
+                Ok(port) if port > 0 => (h, Some(port)),
+                _ => (hostport, None),
+            }
+        }
+        Some((h, "")) => (h, None),
+        _ => (hostport, None),
+    };
+    Ok(Parts {
+        scheme,
+        authority: authority.to_owned(),
+        user: decode(user),
+        password: decode(password),
+        host: decode(host),
+        port,
+        path: path.split('/').filter(|s| !s.is_empty()).map(decode).collect(),
+        trailing_slash: path.ends_with('/'),
+        query,
+    })
+}
+
+/// Maps a priority the way Apprise does: the first key the given value starts with.
+fn priority(value: Option<&str>, map: &[(&str, i64)]) -> Option<i64> {
+    let value = value?.to_ascii_lowercase();
+    map.iter().find(|(prefix, _)| value.starts_with(prefix)).map(|(_, p)| *p)
+}
