@@ -144,7 +144,7 @@ pub fn to_watch(
         paused: Some(watch.paused),
         options: Some(watch.options.clone()),
         tags: Some(watch.tags.clone()),
-        muted: None,
+        muted: Some(watch.muted),
     };
     driftwatch_validate::new_watch(input, limits, policy, account_id, now).map_err(|e| e.to_string())
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use driftwatch_core::Clock;
-use driftwatch_delivery::{DeliveryConfig, DeliveryWorker, RetryPolicy, Sender, SenderOptions};
+use driftwatch_delivery::{DeliveryConfig, DeliveryWorker, RetryPolicy, Sender, SenderOptions, SmtpRoots};
 use driftwatch_metrics::Metrics;
 use driftwatch_net::TargetPolicy;
 use driftwatch_schedule::{Runner, RunnerConfig};
@@ -40,12 +40,23 @@ pub(crate) fn delivery_worker(
         jitter: settings.retry_jitter,
         max_retry_after: settings.max_retry_after.into(),
     };
+    let smtp_roots = match &settings.smtp_ca_file {
+        Some(path) => {
+            let pem =
+                std::fs::read(path).with_context(|| format!("DRIFTWATCH_SMTP_CA_FILE: reading {}", path.display()))?;
+            SmtpRoots::from_pem(&pem)
+                .map_err(anyhow::Error::msg)
+                .with_context(|| format!("DRIFTWATCH_SMTP_CA_FILE: {}", path.display()))?
+        }
+        None => SmtpRoots::default(),
+    };
     let sender = Sender::new(SenderOptions {
         policy: target_policy(settings),
         timeout: settings.webhook_timeout.into(),
         connect_timeout: settings.webhook_connect_timeout.into(),
         proxy: settings.outbound_proxy.clone(),
         keyring: Some(keyring.clone()),
+        smtp_roots,
         ..SenderOptions::default()
     })
     .context("building the webhook client")?;

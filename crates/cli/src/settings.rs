@@ -43,6 +43,11 @@ pub struct Settings {
     #[arg(long, env = "DRIFTWATCH_OUTBOUND_PROXY", value_parser = parse_proxy)]
     pub outbound_proxy: Option<url::Url>,
 
+    /// A PEM file of certificates to trust for SMTP TLS beside the system's: for a mail relay
+    /// whose certificate an internal authority signed. Read at start; a bad file stops it.
+    #[arg(long, env = "DRIFTWATCH_SMTP_CA_FILE")]
+    pub smtp_ca_file: Option<std::path::PathBuf>,
+
     /// Delays between webhook attempts, e.g. 1m,5m,30m,2h,12h (units ms, s, m, h, d).
     #[arg(long, env = "DRIFTWATCH_RETRY_SCHEDULE", default_value = "1m,5m,30m,2h,12h")]
     pub retry_schedule: String,

@@ -218,6 +218,25 @@ fn import_from_urlwatch_then_export() {
 }
 
 #[test]
+fn an_export_imported_again_keeps_paused_and_muted() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    run(dir.path(), &["account", "create", "acme"]);
+    let json = r#"[{"url": "https://a.example/", "name": "Quiet", "muted": true, "paused": true},
+                   {"url": "https://b.example/", "name": "Loud"}]"#;
+    std::fs::write(dir.path().join("watches.json"), json).expect("write");
+    run(dir.path(), &["import", "--account", "acme", "watches.json"]);
+    let exported = run(dir.path(), &["export", "--account", "acme"]);
+    let watches: serde_json::Value = serde_json::from_str(&exported).expect("json");
+    let flags: Vec<(&str, bool, bool)> = watches
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|w| (w["name"].as_str().unwrap_or(""), w["paused"] == true, w["muted"] == true))
+        .collect();
+    assert_eq!(flags, [("Quiet", true, true), ("Loud", false, false)], "{exported}");
+}
+
+#[test]
 fn import_takes_apprise_urls_as_endpoints_and_seals_their_secrets() {
     let dir = tempfile::tempdir().expect("temp dir");
     run(dir.path(), &["account", "create", "acme"]);

@@ -22,4 +22,5 @@ pub use policy::{Decision, Outcome, RetryPolicy};
 pub use requests::{RedeliverError, RequestError};
 pub use sender::{SendResult, Sender, SenderOptions};
 pub use signing::{VerifyError, sign, verify};
+pub use smtp::SmtpRoots;
 pub use worker::DeliveryWorker;

@@ -33,6 +33,8 @@ pub struct SenderOptions {
     /// Opens sealed secrets (signing secrets, bot tokens, passwords). Without it only
     /// plaintext secrets can be used; a sealed one fails the attempt as `secret`.
     pub keyring: Option<driftwatch_core::Keyring>,
+    /// Certificates trusted for SMTP TLS beside the system's.
+    pub smtp_roots: crate::smtp::SmtpRoots,
 }
 
 impl Default for SenderOptions {
@@ -46,6 +48,7 @@ impl Default for SenderOptions {
             user_agent: format!("driftwatch-webhooks/{}", env!("CARGO_PKG_VERSION")),
             proxy: None,
             keyring: None,
+            smtp_roots: crate::smtp::SmtpRoots::default(),
         }
     }
 }

@@ -9,11 +9,58 @@ use driftwatch_store::Endpoint;
 use lettre::address::{Address, Envelope};
 use lettre::message::Mailbox;
 use lettre::transport::smtp::authentication::Credentials;
-use lettre::transport::smtp::client::{Tls, TlsParameters};
+use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
 use lettre::{AsyncSmtpTransport, AsyncTransport as _, Tokio1Executor};
 
 use crate::policy::Outcome;
 use crate::sender::{SendResult, SenderOptions};
+
+/// Certificates trusted for SMTP TLS beside the system's: for a relay whose certificate an
+/// internal authority signed (`DRIFTWATCH_SMTP_CA_FILE`).
+#[derive(Clone, Default)]
+pub struct SmtpRoots(Vec<Certificate>);
+
+impl SmtpRoots {
+    /// Every `CERTIFICATE` block of a PEM bundle; an error names the block that does not parse,
+    /// and a bundle without one is an error too.
+    pub fn from_pem(pem: &[u8]) -> Result<SmtpRoots, String> {
+        const BEGIN: &str = "-----BEGIN CERTIFICATE-----";
+        const END: &str = "-----END CERTIFICATE-----";
+        let text = std::str::from_utf8(pem).map_err(|_| "not a PEM file (it is not text)".to_owned())?;
+        let mut roots = Vec::new();
+        let mut rest = text;
+        while let Some(start) = rest.find(BEGIN) {
+            let Some(len) = rest[start..].find(END) else {
+                return Err(format!("certificate {} has no END line", roots.len() + 1));
+            };
+            let block = &rest[start..start + len + END.len()];
+            let certificate = Certificate::from_pem(block.as_bytes())
+                .map_err(|e| format!("certificate {} does not parse: {e}", roots.len() + 1))?;
+            roots.push(certificate);
+            rest = &rest[start + len + END.len()..];
+        }
+        if roots.is_empty() {
+            return Err("no certificate in it (expected PEM: -----BEGIN CERTIFICATE-----)".to_owned());
+        }
+        Ok(SmtpRoots(roots))
+    }
+
+    /// How many certificates.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::fmt::Debug for SmtpRoots {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SmtpRoots({} certificates)", self.0.len())
+    }
+}
 
 /// Sends the stored message `body` through the endpoint's SMTP server.
 pub(crate) async fn send(
@@ -59,7 +106,13 @@ pub(crate) async fn send(
     let security = settings.security.unwrap_or_default();
     let tls = match security {
         Security::Plain => Tls::None,
-        Security::Starttls | Security::Tls => match TlsParameters::new(host.clone()) {
+        Security::Starttls | Security::Tls => match options
+            .smtp_roots
+            .0
+            .iter()
+            .fold(TlsParameters::builder(host.clone()), |builder, root| builder.add_root_certificate(root.clone()))
+            .build()
+        {
             Ok(parameters) if security == Security::Tls => Tls::Wrapper(parameters),
             Ok(parameters) => Tls::Required(parameters),
             Err(e) => return unsendable(AttemptErrorKind::Tls, format!("TLS for {host}: {e}")),

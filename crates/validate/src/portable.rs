@@ -30,6 +30,9 @@ pub struct PortableWatch {
     /// Paused watches stay paused.
     #[serde(default)]
     pub paused: bool,
+    /// Muted watches stay muted: checked and recorded, nobody told.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub muted: bool,
     /// Tags.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
@@ -47,6 +50,7 @@ impl PortableWatch {
             time_zone: None,
             options: WatchOptions::default(),
             paused: false,
+            muted: false,
             tags: Vec::new(),
         }
     }
@@ -63,6 +67,7 @@ pub fn from_watch(watch: &driftwatch_store::Watch) -> PortableWatch {
         time_zone: watch.time_zone.clone(),
         options: watch.options(),
         paused: watch.state == driftwatch_core::WatchState::Paused.as_str(),
+        muted: watch.muted,
         tags: watch.tag_list().into_iter().map(str::to_owned).collect(),
     }
 }

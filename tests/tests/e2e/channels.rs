@@ -235,6 +235,47 @@ pub async fn email_arrives_as_text_and_html_and_smtp_codes_decide(backend: Backe
     assert!(dead["last_error"].as_str().is_some_and(|e| e.contains("535")), "{dead}");
 }
 
+pub async fn email_over_tls_trusts_the_configured_authority_only(backend: Backend) {
+    let starttls = SmtpServer::with_starttls(Some(("driftwatch", "over-tls-7"))).await;
+    let implicit = SmtpServer::with_implicit_tls(None).await;
+    let stranger = SmtpServer::with_starttls(None).await;
+    let ca = tempfile::NamedTempFile::new().expect("temp file");
+    let bundle = format!("{}{}", starttls.certificate_pem().expect("pem"), implicit.certificate_pem().expect("pem"));
+    std::fs::write(ca.path(), bundle).expect("write the CA bundle");
+    let ca_path = ca.path().to_owned();
+    let app = TestApp::start_with(backend, |s| s.smtp_ca_file = Some(ca_path)).await;
+    let token = app.account("acme").await;
+    let email = |smtp: &SmtpServer, security: &str, user: bool| {
+        let mut settings = json!({"from": "dw@example.com", "to": ["ops@example.com"], "security": security});
+        let mut body = json!({"kind": "email", "url": format!("smtp://127.0.0.1:{}", smtp.port())});
+        if user {
+            settings["username"] = json!("driftwatch");
+            body["secrets"] = json!({"password": "over-tls-7"});
+        }
+        body["settings"] = settings;
+        body
+    };
+
+    // STARTTLS with AUTH after it, and TLS from the first byte: both verified against the bundle.
+    let id = create_endpoint(&app, &token, email(&starttls, "starttls", true)).await;
+    let sent = app.wait_delivery(&token, &send_test(&app, &token, &id).await, "sent").await;
+    assert_eq!(sent["attempts"], 1, "{sent}");
+    let mail = starttls.wait_for(1, WAIT).await.remove(0);
+    assert_eq!((mail.tls, mail.user.as_deref()), (true, Some("driftwatch")));
+    let id = create_endpoint(&app, &token, email(&implicit, "tls", false)).await;
+    app.wait_delivery(&token, &send_test(&app, &token, &id).await, "sent").await;
+    assert!(implicit.wait_for(1, WAIT).await[0].tls);
+
+    // A certificate nobody vouched for is a TLS failure, retried, and nothing is sent in clear.
+    let id = create_endpoint(&app, &token, email(&stranger, "starttls", false)).await;
+    let failed = app.wait_delivery(&token, &send_test(&app, &token, &id).await, "dead").await;
+    assert!(failed["attempts"].as_i64() > Some(1), "retried until the attempts ran out: {failed}");
+    let attempts = failed["attempt_log"].as_array().expect("attempt log");
+    assert!(attempts.iter().all(|a| a["error_kind"] == "tls"), "{failed}");
+    assert!(failed["last_error"].as_str().is_some_and(|e| e.contains("certificate verify failed")), "{failed}");
+    assert!(stranger.messages().is_empty());
+}
+
 pub async fn routes_and_mute_decide_who_is_told(backend: Backend) {
     let app = TestApp::start(backend).await;
     let token = app.account("acme").await;

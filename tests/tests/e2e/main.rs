@@ -107,6 +107,7 @@ on_both_backends!(
     channels::every_chat_kind_is_delivered_in_its_providers_shape,
     channels::each_chat_kind_retries_dead_letters_and_redelivers_the_same_bytes,
     channels::email_arrives_as_text_and_html_and_smtp_codes_decide,
+    channels::email_over_tls_trusts_the_configured_authority_only,
     channels::routes_and_mute_decide_who_is_told,
     channels::templates_are_checked_at_save_and_failures_dead_letter,
     channels::secrets_are_encrypted_at_rest_and_survive_a_key_rotation,

@@ -179,13 +179,20 @@ impl TestApp {
         (created["id"].as_str().expect("id").to_owned(), created["secret"].as_str().expect("secret").to_owned())
     }
 
-    /// Waits until the delivery is `status`; returns it.
+    /// Waits (15 s at most) for the delivery to reach `status`; a timeout shows it as last seen.
     pub async fn wait_delivery(&self, token: &str, delivery_id: &str, status: &str) -> Value {
-        eventually(&format!("delivery {delivery_id} to be {status}"), || async {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(15);
+        loop {
             let d = self.ok(&format!("/deliveries/{delivery_id}"), token).await;
-            (d["status"] == status).then_some(d)
-        })
-        .await
+            if d["status"] == status {
+                return d;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "timed out waiting for delivery {delivery_id} to be {status}; last seen: {d}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
     }
 }
 

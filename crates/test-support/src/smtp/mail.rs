@@ -13,7 +13,7 @@ pub struct ReceivedMail {
     pub raw: Vec<u8>,
     /// The user that authenticated on its session, if any did.
     pub user: Option<String>,
-    /// Whether it came over STARTTLS.
+    /// Whether it came over TLS (STARTTLS or implicit).
     pub tls: bool,
 }
 

@@ -136,24 +136,31 @@ pub struct SmtpServer {
 impl SmtpServer {
     /// Starts one that takes mail from anyone, without AUTH or STARTTLS.
     pub async fn start() -> SmtpServer {
-        SmtpServer::launch(None, false).await
+        SmtpServer::launch(None, Mode::Plain).await
     }
 
     /// Starts one that requires AUTH (PLAIN or LOGIN) with these credentials before MAIL
     /// (`530` otherwise, `535` for wrong ones), offered over plain text: fine on loopback, and
     /// what a client configured without TLS does.
     pub async fn with_auth(user: &str, password: &str) -> SmtpServer {
-        SmtpServer::launch(Some((user.to_owned(), password.to_owned())), false).await
+        SmtpServer::launch(Some((user.to_owned(), password.to_owned())), Mode::Plain).await
     }
 
     /// Starts one that offers STARTTLS with a self-signed certificate for `localhost` and
     /// `127.0.0.1` ([`SmtpServer::certificate_pem`], for the client to trust). With `auth`, AUTH
     /// is required and offered only once TLS is in force, as real submission servers do.
     pub async fn with_starttls(auth: Option<(&str, &str)>) -> SmtpServer {
-        SmtpServer::launch(auth.map(|(u, p)| (u.to_owned(), p.to_owned())), true).await
+        SmtpServer::launch(auth.map(|(u, p)| (u.to_owned(), p.to_owned())), Mode::StartTls).await
     }
 
-    async fn launch(auth: Option<(String, String)>, starttls: bool) -> SmtpServer {
+    /// Starts one that speaks TLS from the first byte (as on port 465), with a self-signed
+    /// certificate as [`SmtpServer::with_starttls`] has; with `auth`, AUTH is required.
+    pub async fn with_implicit_tls(auth: Option<(&str, &str)>) -> SmtpServer {
+        SmtpServer::launch(auth.map(|(u, p)| (u.to_owned(), p.to_owned())), Mode::ImplicitTls).await
+    }
+
+    async fn launch(auth: Option<(String, String)>, mode: Mode) -> SmtpServer {
+        let starttls = mode == Mode::StartTls;
         let mailbox = Arc::new(Mailbox {
             auth,
             messages: Mutex::new(Vec::new()),
@@ -162,7 +169,7 @@ impl SmtpServer {
             accepted: watch::channel(0).0,
             stop: watch::channel(false).0,
         });
-        let (acceptor, certificate) = if starttls {
+        let (acceptor, certificate) = if mode != Mode::Plain {
             let (acceptor, pem) = tls::acceptor();
             (Some(acceptor), Some(pem))
         } else {
@@ -171,7 +178,7 @@ impl SmtpServer {
         let mut builder = SessionBuilder::new("driftwatch.test");
         if mailbox.auth.is_some() {
             builder.enable_auth(AuthMechanism::Plain).enable_auth(AuthMechanism::Login);
-            if !starttls {
+            if mode == Mode::Plain {
                 builder.insecure_enable_plaintext_auth();
             }
         }
@@ -196,7 +203,7 @@ impl SmtpServer {
                 let mut stop = shared.stop.subscribe();
                 tokio::spawn(async move {
                     tokio::select! {
-                        _ = serve(stream, peer.ip(), &builder, mailbox, acceptor) => {}
+                        _ = serve(stream, peer.ip(), &builder, mailbox, acceptor, mode) => {}
                         _ = stop.wait_for(|stop| *stop) => {}
                     }
                 });
@@ -215,7 +222,7 @@ impl SmtpServer {
         self.addr.port()
     }
 
-    /// The self-signed certificate STARTTLS presents (PEM), if it offers STARTTLS.
+    /// The self-signed certificate its TLS presents (PEM), if it speaks TLS.
     pub fn certificate_pem(&self) -> Option<&str> {
         self.certificate.as_deref()
     }
@@ -259,24 +266,43 @@ impl Drop for SmtpServer {
     }
 }
 
+/// How a server speaks TLS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Plain,
+    StartTls,
+    ImplicitTls,
+}
+
 /// What a run of the session ended in.
 enum Ended {
     Closed,
     StartTls,
 }
 
-/// One SMTP session on `stream`, upgraded to TLS when the client says STARTTLS.
+/// One SMTP session on `stream`: TLS from the first byte in implicit mode, otherwise plain and
+/// upgraded to TLS when the client says STARTTLS.
 async fn serve(
     stream: tokio::net::TcpStream,
     peer: IpAddr,
     builder: &SessionBuilder,
     mailbox: Arc<Mailbox>,
     acceptor: Option<tokio_native_tls::TlsAcceptor>,
+    mode: Mode,
 ) -> io::Result<()> {
     let flags = Arc::new(Flags::default());
     let conn =
         Conn { mailbox, flags: Arc::clone(&flags), user: None, from: String::new(), to: Vec::new(), data: Vec::new() };
     let mut session = builder.build(peer, conn);
+    if let (Mode::ImplicitTls, Some(acceptor)) = (mode, &acceptor) {
+        let stream = acceptor.accept(stream).await.map_err(io::Error::other)?;
+        flags.tls.store(true, Ordering::SeqCst);
+        session.tls_active();
+        let mut stream = BufReader::new(stream);
+        reply(&mut stream, &session.greeting()).await?;
+        run(&mut session, &mut stream, &flags).await?;
+        return Ok(());
+    }
     let mut plain = BufReader::new(stream);
     reply(&mut plain, &session.greeting()).await?;
     if let Ended::StartTls = run(&mut session, &mut plain, &flags).await? {

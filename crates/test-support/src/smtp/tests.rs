@@ -81,26 +81,54 @@ async fn auth_is_required_and_checked() {
     assert_eq!(server.messages().len(), 1);
 }
 
-#[tokio::test]
-async fn starttls_with_auth_after_it() {
-    let server = SmtpServer::with_starttls(Some(("mailer", "s3cret"))).await;
+/// A client that trusts the server's certificate, names it `domain` and logs in as `mailer`;
+/// TLS from the first byte when `wrapped`, else STARTTLS (required).
+fn tls_client(server: &SmtpServer, domain: &str, wrapped: bool) -> AsyncSmtpTransport<Tokio1Executor> {
     let pem = server.certificate_pem().expect("certificate");
-    let tls = TlsParameters::builder("localhost".to_owned())
+    let tls = TlsParameters::builder(domain.to_owned())
         .add_root_certificate(Certificate::from_pem(pem.as_bytes()).expect("pem"))
         .build_native()
         .expect("tls");
-    let secure = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous("127.0.0.1")
+    AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous("127.0.0.1")
         .port(server.port())
         .timeout(Some(WAIT))
-        .tls(Tls::Required(tls))
+        .tls(if wrapped { Tls::Wrapper(tls) } else { Tls::Required(tls) })
         .credentials(Credentials::new("mailer".to_owned(), "s3cret".to_owned()))
-        .build();
-    secure.send(message("over tls")).await.expect("sent");
+        .build()
+}
+
+#[tokio::test]
+async fn starttls_with_auth_after_it() {
+    let server = SmtpServer::with_starttls(Some(("mailer", "s3cret"))).await;
+    tls_client(&server, "localhost", false).send(message("over tls")).await.expect("sent");
     let mail = server.wait_for(1, WAIT).await.remove(0);
     assert_eq!((mail.tls, mail.user.as_deref()), (true, Some("mailer")));
     // Without TLS the server offers no AUTH, so a client with credentials cannot log in.
     let plain = client(&server, Some(("mailer", "s3cret"))).send(message("plain")).await;
     assert!(plain.is_err());
+}
+
+#[tokio::test]
+async fn implicit_tls_from_the_first_byte() {
+    let server = SmtpServer::with_implicit_tls(Some(("mailer", "s3cret"))).await;
+    tls_client(&server, "127.0.0.1", true).send(message("wrapped")).await.expect("sent");
+    let mail = server.wait_for(1, WAIT).await.remove(0);
+    assert_eq!((mail.tls, mail.user.as_deref()), (true, Some("mailer")));
+}
+
+#[tokio::test]
+async fn smtp_roots_read_every_certificate_of_a_bundle_and_name_a_bad_one() {
+    use driftwatch_delivery::SmtpRoots;
+
+    let one = SmtpServer::with_starttls(None).await.certificate_pem().expect("pem").to_owned();
+    let two = SmtpServer::with_implicit_tls(None).await.certificate_pem().expect("pem").to_owned();
+    let bundle = format!("# internal CA\n{one}\n{two}");
+    assert_eq!(SmtpRoots::from_pem(bundle.as_bytes()).map(|r| r.len()), Ok(2));
+    assert!(SmtpRoots::from_pem(b"hello").is_err_and(|e| e.contains("no certificate")));
+    let broken = format!("{one}-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n");
+    assert!(SmtpRoots::from_pem(broken.as_bytes()).is_err_and(|e| e.starts_with("certificate 2 ")));
+    let cut = one.replace("-----END CERTIFICATE-----", "");
+    assert!(SmtpRoots::from_pem(cut.as_bytes()).is_err_and(|e| e.contains("no END line")));
 }
 
 #[tokio::test]

@@ -14,12 +14,15 @@ use openssl::x509::{X509, X509NameBuilder};
 pub(super) fn acceptor() -> (tokio_native_tls::TlsAcceptor, String) {
     let group = EcGroup::from_curve_name(Nid::X9_62_PRIME256V1).expect("curve");
     let key = PKey::from_ec_key(EcKey::generate(&group).expect("key")).expect("pkey");
+    let serial = rand_serial();
+    // A name of its own: OpenSSL finds an issuer by name, so two test servers' certificates
+    // trusted together must not share one.
     let mut name = X509NameBuilder::new().expect("name");
-    name.append_entry_by_text("CN", "localhost").expect("CN");
+    name.append_entry_by_text("CN", &format!("driftwatch test server {serial:08x}")).expect("CN");
     let name = name.build();
     let mut cert = X509::builder().expect("builder");
     cert.set_version(2).expect("version");
-    let serial = BigNum::from_u32(rand_serial()).and_then(|n| n.to_asn1_integer()).expect("serial");
+    let serial = BigNum::from_u32(serial).and_then(|n| n.to_asn1_integer()).expect("serial");
     cert.set_serial_number(&serial).expect("serial");
     cert.set_subject_name(&name).expect("subject");
     cert.set_issuer_name(&name).expect("issuer");
