@@ -77,8 +77,34 @@ pub fn change_payload_rendered(
         },
         snapshots: v1::Snapshots { previous: snapshots.previous.to_owned(), current: snapshots.current.to_owned() },
         render,
+        values: Vec::new(),
     };
     body(EventType::ChangeDetected, at, data)
+}
+
+/// A `change.detected` body with the values that moved added (the body of
+/// [`change_payload_rendered`] when there are none).
+pub fn with_value_changes(payload: String, values: Vec<v1::ValueChange>) -> String {
+    if values.is_empty() {
+        return payload;
+    }
+    match serde_json::from_str::<v1::Envelope<v1::ChangeDetected>>(&payload) {
+        Ok(mut envelope) => {
+            envelope.data.values = values;
+            serde_json::to_value(&envelope).map(|body| body.to_string()).unwrap_or(payload)
+        }
+        Err(_) => payload,
+    }
+}
+
+/// The JSON body of `condition.met` or `condition.cleared` ([`v1::ConditionEvent`]).
+pub fn condition_payload(
+    event_type: EventType,
+    watch: WatchRef<'_>,
+    data: v1::ConditionEvent,
+    at: DateTime<Utc>,
+) -> String {
+    body(event_type, at, v1::ConditionEvent { watch: watch.into(), ..data })
 }
 
 /// The JSON body of an endpoint event (`endpoint.disabled`, `endpoint.test`; [`v1::EndpointEvent`]).
@@ -199,9 +225,35 @@ pub fn slack_message(payload: &str) -> String {
             };
             slack_text(&text)
         }
+        Some(v1::Payload::Condition(event)) => slack_text(&condition_sentence(event.event_type, &event.data)),
         None => slack_text("driftwatch event"),
     };
     message.to_string()
+}
+
+/// The values that moved, in words: `price 67 → 45 EUR (-32.84%); stock in_stock → out_of_stock`.
+pub fn value_changes_sentence(changes: &[v1::ValueChange]) -> String {
+    let shown = |v: &serde_json::Value| match v {
+        serde_json::Value::Null => "none".to_owned(),
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    changes
+        .iter()
+        .map(|c| {
+            let currency = c.currency.as_deref().map(|c| format!(" {c}")).unwrap_or_default();
+            let percent = c.change_percent.map(|p| format!(" ({p:+}%)")).unwrap_or_default();
+            format!("{} {} → {}{currency}{percent}", c.name, shown(&c.from), shown(&c.to))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// One sentence for `condition.met` / `condition.cleared`: "Widget (https://…): conditions
+/// met: price 44.00 EUR is below 45".
+pub fn condition_sentence(event_type: EventType, data: &v1::ConditionEvent) -> String {
+    let state = if event_type == EventType::ConditionMet { "conditions met" } else { "conditions no longer met" };
+    format!("{} ({}): {state}: {}", data.watch.name, data.watch.url, data.reasons.join("; "))
 }
 
 /// A `change.detected` message: the watch linked to its URL, the counts, the first changed lines.
@@ -222,14 +274,22 @@ fn slack_change(change: &v1::ChangeDetected) -> serde_json::Value {
         excerpt.push('\n');
     }
     let text = format!("Change detected on {name} ({url}): +{added} / -{removed} lines");
-    json!({
+    let mut message = json!({
         "text": text,
         "blocks": [
             {"type": "section", "text": {"type": "mrkdwn", "text": format!("*Change detected:* <{url}|{}>", slack_escape(name))}},
             {"type": "context", "elements": [{"type": "mrkdwn", "text": format!("+{added} lines, -{removed} lines")}]},
             {"type": "section", "text": {"type": "mrkdwn", "text": format!("```{}```", slack_escape(excerpt.trim_end()))}},
         ]
-    })
+    });
+    // Values that moved, in their own block; a watch without values keeps the message it had.
+    if !change.values.is_empty()
+        && let Some(blocks) = message["blocks"].as_array_mut()
+    {
+        let moved = slack_escape(&value_changes_sentence(&change.values));
+        blocks.insert(2, json!({"type": "section", "text": {"type": "mrkdwn", "text": format!("*Values:* {moved}")}}));
+    }
+    message
 }
 
 /// A one-line message.

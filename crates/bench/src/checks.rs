@@ -24,6 +24,36 @@ pub struct ChecksBench {
     pub idle_seconds: u64,
     /// An empty database to use (default: a temporary SQLite file).
     pub database_url: Option<String>,
+    /// Give every watch two values (a price by selector, the availability from the page's
+    /// JSON-LD) and a condition over them.
+    pub values: bool,
+}
+
+/// The options of a watch with two values and a condition, for `--values`.
+fn values_options() -> String {
+    use driftwatch_core::values::{Conditions, Match, Op, Rule, StructuredField, ValueKind, ValueSpec};
+    let options = driftwatch_core::WatchOptions {
+        values: vec![
+            ValueSpec {
+                name: "price".into(),
+                kind: ValueKind::Money,
+                selector: Some("#price".into()),
+                ..ValueSpec::default()
+            },
+            ValueSpec {
+                name: "stock".into(),
+                kind: ValueKind::Availability,
+                structured: Some(StructuredField::Availability),
+                ..ValueSpec::default()
+            },
+        ],
+        conditions: Some(Conditions {
+            match_: Match::All,
+            rules: vec![Rule { subject: "price".into(), op: Op::Lt, operand: 1000.into() }],
+        }),
+        ..driftwatch_core::WatchOptions::default()
+    };
+    serde_json::to_string(&options).unwrap_or_default()
 }
 
 /// The figures of one run.
@@ -83,7 +113,15 @@ impl std::fmt::Display for ChecksReport {
 
 fn page(n: usize, version: u64) -> String {
     let mut html = String::with_capacity(21_000);
-    html.push_str("<html><head><title>Shop</title><style>.x{color:red}</style></head><body><nav>Home | Shop</nav>");
+    html.push_str("<html><head><title>Shop</title><style>.x{color:red}</style>");
+    // A shop page states its product as structured data, as most do.
+    html.push_str(&format!(
+        "<script type=\"application/ld+json\">{{\"@context\":\"https://schema.org\",\"@type\":\"Product\",\
+         \"name\":\"Item {n}\",\"offers\":{{\"@type\":\"Offer\",\"price\":\"{}\",\"priceCurrency\":\"EUR\",\
+         \"availability\":\"https://schema.org/InStock\"}}}}</script>",
+        10 + version
+    ));
+    html.push_str("</head><body><nav>Home | Shop</nav>");
     for i in 0..280 {
         html.push_str(&format!("<div class=\"item\"><h3>Item {i}</h3><p>Text for item {i} of page {n}.</p></div>"));
     }
@@ -187,6 +225,7 @@ pub async fn checks(bench: &ChecksBench) -> anyhow::Result<ChecksReport> {
         bench.database_url.clone().unwrap_or_else(|| format!("sqlite://{}", dir.path().join("bench.db").display()));
     let store = Store::open(&url, &PoolOptions { max_size: 8, ..PoolOptions::default() })?;
     store.migrate().await?;
+    let options = if bench.values { values_options() } else { "{}".to_owned() };
     store
         .write(move |c| {
             let now = SystemClock.now().naive_utc();
@@ -196,6 +235,7 @@ pub async fn checks(bench: &ChecksBench) -> anyhow::Result<ChecksReport> {
                     let watch = Watch {
                         name: format!("page {n}"),
                         selector: Some("#price".into()),
+                        options: options.clone(),
                         ..Watch::new(&account.id, &format!("http://{addr}/p/{n}"), now)
                     };
                     driftwatch_store::watches::insert_watch(c, &watch)?;

@@ -145,6 +145,10 @@ impl Context {
                 };
                 context.summary =
                     format!("{} changed: +{} / -{} lines", change.watch.name, change.diff.added, change.diff.removed);
+                if !change.values.is_empty() {
+                    context.summary.push_str("; ");
+                    context.summary.push_str(&driftwatch_alert::value_changes_sentence(&change.values));
+                }
             }
             Some(v1::Payload::Check(envelope)) => {
                 context.event.time = envelope.timestamp;
@@ -188,6 +192,16 @@ impl Context {
                     id: data.endpoint.id,
                     url: data.endpoint.url,
                     reason: data.reason.unwrap_or_default(),
+                };
+            }
+            Some(v1::Payload::Condition(envelope)) => {
+                context.event.time = envelope.timestamp.clone();
+                context.summary = driftwatch_alert::condition_sentence(envelope.event_type, &envelope.data);
+                let data = envelope.data;
+                context.watch = watch_vars(&data.watch, tags);
+                context.link = match public {
+                    Some(base) => format!("{base}/watches/{}", data.watch.id),
+                    None => data.watch.url.clone(),
                 };
             }
             None => context.summary = format!("driftwatch event {event_type}"),

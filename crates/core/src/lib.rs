@@ -15,6 +15,7 @@ mod secret;
 mod status;
 pub mod text;
 pub mod timing;
+pub mod values;
 
 pub use clock::{Clock, SystemClock};
 pub use duration::{format_duration, parse_duration, parse_schedule};

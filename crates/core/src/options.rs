@@ -16,6 +16,13 @@ pub struct WatchOptions {
     pub rules: TextRules,
     /// What change raises an alert.
     pub noise: NoiseRules,
+    /// Named values read on every check (at most 10).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schema(max_items = 10)]
+    pub values: Vec<crate::values::ValueSpec>,
+    /// When set, a change alerts only when these hold.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<crate::values::Conditions>,
 }
 
 /// How a page is requested.

@@ -216,6 +216,10 @@ text_enum! {
         SelectorMissing => "check.selector_missing",
         /// A failing watch's check succeeded again.
         CheckRecovered => "check.recovered",
+        /// A watch's conditions hold (on the first check that finds them holding).
+        ConditionMet => "condition.met",
+        /// A watch's conditions stopped holding.
+        ConditionCleared => "condition.cleared",
     }
 }
 

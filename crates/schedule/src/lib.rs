@@ -4,6 +4,7 @@
 //! snapshot, the event and one delivery per enabled endpoint) is written in one transaction
 //! under the watch's lease, then the delivery worker is woken.
 
+pub mod backtest;
 mod check;
 mod fair;
 mod hosts;

@@ -191,6 +191,11 @@ enum BodyKind {
     Html,
 }
 
+/// The page's body as text: decoded by its charset as extraction decodes it (NULs replaced).
+pub fn decoded_body(page: &Page) -> String {
+    decode_page(page).0
+}
+
 fn decode_page(page: &Page) -> (String, BodyKind) {
     let content_type = page.content_type.as_deref().unwrap_or("").to_ascii_lowercase();
     let kind = if content_type.contains("json") {

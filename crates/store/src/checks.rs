@@ -26,6 +26,8 @@ pub struct CheckResult {
     pub screenshot: Option<crate::screenshots::StoredScreenshot>,
     /// An `auto` watch's new `browser_since` (`Some(None)` clears it; `None` leaves it).
     pub browser_since: Option<Option<NaiveDateTime>>,
+    /// Whether the watch's conditions held, when they were judged (`None` leaves it).
+    pub conditions_met: Option<bool>,
     /// Events to deliver, each to every enabled endpoint of the owner (a change, a health
     /// change, or both).
     pub events: Vec<NewEvent>,
@@ -210,7 +212,7 @@ fn record_in(conn: &mut DbConn, render: &dyn Render, result: &CheckResult) -> St
 }
 
 /// The rarer parts of a check, written row by row: the screenshot (before the snapshot that
-/// refers to it) and an `auto` watch's browser memory.
+/// refers to it), an `auto` watch's browser memory and whether its conditions held.
 fn extras(conn: &mut DbConn, result: &CheckResult) -> StoreResult<()> {
     if let Some(shot) = &result.screenshot {
         crate::screenshots::put(conn, shot)?;
@@ -219,6 +221,17 @@ fn extras(conn: &mut DbConn, result: &CheckResult) -> StoreResult<()> {
         diesel::update(watches::table.filter(watches::id.eq(&result.watch_id)))
             .set(watches::browser_since.eq(since))
             .execute(conn)?;
+    }
+    if let Some(met) = result.conditions_met {
+        // Unless the conditions were changed meanwhile (which cleared the column for a fresh
+        // judgement): the check judged the old ones.
+        diesel::update(
+            watches::table
+                .filter(watches::id.eq(&result.watch_id))
+                .filter(watches::updated_at.eq(result.watch_updated_at)),
+        )
+        .set(watches::conditions_met.eq(Some(met)))
+        .execute(conn)?;
     }
     Ok(())
 }

@@ -7,6 +7,16 @@ use diesel::prelude::*;
 use crate::schema::events;
 use crate::{DbConn, Event, StoreResult};
 
+/// The snapshots of the watch `watch_id` whose change raised a `change.detected`.
+pub fn alerted_snapshots(conn: &mut DbConn, watch_id: &str) -> StoreResult<std::collections::HashSet<String>> {
+    let ids: Vec<Option<String>> = events::table
+        .filter(events::watch_id.eq(watch_id))
+        .filter(events::event_type.eq(driftwatch_core::EventType::ChangeDetected.as_str()))
+        .select(events::snapshot_id)
+        .load(conn)?;
+    Ok(ids.into_iter().flatten().collect())
+}
+
 /// The account's events, newest first, optionally for one watch.
 pub fn list_events(
     conn: &mut DbConn,

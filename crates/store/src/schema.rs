@@ -83,6 +83,7 @@ diesel::table! {
         tags -> Text,
         browser_since -> Nullable<Timestamp>,
         muted -> Bool,
+        conditions_met -> Nullable<Bool>,
     }
 }
 
@@ -95,6 +96,7 @@ diesel::table! {
         created_at -> Timestamp,
         screenshot_hash -> Nullable<Text>,
         visual_change_percent -> Nullable<Double>,
+        readings -> Nullable<Text>,
     }
 }
 

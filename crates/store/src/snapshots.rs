@@ -32,6 +32,8 @@ pub struct SnapshotInfo {
     pub screenshot_hash: Option<String>,
     /// Share of pixels that differ from the previous snapshot's screenshot, in percent.
     pub visual_change_percent: Option<f64>,
+    /// The values read with it (JSON by name), for a watch with values.
+    pub readings: Option<String>,
 }
 
 /// The snapshots of the account's watch `watch_id`, newest first, without their content (none
@@ -52,6 +54,58 @@ pub fn list_snapshots(
         query = query.filter(snapshots::id.lt(after));
     }
     Ok(query.order(snapshots::id.desc()).limit(page.limit).load(conn)?)
+}
+
+/// Most points of a value series in one answer.
+pub const MAX_SERIES_POINTS: i64 = 10_000;
+
+/// The values read with the account's watch `watch_id`'s snapshots since `since`, oldest
+/// first: `(snapshot id, when, readings JSON)`, at most `limit` (the newest ones when there are
+/// more). Snapshots without values are left out.
+pub fn value_series(
+    conn: &mut DbConn,
+    account_id: &str,
+    watch_id: &str,
+    since: Option<NaiveDateTime>,
+    limit: i64,
+) -> StoreResult<Vec<(String, NaiveDateTime, String)>> {
+    let mut query = snapshots::table
+        .inner_join(watches::table)
+        .filter(watches::account_id.eq(account_id))
+        .filter(snapshots::watch_id.eq(watch_id))
+        .filter(snapshots::readings.is_not_null())
+        .select((snapshots::id, snapshots::created_at, snapshots::readings))
+        .into_boxed();
+    if let Some(since) = since {
+        query = query.filter(snapshots::created_at.ge(since));
+    }
+    let mut rows: Vec<(String, NaiveDateTime, Option<String>)> =
+        query.order(snapshots::id.desc()).limit(limit.clamp(1, MAX_SERIES_POINTS)).load(conn)?;
+    rows.reverse();
+    Ok(rows.into_iter().filter_map(|(id, at, readings)| Some((id, at, readings?))).collect())
+}
+
+/// The account's watch `watch_id`'s snapshots since `since` with their content, oldest first:
+/// the newest `limit` of them.
+pub fn history(
+    conn: &mut DbConn,
+    account_id: &str,
+    watch_id: &str,
+    since: Option<NaiveDateTime>,
+    limit: i64,
+) -> StoreResult<Vec<Snapshot>> {
+    let mut query = snapshots::table
+        .inner_join(watches::table)
+        .filter(watches::account_id.eq(account_id))
+        .filter(snapshots::watch_id.eq(watch_id))
+        .select(Snapshot::as_select())
+        .into_boxed();
+    if let Some(since) = since {
+        query = query.filter(snapshots::created_at.ge(since));
+    }
+    let mut rows: Vec<Snapshot> = query.order(snapshots::id.desc()).limit(limit).load(conn)?;
+    rows.reverse();
+    Ok(rows)
 }
 
 /// The account's snapshot `id`, with its content.

@@ -414,6 +414,8 @@ pub struct WatchChanges {
     pub tags: Option<String>,
     /// Muted or not.
     pub muted: Option<bool>,
+    /// `Some(None)` when the conditions changed: the next check judges them afresh.
+    pub conditions_met: Option<Option<bool>>,
 }
 
 /// Applies `changes` to the account's watch `id`; `None` when there is no such watch.

@@ -76,7 +76,9 @@ fn valid_selector(selector: Option<String>) -> Result<Option<String>, FieldError
 
 /// Checks fetch, extraction, line and noise options (header names, selectors parse, regexes
 /// compile, ranges); returns them as stored (JSON).
-fn valid_options(options: &WatchOptions, limits: &Limits) -> Result<String, FieldError> {
+/// Checks watch options as a create or update would (fields named `options.…`), returning
+/// their stored form.
+pub fn valid_options(options: &WatchOptions, limits: &Limits) -> Result<String, FieldError> {
     let fetch = &options.fetch;
     valid_browser_options(options, limits)?;
     if let Some(method) = &fetch.method
@@ -119,6 +121,15 @@ fn valid_options(options: &WatchOptions, limits: &Limits) -> Result<String, Fiel
         .map_err(|e| FieldError::new(format!("options.{}", e.field), e.message))?;
     driftwatch_alert::Noise::new(&options.noise)
         .map_err(|e| FieldError::new(format!("options.{}", e.field), e.message))?;
+    let within = |e: driftwatch_values::FieldError, prefix: &str| {
+        let e = e.within(prefix);
+        FieldError::new(e.field, e.message)
+    };
+    driftwatch_values::Reader::new(&options.values).map_err(|e| within(e, "options"))?;
+    if let Some(conditions) = &options.conditions {
+        driftwatch_values::conditions::check(conditions, &options.values)
+            .map_err(|e| within(e, "options.conditions"))?;
+    }
     serde_json::to_string(options).map_err(|e| FieldError::new("options", e.to_string()))
 }
 
@@ -431,6 +442,10 @@ pub fn watch_changes(
         changes.etag = Some(None);
         changes.last_modified = Some(None);
         changes.rebaseline = Some(true);
+    }
+    let conditions_changed = patch.options.as_ref().is_some_and(|o| o.conditions != current.options().conditions);
+    if conditions_changed || changes.url.is_some() {
+        changes.conditions_met = Some(None);
     }
     Ok(changes)
 }

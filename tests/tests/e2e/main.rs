@@ -20,6 +20,7 @@ mod scale;
 mod store;
 mod ui;
 mod ui_browser;
+mod values;
 mod watches;
 
 /// Declares each scenario `async fn name(backend: Backend)` as a test on SQLite and, when
@@ -112,6 +113,9 @@ on_both_backends!(
     channels::templates_are_checked_at_save_and_failures_dead_letter,
     channels::secrets_are_encrypted_at_rest_and_survive_a_key_rotation,
     channels::apprise_urls_become_endpoints,
+    values::a_price_condition_alerts_once_when_it_crosses,
+    values::conditions_that_already_hold_alert_on_the_first_check,
+    values::bad_values_and_conditions_are_refused_naming_the_field,
     delivery::per_endpoint_settings_are_validated_and_used,
     delivery::retention_purges_bodies_but_keeps_rows,
     delivery::a_long_failing_endpoint_is_disabled,
@@ -126,6 +130,7 @@ on_both_backends!(
     ui::forms_need_their_token_and_accounts_stay_apart,
     ui_browser::a_rendered_watch_shows_what_the_browser_saw,
     ui_browser::screenshots_show_only_when_kept_and_only_to_their_owner,
+    ui_browser::values_and_conditions_are_set_shown_back_and_tried_in_the_form,
     pages::a_post_without_its_token_is_refused,
     pages::a_foreign_origin_is_refused,
     pages::sign_in_redirects_only_to_this_site,

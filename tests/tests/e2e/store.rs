@@ -68,6 +68,7 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
                 snapshot: None,
                 screenshot: None,
                 browser_since: None,
+                conditions_met: None,
                 events: vec![NewEvent {
                     event: Event {
                         id: event_id,

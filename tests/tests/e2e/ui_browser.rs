@@ -247,3 +247,126 @@ pub async fn screenshots_show_only_when_kept_and_only_to_their_owner(backend: Ba
         assert!(response.text().await.expect("body").contains("Not found"), "the UI's 404 page: {path}");
     }
 }
+
+/// A shop page whose price and availability are in its JSON-LD and its text.
+fn shop_page(price: &str) -> String {
+    format!(
+        r#"<!doctype html><html><head><title>Espresso machine</title><script type="application/ld+json">
+        {{"@context": "https://schema.org", "@type": "Product", "name": "Espresso machine",
+          "offers": {{"@type": "Offer", "price": "{price}", "priceCurrency": "EUR",
+                      "availability": "https://schema.org/InStock"}}}}
+        </script></head><body><h1>Espresso machine</h1><p id="price">{price} €</p></body></html>"#
+    )
+}
+
+pub async fn values_and_conditions_are_set_shown_back_and_tried_in_the_form(backend: Backend) {
+    let Some(browser) = Browser::start().await else { return };
+    let app = TestApp::start(backend).await;
+    let root = app.root();
+    set_up(&browser, &app).await;
+    let token = app.token_for_user(EMAIL).await;
+    let page = PageServer::start(&shop_page("89.99")).await;
+
+    // Tracking a price takes a tick and a preset: the amount field shows with its preset only.
+    browser.goto(&format!("{root}/watches/new")).await;
+    browser.fill("#f-url", &page.url).await;
+    browser.fill("#f-name", "Espresso machine").await;
+    browser.click("details#values summary").await;
+    browser.click("#f-structured_data").await;
+    let shown =
+        |preset: &str| format!("return getComputedStyle(document.querySelector('[data-preset={preset}]')).display");
+    assert_eq!(browser.execute(&shown("price_below")).await, "none");
+    browser.wait_for("#f-alert_when").await.select_by_value("price_below").await.expect("preset");
+    assert_eq!(browser.execute(&shown("price_below")).await, "block");
+    assert_eq!(browser.execute(&shown("price_drop")).await, "none");
+    browser.fill("#f-price_below", "50").await;
+    look(&browser, "watch-values-form-new").await;
+    browser.click("button[value='save']").await;
+    browser.wait_for_text(".notice", "Watch added").await;
+    let id = browser.current_url().await.path().trim_start_matches("/watches/").to_owned();
+    let stored = app.ok(&format!("/watches/{id}"), &token).await;
+    assert_eq!(
+        stored["options"]["values"],
+        json!([{"name": "price", "type": "money", "structured": "price"},
+               {"name": "stock", "type": "availability", "structured": "availability"}])
+    );
+    assert_eq!(
+        stored["options"]["conditions"],
+        json!({"match": "all", "rules": [{"subject": "price", "op": "<", "operand": 50}]})
+    );
+
+    // Some history: 67 does not alert (not below 50), 45 does, 52 does not.
+    eventually("the baseline check", || async {
+        let runs = app.ok(&format!("/watches/{id}/runs"), &token).await;
+        (runs["items"].as_array().map_or(0, Vec::len) == 1).then_some(())
+    })
+    .await;
+    for price in ["67.00", "45.00", "52.00"] {
+        page.set(&shop_page(price));
+        assert_eq!(app.check(&token, &id).await["outcome"], "changed", "{price}");
+    }
+
+    // The edit form shows the preset back, not JSON.
+    browser.goto(&format!("{root}/watches/{id}/edit")).await;
+    assert_eq!(browser.execute("return document.querySelector('details#values').open").await, true);
+    assert_eq!(browser.execute("return document.querySelector('#f-structured_data').checked").await, true);
+    for (field, expected) in
+        [("#f-alert_when", "price_below"), ("#f-price_below", "50"), ("#f-values_json", ""), ("#f-conditions_json", "")]
+    {
+        assert_eq!(value(&browser, field).await, expected, "{field}");
+    }
+    assert_eq!(browser.execute(&shown("price_below")).await, "block");
+    look(&browser, "watch-values-form-edit").await;
+
+    // A bad regex in Values (JSON) is refused beside the field, naming the value, keeping the text.
+    let bad = r##"[{"name": "shown", "type": "money", "selector": "#price", "regex": "([0-9"}]"##;
+    browser.fill("#f-values_json", bad).await;
+    browser.click("button[value='save']").await;
+    let error = browser.wait_for_text("#e-values_json", "regex").await;
+    assert!(error.starts_with("value 1 (shown): regex: not a regex"), "{error}");
+    assert_eq!(value(&browser, "#f-values_json").await, bad);
+    assert_eq!(value(&browser, "#f-alert_when").await, "price_below");
+    assert_eq!(
+        browser.execute("return document.querySelector('#f-values_json').getAttribute('aria-invalid')").await,
+        "true"
+    );
+    look(&browser, "watch-values-form-error").await;
+    // A JSON slip says where it is.
+    browser.fill("#f-values_json", "[{\"name\": \"shown\",\n \"type\" \"money\"}]").await;
+    browser.click("button[value='save']").await;
+    browser.wait_for_text("#e-values_json", "JSON syntax error at line 2, column 9").await;
+    assert_eq!(app.ok(&format!("/watches/{id}"), &token).await["options"], stored["options"], "nothing saved");
+
+    // Tried on past checks: a 20 % drop would have alerted twice where the watch alerted once;
+    // a new value cannot be tried on the past, and says so. Nothing is saved.
+    browser
+        .fill("#f-values_json", r##"[{"name": "shown", "type": "money", "selector": "#price", "currency": "EUR"}]"##)
+        .await;
+    browser.wait_for("#f-alert_when").await.select_by_value("price_drop").await.expect("preset");
+    browser.fill("#f-price_drop", "20").await;
+    browser.click("button[value='backtest']").await;
+    let summary = browser.wait_for_text("#backtest-summary", "With these settings").await;
+    assert_eq!(summary, "With these settings: 2 alerts over the last 4 snapshots instead of 1.");
+    assert_eq!(browser.execute("return document.querySelectorAll('#backtest-alerts > li').length").await, 2);
+    let alerts = browser.text("#backtest-alerts").await;
+    assert!(alerts.contains("+45.00 €") && alerts.contains("-67.00 €"), "{alerts}");
+    assert!(alerts.contains("price"), "the reasons: {alerts}");
+    let quiet = browser.text("#backtest-quiet").await;
+    assert!(quiet.contains("price"), "{quiet}");
+    assert!(browser.text("#backtest-caveats").await.contains("`shown` was never read"));
+    assert_eq!(value(&browser, "#f-price_drop").await, "20", "the form keeps what was typed");
+    assert_eq!(app.ok(&format!("/watches/{id}"), &token).await["options"], stored["options"], "nothing saved");
+    look(&browser, "watch-backtest").await;
+
+    // Saved, the drop preset reads back too.
+    browser.click("button[value='save']").await;
+    browser.wait_for_text(".notice", "Watch saved").await;
+    let saved = app.ok(&format!("/watches/{id}"), &token).await;
+    assert_eq!(
+        saved["options"]["conditions"],
+        json!({"match": "all", "rules": [{"subject": "price", "op": "changed_by_percent", "operand": -20}]})
+    );
+    browser.goto(&format!("{root}/watches/{id}/edit")).await;
+    assert_eq!(value(&browser, "#f-alert_when").await, "price_drop");
+    assert_eq!(value(&browser, "#f-price_drop").await, "20");
+}

@@ -42,6 +42,33 @@ pub struct ChangeDetected {
     /// How the page was rendered, when a browser rendered it (absent for HTTP watches).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub render: Option<Render>,
+    /// The watch's values that moved (absent for watches without values).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<ValueChange>,
+}
+
+/// One value that moved (`{"name": "price", "from": 89.99, "to": 67.0, "currency": "EUR",
+/// "change_percent": -25.55}`): the values crate's own type, part of this contract.
+pub use driftwatch_values::ValueChange;
+
+/// `condition.met`, `condition.cleared`: a watch's conditions started or stopped holding.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConditionEvent {
+    /// `evt_...`.
+    pub event_id: String,
+    /// The watch.
+    pub watch: Watch,
+    /// Whether the conditions hold now.
+    pub holds: bool,
+    /// Why, one sentence per deciding rule ("price 44.00 EUR is below 45").
+    pub reasons: Vec<String>,
+    /// Every value read on this check, plain (`{"price": 44.0}`).
+    pub values: std::collections::BTreeMap<String, serde_json::Value>,
+    /// The values that moved since the snapshot before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<ValueChange>,
+    /// The snapshot the conditions were judged on.
+    pub snapshot: Option<String>,
 }
 
 /// A change seen in a browser: whether a screenshot was kept, where to fetch it, and how much
@@ -147,6 +174,8 @@ pub enum Payload {
     Check(Envelope<CheckEvent>),
     /// An endpoint event.
     Endpoint(Envelope<EndpointEvent>),
+    /// `condition.met` or `condition.cleared`.
+    Condition(Envelope<ConditionEvent>),
 }
 
 impl Payload {
@@ -160,6 +189,9 @@ impl Payload {
             }
             EventType::EndpointDisabled | EventType::EndpointTest => {
                 Payload::Endpoint(serde_json::from_str(body).ok()?)
+            }
+            EventType::ConditionMet | EventType::ConditionCleared => {
+                Payload::Condition(serde_json::from_str(body).ok()?)
             }
         })
     }

@@ -10,7 +10,7 @@ use driftwatch_store::screenshots::{self, StoredScreenshot};
 use driftwatch_store::{Event, Snapshot, StoreError, Watch, snapshots};
 use sha2::{Digest, Sha256};
 
-use super::{Compared, PageText};
+use super::{CheckFacts, Compared, PageText};
 use crate::runner::Runner;
 
 /// A change from `prev` to `current`, as its `change.detected` event tells it.
@@ -38,7 +38,7 @@ impl Runner {
         shot: Option<driftwatch_browser::Screenshot>,
         engine: &'static str,
     ) -> Result<Compared, StoreError> {
-        let text = match text {
+        let (text, readings) = match text {
             // 304: the page is as it was, so is its text; nothing to extract or compare.
             PageText::NotModified => return Ok(Compared::outcome(RunOutcome::Unchanged)),
             PageText::Failed { error, kind } => {
@@ -48,11 +48,54 @@ impl Runner {
                     ..Compared::outcome(RunOutcome::Failed)
                 });
             }
-            PageText::Text(text) => text,
+            PageText::Text(text, readings) => (text, readings),
         };
-        let hash = hex(&Sha256::digest(text.as_bytes()));
+        let kept_text = options.conditions.is_some().then(|| text.clone());
+        let values = readings.as_ref().map(|r| r.values.clone()).unwrap_or_default();
+        let mut previous_readings = None;
+        let mut compared =
+            self.compare_text(watch, options, text, &readings, &mut previous_readings, shot, engine).await?;
+        if let Some(note) = readings.as_ref().and_then(driftwatch_values::Readings::note) {
+            compared.note = Some(match compared.note.take() {
+                Some(before) => format!("{before}; {note}"),
+                None => note,
+            });
+        }
+        if let Some(text) = kept_text {
+            let (added, removed, change_size) = compared.lines.take().unwrap_or_default();
+            let previous = previous_readings.as_deref().map(|r| serde_json::from_str(r).unwrap_or_default());
+            compared.facts = Some(CheckFacts { text, values, previous, added, removed, change_size });
+        }
+        Ok(compared)
+    }
+
+    /// [`Runner::compare`] once the page's text was read: `previous_readings` is set to the
+    /// values stored with the last snapshot.
+    #[allow(clippy::too_many_arguments)]
+    async fn compare_text(
+        &self,
+        watch: &Watch,
+        options: &WatchOptions,
+        text: String,
+        readings: &Option<driftwatch_values::Readings>,
+        previous_readings: &mut Option<String>,
+        shot: Option<driftwatch_browser::Screenshot>,
+        engine: &'static str,
+    ) -> Result<Compared, StoreError> {
+        // The values are part of what the page says: a price only in the structured data
+        // changes the snapshot as a changed line would.
+        let stored_values = readings.as_ref().map(|r| serde_json::to_string(&r.values).unwrap_or_default());
+        let hash = match &stored_values {
+            Some(values) => hex(&Sha256::new()
+                .chain_update(text.as_bytes())
+                .chain_update(b"\0values\0")
+                .chain_update(values.as_bytes())
+                .finalize()),
+            None => hex(&Sha256::digest(text.as_bytes())),
+        };
         let watch_id = watch.id.clone();
         let previous = self.store().read(move |c| snapshots::latest_snapshot(c, &watch_id)).await?;
+        *previous_readings = previous.as_ref().and_then(|p| p.readings.clone());
         let now = self.now();
         let shot = shot.map(|s| StoredScreenshot {
             hash: hex(&Sha256::digest(&s.bytes)),
@@ -71,6 +114,7 @@ impl Runner {
             created_at: now,
             screenshot_hash: shot_hash.clone(),
             visual_change_percent: visual,
+            readings: stored_values.clone(),
         };
         let visual = options.noise.compare.visual();
         let min_visual =
@@ -160,7 +204,10 @@ impl Runner {
             },
             _ => self.quiet(watch, options, &change, &prev.content, &text).await?.map(|why| format!("no alert: {why}")),
         };
-        if (is_alert(&change) || options.noise.compare == Compare::Visual) && quiet.is_none() {
+        // A value that moved is a change worth telling even when no line did (a price only in
+        // the structured data); the conditions, if any, decide after.
+        let values_moved = stored_values.is_some() && stored_values != prev.readings;
+        if ((is_alert(&change) || options.noise.compare == Compare::Visual) && quiet.is_none()) || values_moved {
             compared.event = Some(self.change_event(ChangeOf {
                 watch,
                 change: &change,
@@ -171,7 +218,8 @@ impl Runner {
                 now,
             }));
         }
-        compared.note = quiet;
+        compared.note = quiet.filter(|_| compared.event.is_none());
+        compared.lines = Some(lines_of(&change));
         compared.snapshot = Some(Snapshot { content: text, ..current });
         compared.screenshot = shot;
         Ok(compared)
@@ -278,10 +326,25 @@ impl Runner {
             // Ask again a little later: alert only if the page agrees.
             tokio::time::sleep(Duration::from_secs(u64::from(seconds.clamp(1, 60)))).await;
             let again = self.read(watch, options, false, None).await.map(|page| page.text);
-            if !matches!(again, Some(PageText::Text(again)) if again == after) {
+            if !matches!(again, Some(PageText::Text(again, _)) if again == after) {
                 return Ok(Some("a second fetch did not confirm the change".into()));
             }
         }
         Ok(None)
     }
+}
+
+/// The added and the removed lines' text of a change, and how many lines changed.
+fn lines_of(change: &driftwatch_diff::TextChange) -> (String, String, usize) {
+    let (mut added, mut removed) = (String::new(), String::new());
+    for line in change.hunks.iter().flat_map(|h| h.lines.iter()) {
+        let into = match line.op {
+            driftwatch_diff::LineOp::Added => &mut added,
+            driftwatch_diff::LineOp::Removed => &mut removed,
+            _ => continue,
+        };
+        into.push_str(&line.text);
+        into.push('\n');
+    }
+    (added, removed, change.added + change.removed)
 }

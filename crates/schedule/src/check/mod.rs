@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::runner::Runner;
 
 mod compare;
+mod conditions;
 mod decide;
 mod preview;
 mod read;
@@ -56,9 +57,9 @@ impl PageRead {
     }
 }
 
-/// The text of a page, or why there is none.
+/// The text of a page (with the watch's values, when it has some), or why there is none.
 enum PageText {
-    Text(String),
+    Text(String, Option<driftwatch_values::Readings>),
     NotModified,
     /// `kind` is the run's `error_kind` (`selector_missing`, `browser`, `timeout`...).
     Failed {
@@ -82,11 +83,37 @@ struct Compared {
     error_kind: Option<&'static str>,
     /// The new snapshot's screenshot.
     screenshot: Option<StoredScreenshot>,
+    /// What the watch's conditions are judged on, when it has conditions and a text was read.
+    facts: Option<CheckFacts>,
+    /// On a text change: the added and removed lines' text, and how many lines changed.
+    lines: Option<(String, String, usize)>,
+}
+
+/// A check's text, values and change, kept for the watch's conditions.
+struct CheckFacts {
+    text: String,
+    values: driftwatch_values::Values,
+    /// The values of the snapshot before, when there was one.
+    previous: Option<driftwatch_values::Values>,
+    /// Added and removed lines' text, and their count, on a change.
+    added: String,
+    removed: String,
+    change_size: usize,
 }
 
 impl Compared {
     fn outcome(outcome: RunOutcome) -> Compared {
-        Compared { outcome, error: None, note: None, snapshot: None, event: None, error_kind: None, screenshot: None }
+        Compared {
+            outcome,
+            error: None,
+            note: None,
+            snapshot: None,
+            event: None,
+            error_kind: None,
+            screenshot: None,
+            facts: None,
+            lines: None,
+        }
     }
 }
 
@@ -196,6 +223,7 @@ impl Runner {
         let (http_status, bytes, validators) = (page.http_status, page.bytes, page.validators);
         let (engine, browser_since, read_note) = (page.engine, page.browser_since, page.note);
         let mut compared = self.compare(&watch, &options, page.text, page.screenshot, engine).await?;
+        let (conditions_met, crossing) = self.judge_conditions(&watch, &options, &mut compared);
         compared.note = match (compared.note, read_note) {
             (Some(a), Some(b)) => Some(format!("{a}; {b}")),
             (a, b) => a.or(b),
@@ -226,7 +254,8 @@ impl Runner {
             snapshot: compared.snapshot,
             screenshot: compared.screenshot,
             browser_since,
-            events: compared.event.into_iter().chain(decided.health_event).collect(),
+            conditions_met,
+            events: compared.event.into_iter().chain(crossing).chain(decided.health_event).collect(),
             health: decided.health.as_str().to_owned(),
             validators,
             max_attempts: self.config().max_attempts,

@@ -34,7 +34,7 @@ impl Runner {
             return Err("the preview was cancelled".into());
         };
         match read.text {
-            PageText::Text(text) => {
+            PageText::Text(text, _) => {
                 Ok(Preview { text, engine: read.engine, screenshot: read.screenshot, note: read.note })
             }
             PageText::NotModified => Err("the server answered 304 Not Modified".into()),

@@ -5,6 +5,7 @@ use std::time::Duration;
 use driftwatch_core::{Engine, WatchOptions};
 use driftwatch_scrape::{ExtractError, Fetched, PageRequest, Rules, extract_with};
 use driftwatch_store::Watch;
+use driftwatch_values::{Reader, Readings};
 use tokio_util::sync::CancellationToken;
 
 use super::{PageRead, PageText};
@@ -49,7 +50,7 @@ impl Runner {
         }
         let mut http = self.read_http(watch, options, conditional && watch.browser_since.is_none()).await;
         if !http.shell {
-            if watch.browser_since.is_some() && matches!(http.text, PageText::Text(_)) {
+            if watch.browser_since.is_some() && matches!(http.text, PageText::Text(..)) {
                 http.browser_since = Some(None);
                 http.note = Some("auto: HTTP reads this page again; the browser is no longer used".into());
             }
@@ -63,7 +64,7 @@ impl Runner {
             return http;
         }
         let mut rendered = self.read_browser(watch, options).await;
-        if matches!(rendered.text, PageText::Text(_)) {
+        if matches!(rendered.text, PageText::Text(..)) {
             rendered.browser_since = Some(Some(now));
             if watch.browser_since.is_none() {
                 rendered.note = Some("auto: the page needs a browser; it is rendered from now on".into());
@@ -111,7 +112,7 @@ impl Runner {
             bytes,
             validators: None,
             text: match text {
-                Ok((text, _)) => PageText::Text(text),
+                Ok((text, _, readings)) => PageText::Text(text, readings),
                 Err((error, kind)) => PageText::Failed { error, kind },
             },
             engine: "browser",
@@ -142,14 +143,14 @@ impl Runner {
                 let text = self.page_text(watch, options, page).await;
                 let shell = match &text {
                     Err((_, kind)) => *kind == "selector_missing" || *kind == "empty",
-                    Ok((text, scripted)) => *scripted && text.chars().filter(|c| c.is_alphanumeric()).count() < 100,
+                    Ok((text, scripted, _)) => *scripted && text.chars().filter(|c| c.is_alphanumeric()).count() < 100,
                 };
                 PageRead {
                     http_status,
                     bytes,
                     validators,
                     text: match text {
-                        Ok((text, _)) => PageText::Text(text),
+                        Ok((text, _, readings)) => PageText::Text(text, readings),
                         Err((error, kind)) => PageText::Failed { error, kind },
                     },
                     engine: "http",
@@ -171,15 +172,26 @@ impl Runner {
         watch: &Watch,
         options: &WatchOptions,
         page: driftwatch_scrape::Page,
-    ) -> Result<(String, bool), (String, &'static str)> {
+    ) -> Result<(String, bool, Option<Readings>), (String, &'static str)> {
         let (selector, options, cap) = (watch.selector.clone(), options.clone(), self.config().max_text_bytes);
         let auto = options.fetch.engine == Engine::Auto;
         tokio::task::spawn_blocking(move || {
             let scripted = auto && has_script(&page.body);
-            page_text(&page, selector.as_deref(), &options, cap).map(|text| (text, scripted))
+            let text = page_text(&page, selector.as_deref(), &options, cap)?;
+            // Values only for watches that have them: the others pay nothing.
+            let readings = (!options.values.is_empty()).then(|| read_values(&page, &options));
+            Ok((text, scripted, readings))
         })
         .await
         .unwrap_or_else(|e| Err((format!("reading the page failed: {e}"), "extract")))
+    }
+}
+
+/// The watch's values read from the page; specs that no longer compile are one failure.
+fn read_values(page: &driftwatch_scrape::Page, options: &WatchOptions) -> Readings {
+    match Reader::new(&options.values) {
+        Ok(reader) => reader.read(&driftwatch_scrape::decoded_body(page)),
+        Err(e) => Readings { failures: vec![("values".to_owned(), e.to_string())], ..Readings::default() },
     }
 }
 

@@ -57,6 +57,8 @@ pub struct Watch {
     pub browser_since: Option<NaiveDateTime>,
     /// Still checked and recorded, but its events queue no deliveries.
     pub muted: bool,
+    /// Whether its conditions held at the last check (`None`: never judged).
+    pub conditions_met: Option<bool>,
 }
 
 /// Extracted content of a watch at one moment; written only when it differs from the last.
@@ -77,6 +79,8 @@ pub struct Snapshot {
     pub screenshot_hash: Option<String>,
     /// Share of the screenshot's pixels that differ from the previous snapshot's, in percent.
     pub visual_change_percent: Option<f64>,
+    /// The values read with it, a JSON object by name (`None` for a watch without values).
+    pub readings: Option<String>,
 }
 
 /// One check of a watch, whatever its outcome.
@@ -159,6 +163,7 @@ impl Watch {
             tags: String::new(),
             browser_since: None,
             muted: false,
+            conditions_met: None,
         }
     }
 

@@ -8,6 +8,7 @@ mod events;
 mod feed;
 mod recoveries;
 mod tokens;
+pub(crate) mod values;
 mod watches;
 
 mod openapi;
@@ -46,6 +47,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(watches::resume))
         .routes(routes!(watches::runs))
         .routes(routes!(watches::snapshots))
+        .routes(routes!(values::list))
+        .routes(routes!(values::backtest))
         .routes(routes!(watches::screenshot))
         .routes(routes!(watches::diff))
         .routes(routes!(watches::snapshot))

@@ -190,7 +190,7 @@ pub async fn list(
     Ok(axum::Json(page_of(rows, limit, |w| &w.id)))
 }
 
-async fn find(state: &AppState, caller: &Caller, id: &str) -> Result<Watch, ApiError> {
+pub(super) async fn find(state: &AppState, caller: &Caller, id: &str) -> Result<Watch, ApiError> {
     let (account, id) = (caller.account_id.clone(), id.to_owned());
     state
         .store

@@ -21,8 +21,10 @@ use super::session::{Post, Viewer};
 use crate::AppState;
 
 /// Event types an endpoint can subscribe to (a test event always arrives).
-const SUBSCRIBABLE: [EventType; 5] = [
+const SUBSCRIBABLE: [EventType; 7] = [
     EventType::ChangeDetected,
+    EventType::ConditionMet,
+    EventType::ConditionCleared,
     EventType::CheckFailed,
     EventType::SelectorMissing,
     EventType::CheckRecovered,

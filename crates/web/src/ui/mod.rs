@@ -8,6 +8,7 @@
 mod account;
 mod assets;
 mod changes;
+mod chart;
 mod deliveries;
 mod diff;
 mod endpoint_channel;
@@ -116,6 +117,7 @@ pub fn routes() -> Router<AppState> {
         .route("/watches/{id}/unmute", post(watch::unmute))
         .route("/watches/{id}/delete", get(watch::confirm_delete).post(watch::delete))
         .route("/watches/{id}/export", get(watch::export))
+        .route("/watches/{id}/values.csv", get(watch::values_csv))
         .route("/watches/{id}/snapshots/{snapshot_id}/screenshot", get(screenshots::screenshot))
         .route("/watches/{id}/snapshots/{snapshot_id}/visual-diff", get(screenshots::visual_diff))
         .route("/changes", get(changes::list))

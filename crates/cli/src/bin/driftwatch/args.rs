@@ -111,6 +111,10 @@ pub(crate) enum BenchCommand {
         /// An empty database to use (default: a temporary SQLite file).
         #[arg(long)]
         database_url: Option<String>,
+        /// Give every watch two values (price by selector, availability from JSON-LD) and a
+        /// condition, to measure what values cost.
+        #[arg(long)]
+        values: bool,
     },
     /// Purging old runs (a million by default) in batches while the runner checks every
     /// watch each second: purge rate, and the write latency checks see before and during it.

@@ -68,8 +68,8 @@ pub(crate) async fn token(command: TokenCommand) -> anyhow::Result<()> {
 /// `driftwatch bench checks|retention|pages|api|hostile|browser|delivery`: prints the report.
 pub(crate) async fn bench(command: BenchCommand) -> anyhow::Result<()> {
     match command {
-        BenchCommand::Checks { watches, concurrency, idle_seconds, database_url } => {
-            let bench = driftwatch_bench::ChecksBench { watches, concurrency, idle_seconds, database_url };
+        BenchCommand::Checks { watches, concurrency, idle_seconds, database_url, values } => {
+            let bench = driftwatch_bench::ChecksBench { watches, concurrency, idle_seconds, database_url, values };
             println!("{}", driftwatch_bench::checks(&bench).await?);
         }
         BenchCommand::Retention { runs, watches, database_url } => {

@@ -203,6 +203,16 @@ pub struct Snapshot {
     /// Share of the screenshot's pixels that differ from the previous snapshot's, in percent
     /// (when the watch compares how the page looks).
     visual_change_percent: Option<f64>,
+    /// The watch's values read with it, by name (`{"price": {"type": "money", "amount": 44.0,
+    /// "currency": "EUR"}}`); absent for a watch without values.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Object)]
+    values: Option<serde_json::Value>,
+}
+
+/// Stored readings as JSON (absent when none or unreadable).
+fn readings(stored: Option<&str>) -> Option<serde_json::Value> {
+    stored.and_then(|r| serde_json::from_str(r).ok())
 }
 
 /// The path a snapshot's screenshot is served at.
@@ -218,6 +228,7 @@ impl From<store::Snapshot> for Snapshot {
             id: s.id,
             watch_id: s.watch_id,
             content_hash: s.content_hash,
+            values: readings(s.readings.as_deref()),
             content: Some(s.content),
             created_at: utc(s.created_at),
         }
@@ -232,6 +243,7 @@ impl From<store::snapshots::SnapshotInfo> for Snapshot {
             id: s.id,
             watch_id: s.watch_id,
             content_hash: s.content_hash,
+            values: readings(s.readings.as_deref()),
             content: None,
             created_at: utc(s.created_at),
         }

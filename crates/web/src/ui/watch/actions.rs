@@ -186,13 +186,42 @@ pub async fn export(
     let watch = find(&state, &viewer, &id).await?;
     let body = serde_json::to_string_pretty(&[driftwatch_validate::from_watch(&watch)])
         .map_err(|e| UiError::Server(e.to_string()))?;
-    let disposition = format!("attachment; filename=\"{}.json\"", watch.id);
-    Ok((
+    Ok(attachment("application/json", &format!("{}.json", watch.id), body))
+}
+
+/// A download: `body` as `content_type`, saved as `filename`.
+fn attachment(content_type: &str, filename: &str, body: String) -> Response {
+    let disposition = format!("attachment; filename=\"{filename}\"");
+    (
         [
-            (axum::http::header::CONTENT_TYPE, "application/json".to_owned()),
+            (axum::http::header::CONTENT_TYPE, content_type.to_owned()),
             (axum::http::header::CONTENT_DISPOSITION, disposition),
         ],
         body,
     )
-        .into_response())
+        .into_response()
+}
+
+/// `GET /watches/{id}/values.csv`: the watch's values over time, as the API's CSV.
+pub async fn values_csv(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Path(id): Path<String>,
+) -> Result<Response, UiError> {
+    let watch = find(&state, &viewer, &id).await?;
+    let (account, watch_id) = (viewer.account_id().to_owned(), watch.id.clone());
+    let rows = state
+        .store
+        .read(move |c| {
+            driftwatch_store::snapshots::value_series(
+                c,
+                &account,
+                &watch_id,
+                None,
+                driftwatch_store::snapshots::MAX_SERIES_POINTS,
+            )
+        })
+        .await?;
+    let body = crate::api::values::to_csv(&crate::api::values::points(rows, None));
+    Ok(attachment("text/csv; charset=utf-8", &format!("{}-values.csv", watch.id), body))
 }

@@ -25,7 +25,7 @@ use crate::ui::session::Viewer;
 
 mod actions;
 
-pub use actions::{apply, check, confirm_delete, delete, export, mute, pause, resume, unmute};
+pub use actions::{apply, check, confirm_delete, delete, export, mute, pause, resume, unmute, values_csv};
 
 /// Snapshots listed in the timeline.
 const TIMELINE: i64 = 50;
@@ -35,6 +35,8 @@ const RUNS: i64 = 20;
 const DELIVERIES: i64 = 10;
 /// Screenshots shown in the strip.
 const SHOTS: usize = 6;
+/// Most readings a value chart draws (the newest).
+const SERIES: i64 = 500;
 
 /// A snapshot in the timeline.
 #[derive(Debug, Clone)]
@@ -157,6 +159,10 @@ struct WatchPage {
     engine: Option<EngineView>,
     /// Where its events go: (endpoint id, what to call it).
     delivered_to: Vec<(String, String)>,
+    /// A chart per numeric value.
+    charts: Vec<crate::ui::chart::Chart>,
+    /// Every value's latest reading: (name, as people read it).
+    latest_values: Vec<(String, String)>,
 }
 
 /// Query of the watch page.
@@ -201,6 +207,8 @@ struct Loaded {
     shot_before: Option<SnapshotInfo>,
     /// The enabled endpoints its events are routed to.
     routed: Vec<driftwatch_store::Endpoint>,
+    /// Its values over time, oldest first (empty for a watch without values).
+    series: Vec<(chrono::NaiveDateTime, driftwatch_values::Values)>,
 }
 
 /// `GET /watches/{id}`.
@@ -215,6 +223,7 @@ pub async fn show(
     let (from, to) = (query.from.clone(), query.to.clone());
     let now = state.clock.now().naive_utc();
     let keeps_screenshots = watch.options().fetch.screenshot != ScreenshotMode::Off;
+    let has_values = !watch.options().values.is_empty();
     let watch_for_routes = watch.clone();
     let loaded = state
         .store
@@ -264,7 +273,14 @@ pub async fn show(
                 _ => None,
             };
             let routed = driftwatch_store::endpoints::routed_to(c, &account, &watch_for_routes)?;
-            Ok(Loaded { snapshots, changes, runs, deliveries, seen, sides, baseline, shot_before, routed })
+            let series = match has_values {
+                true => snapshots::value_series(c, &account, &watch_id, None, SERIES)?
+                    .into_iter()
+                    .map(|(_, at, readings)| (at, serde_json::from_str(&readings).unwrap_or_default()))
+                    .collect(),
+                false => Vec::new(),
+            };
+            Ok(Loaded { snapshots, changes, runs, deliveries, seen, sides, baseline, shot_before, routed, series })
         })
         .await?;
     // The user has now seen the newest snapshot: a write (on SQLite it takes its turn at the
@@ -401,6 +417,11 @@ fn page(
                 (e.id.clone(), format!("{name} ({})", e.kind))
             })
             .collect(),
+        charts: crate::ui::chart::charts(&watch.options().values, &loaded.series),
+        latest_values: match loaded.series.last() {
+            Some((_, values)) => values.iter().map(|(name, value)| (name.clone(), value.display())).collect(),
+            None => Vec::new(),
+        },
         watch,
     }
 }

@@ -7,6 +7,7 @@ use driftwatch_validate::{FieldError, WatchInput};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
+use super::values::ValueFields;
 use crate::ui::form::{checked, lines, number, optional, pairs};
 use crate::ui::steps::{parse_regions, parse_steps, step_line};
 
@@ -73,7 +74,19 @@ pub struct WatchForm {
     pub(super) min_visual_change_percent: String,
     /// One `x,y,width,height` a line.
     pub(super) ignore_regions: String,
-    /// `save` or `preview`.
+    /// Read the page's structured price and availability as `price` and `stock`.
+    pub(super) structured_data: Option<String>,
+    /// A preset of when to alert (see [`super::values::PRESETS`]).
+    pub(super) alert_when: String,
+    /// The amount of "the price is below".
+    pub(super) price_below: String,
+    /// The percent of "the price dropped by at least".
+    pub(super) price_drop: String,
+    /// Other values, a JSON array of value specs.
+    pub(super) values_json: String,
+    /// The conditions, a JSON object (used when no preset is chosen).
+    pub(super) conditions_json: String,
+    /// `save`, `preview` or `backtest`.
     pub(super) action: String,
 }
 
@@ -92,6 +105,7 @@ impl WatchForm {
         let presets: Vec<&String> = options.rules.masks.iter().filter(|m| MASK_PRESETS.contains(&m.as_str())).collect();
         let has = |name: &str| checked(presets.iter().any(|m| m.as_str() == name));
         let (fetch, extract, rules, noise) = (&options.fetch, &options.extract, &options.rules, &options.noise);
+        let values = ValueFields::of(&options.values, options.conditions.as_ref());
         WatchForm {
             url: watch.url.clone(),
             name: watch.name.clone(),
@@ -150,6 +164,12 @@ impl WatchForm {
                 .map(|r| format!("{},{},{},{}", r.x, r.y, r.width, r.height))
                 .collect::<Vec<_>>()
                 .join("\n"),
+            structured_data: checked(values.structured_data),
+            alert_when: values.alert_when,
+            price_below: values.price_below,
+            price_drop: values.price_drop,
+            values_json: values.values_json,
+            conditions_json: values.conditions_json,
             action: String::new(),
         }
     }
@@ -163,6 +183,7 @@ impl WatchForm {
             engine: "http".into(),
             screenshot: "off".into(),
             compare: "text".into(),
+            alert_when: super::values::ANY.into(),
             ..WatchForm::default()
         }
     }
@@ -217,7 +238,34 @@ impl WatchForm {
         options.noise.confirm_after_seconds =
             number("options.noise.confirm_after_seconds", &self.confirm_after_seconds, errors);
         self.browser_options(&mut options, errors);
+        (options.values, options.conditions) = self.value_fields().read(errors);
         options
+    }
+
+    /// The fields of values and conditions.
+    pub(super) fn value_fields(&self) -> ValueFields {
+        ValueFields {
+            structured_data: self.structured_data.is_some(),
+            alert_when: self.alert_when.clone(),
+            price_below: self.price_below.clone(),
+            price_drop: self.price_drop.clone(),
+            values_json: self.values_json.clone(),
+            conditions_json: self.conditions_json.clone(),
+        }
+    }
+
+    /// Whether the form asks to save (not to preview or try on past checks).
+    pub(super) fn saves(&self) -> bool {
+        !matches!(self.action.as_str(), "preview" | "backtest")
+    }
+
+    /// The form field showing an error of validation field `field`: as [`form_field`], but
+    /// errors of the conditions stand beside the preset when one is chosen.
+    pub(super) fn field_for(&self, field: &str) -> &'static str {
+        match form_field(field) {
+            "conditions_json" if self.value_fields().preset_chosen() => "alert_when",
+            other => other,
+        }
     }
 
     /// The browser's settings and the visual comparison, into `options`.
@@ -247,6 +295,9 @@ impl WatchForm {
     /// The error of a validation field, saying which line of a textarea it is about
     /// (`options.fetch.steps[2].selector` is the third step).
     pub(super) fn message(&self, error: FieldError) -> String {
+        if error.field.starts_with("options.values") || error.field.starts_with("options.conditions") {
+            return self.value_fields().message(&error.field, error.message);
+        }
         let lines = match error.field.split_once('[') {
             Some(("options.fetch.steps", _)) => &self.steps,
             Some(("options.noise.ignore_regions", _)) => &self.ignore_regions,
@@ -315,6 +366,11 @@ pub(super) fn form_field(field: &str) -> &'static str {
         b if b.starts_with("options.noise.ignore_regions") => "ignore_regions",
         b if b.starts_with("options.fetch.headers") => "fetch_headers",
         b if b.starts_with("options.fetch.cookies") => "fetch_cookies",
+        "options.values" => "values_json",
+        b if b.starts_with("options.conditions") => "conditions_json",
+        "alert_when" => "alert_when",
+        "price_below" => "price_below",
+        "price_drop" => "price_drop",
         _ => "url",
     }
 }

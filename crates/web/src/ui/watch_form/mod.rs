@@ -2,11 +2,13 @@
 //! but the first section; errors beside their fields, in the API's words (the same rules of
 //! `driftwatch-validate`); a preview that fetches the page now and shows the text that would
 //! be compared (and, when the browser renders it, what the browser saw); the next five check
-//! times of the schedule.
+//! times of the schedule; values and conditions, with a quick path for tracking a price, and
+//! a try of them on the watch's past checks (nothing saved).
 
 mod fields;
 #[cfg(test)]
 mod tests;
+mod values;
 
 use std::collections::HashMap;
 
@@ -14,15 +16,18 @@ use askama::Template;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use driftwatch_store::watches;
+use driftwatch_core::WatchOptions;
+use driftwatch_schedule::backtest;
+use driftwatch_store::{Watch, snapshots, watches};
 use driftwatch_validate::{FieldError, Invalid, WatchInput, WatchPatch};
 
-use self::fields::{WatchForm, form_field};
+use self::fields::WatchForm;
 use crate::AppState;
 use crate::ui::error::UiError;
 use crate::ui::flash;
 use crate::ui::form::Field;
 use crate::ui::layout::{Layout, html, render};
+use crate::ui::present::When;
 use crate::ui::session::{Post, Viewer};
 use crate::ui::watch::find;
 
@@ -36,6 +41,7 @@ struct WatchFormPage {
     errors: HashMap<&'static str, String>,
     next_runs: Result<Vec<String>, String>,
     preview: Option<Result<PreviewView, String>>,
+    backtest: Option<BacktestView>,
 }
 
 /// What a preview shows: the text, what read the page, and the screenshot inline (a preview's
@@ -72,6 +78,95 @@ impl PreviewView {
     }
 }
 
+/// What trying the form's settings on the watch's past checks found.
+struct BacktestView {
+    /// Snapshots tried.
+    snapshots: usize,
+    /// Changes between them.
+    changes: usize,
+    /// Alerts these settings would have raised.
+    would_alert: usize,
+    /// Alerts the watch raised over the same snapshots.
+    alerted: usize,
+    /// The would-be alerts, newest first (at most [`backtest::MAX_LISTED`]).
+    alerts: Vec<WouldAlertView>,
+    /// The changes kept quiet, newest first (at most [`backtest::MAX_LISTED`]).
+    quiet: Vec<QuietView>,
+    /// What stored snapshots cannot tell.
+    caveats: Vec<String>,
+}
+
+/// A change that would have alerted.
+struct WouldAlertView {
+    at: When,
+    added: usize,
+    removed: usize,
+    reasons: Vec<String>,
+    /// The diff's lines with their kind (`add`, `del`, `hunk`, `ctx`).
+    diff: Vec<(&'static str, String)>,
+}
+
+/// A change kept quiet, and why.
+struct QuietView {
+    at: When,
+    reason: String,
+}
+
+impl BacktestView {
+    fn of(found: backtest::Backtest, now: chrono::DateTime<chrono::Utc>, zone: &str) -> BacktestView {
+        let when = |at: chrono::DateTime<chrono::Utc>| When::new(at.naive_utc(), now, zone);
+        BacktestView {
+            snapshots: found.snapshots,
+            changes: found.changes,
+            would_alert: found.would_alert,
+            alerted: found.alerted,
+            alerts: found
+                .alerts
+                .into_iter()
+                .map(|a| WouldAlertView {
+                    at: when(a.at),
+                    added: a.added,
+                    removed: a.removed,
+                    reasons: a.reasons,
+                    diff: diff_lines(&a.diff),
+                })
+                .collect(),
+            quiet: found.quiet.into_iter().map(|q| QuietView { at: when(q.at), reason: q.reason }).collect(),
+            caveats: found.caveats,
+        }
+    }
+
+    /// The changes kept quiet, listed or not.
+    fn quiet_total(&self) -> usize {
+        self.changes.saturating_sub(self.would_alert)
+    }
+}
+
+/// A unified diff's lines by kind, without its `---`/`+++` headers (snapshot ids).
+fn diff_lines(unified: &str) -> Vec<(&'static str, String)> {
+    unified
+        .lines()
+        .filter(|l| !l.starts_with("--- ") && !l.starts_with("+++ "))
+        .map(|l| {
+            let kind = match l.as_bytes().first() {
+                Some(b'+') => "add",
+                Some(b'-') => "del",
+                Some(b'@') => "hunk",
+                _ => "ctx",
+            };
+            (kind, l.to_owned())
+        })
+        .collect()
+}
+
+/// Whether a validation field is about the options (what a backtest tries).
+fn is_option(field: &str) -> bool {
+    field.starts_with("options") || ["alert_when", "price_below", "price_drop"].contains(&field)
+}
+
+/// Most snapshots one try reads (the newest), as the API's backtest.
+const BACKTEST_SNAPSHOTS: i64 = 2_000;
+
 /// A select's choices: value, label and what it does (shown under the select).
 type Choices = [(&'static str, &'static str, &'static str)];
 
@@ -105,9 +200,16 @@ impl WatchFormPage {
         Field { value: value.to_owned(), error: self.error(field).map(str::to_owned) }
     }
 
-    /// The section holding an error opens itself.
+    /// The section holding an error opens itself; values and conditions also when set or
+    /// just tried.
     fn open(&self, prefix: &str) -> bool {
         let fields: &[&str] = match prefix {
+            "values" => {
+                if self.backtest.is_some() || self.form.value_fields().is_set() {
+                    return true;
+                }
+                &["structured_data", "alert_when", "price_below", "price_drop", "values_json", "conditions_json"]
+            }
             "fetch" => {
                 &["fetch_method", "fetch_headers", "fetch_cookies", "fetch_user_agent", "fetch_timeout", "fetch_body"]
             }
@@ -126,6 +228,16 @@ impl WatchFormPage {
             ],
         };
         fields.iter().any(|f| self.errors.contains_key(f))
+    }
+
+    /// `1 alert`, `2 alerts`.
+    fn count(&self, n: &usize, word: &str) -> String {
+        format!("{n} {word}{}", if *n == 1 { "" } else { "s" })
+    }
+
+    /// The presets of "Alert when…": value and label.
+    fn presets(&self) -> &'static [(&'static str, &'static str)] {
+        &values::PRESETS
     }
 
     /// The choices of a select: `engine`, `screenshot` or `compare`.
@@ -172,7 +284,7 @@ fn page(
 ) -> WatchFormPage {
     let mut errors = HashMap::new();
     for e in invalid {
-        let field = form_field(&e.field);
+        let field = form.field_for(&e.field);
         errors.entry(field).or_insert_with(|| form.message(e));
     }
     let title = if watch_id.is_some() { "Edit watch" } else { "Add a watch" };
@@ -184,6 +296,7 @@ fn page(
         errors,
         next_runs,
         preview: None,
+        backtest: None,
     }
 }
 
@@ -212,6 +325,32 @@ async fn with_preview(state: &AppState, mut page: WatchFormPage, input: &WatchIn
     page
 }
 
+/// Runs `proposed` over the watch's stored snapshots and shows what it would have done.
+async fn with_backtest(
+    state: &AppState,
+    viewer: &Viewer,
+    mut page: WatchFormPage,
+    current: &Watch,
+    proposed: WatchOptions,
+) -> Result<WatchFormPage, UiError> {
+    let (account, watch_id) = (viewer.account_id().to_owned(), current.id.clone());
+    let (history, alerted) = state
+        .store
+        .read(move |c| {
+            let history = snapshots::history(c, &account, &watch_id, None, BACKTEST_SNAPSHOTS)?;
+            let alerted = driftwatch_store::events::alerted_snapshots(c, &watch_id)?;
+            Ok((history, alerted))
+        })
+        .await?;
+    let existing = current.options();
+    // Diffing every pair is CPU work: off the async threads.
+    let found = tokio::task::spawn_blocking(move || backtest::backtest(&proposed, &existing, &history, &alerted))
+        .await
+        .map_err(|e| UiError::Server(format!("backtest: {e}")))?;
+    page.backtest = Some(BacktestView::of(found, state.clock.now(), &viewer.user.time_zone));
+    Ok(page)
+}
+
 /// `POST /watches/new`: preview, or create and open the new watch (its first check, the
 /// baseline, runs at once).
 pub async fn create(State(state): State<AppState>, post: Post<WatchForm>) -> Result<Response, UiError> {
@@ -226,7 +365,7 @@ pub async fn create(State(state): State<AppState>, post: Post<WatchForm>) -> Res
         state.clock.now(),
     );
     let watch = match (result, errors.is_empty()) {
-        (Ok(watch), true) if form.action != "preview" => watch,
+        (Ok(watch), true) if form.saves() => watch,
         (result, _) => {
             errors.extend(result.err().map(|Invalid(e)| e).unwrap_or_default());
             let status = if errors.is_empty() { StatusCode::OK } else { StatusCode::UNPROCESSABLE_ENTITY };
@@ -266,20 +405,33 @@ pub async fn update(
         interval_seconds: schedule_changed.then_some(interval),
         cron: schedule_changed.then(|| cron.clone()),
         time_zone: schedule_changed.then(|| zone.clone()),
-        options: (!same_options).then_some(options),
+        options: (!same_options).then(|| options.clone()),
         tags: input.tags.clone(),
         muted: input.muted,
     };
     let result =
         driftwatch_validate::watch_changes(&current, patch, &state.limits.rules(), state.policy, state.clock.now());
     let changes = match (result, errors.is_empty()) {
-        (Ok(changes), true) if form.action != "preview" => changes,
+        (Ok(changes), true) if form.saves() => changes,
         (result, _) => {
             errors.extend(result.err().map(|Invalid(e)| e).unwrap_or_default());
+            let action = form.action.clone();
+            // Tried only with options a save would take (the rest of the form may wait).
+            let try_it = action == "backtest"
+                && match driftwatch_validate::valid_options(&options, &state.limits.rules()) {
+                    Ok(_) => !errors.iter().any(|e| is_option(&e.field)),
+                    Err(e) => {
+                        errors.push(e);
+                        false
+                    }
+                };
             let status = if errors.is_empty() { StatusCode::OK } else { StatusCode::UNPROCESSABLE_ENTITY };
-            let preview = form.action == "preview";
             let page = page(&state, &post.viewer, Some(id), form, errors);
-            let page = if preview { with_preview(&state, page, &input).await } else { page };
+            let page = match action.as_str() {
+                "preview" => with_preview(&state, page, &input).await,
+                _ if try_it => with_backtest(&state, &post.viewer, page, &current, options).await?,
+                _ => page,
+            };
             return Ok(render(status, &page));
         }
     };

@@ -1,0 +1,43 @@
+//! Typed values read from pages, and the conditions over them. Pure: no IO, no database.
+//!
+//! - [`read`]: a watch's value specs checked and compiled ([`Reader`]), and read from a page.
+//! - [`parse`]: text to a typed value (money in many locales, numbers, availability).
+//! - [`structured`]: schema.org `Product`/`Offer` from JSON-LD and microdata.
+//! - [`json`]: JSON Pointer, JSONPath (RFC 9535) and jq, bounded.
+//! - [`conditions`]: whether a watch's conditions hold, and why, in words.
+//! - [`typed`]: a value as read, and how two readings compare.
+
+pub mod conditions;
+pub mod json;
+pub mod parse;
+pub mod read;
+pub mod structured;
+pub mod typed;
+
+pub use conditions::{Facts, Verdict, evaluate};
+pub use read::{Reader, Readings};
+pub use typed::{Typed, ValueChange, Values, changes};
+
+/// A field at fault and why, named within what was checked (`values[0].regex`,
+/// `rules[1].operand`); callers put their own prefix before it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct FieldError {
+    /// The field.
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl FieldError {
+    /// A field at fault.
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> FieldError {
+        FieldError { field: field.into(), message: message.into() }
+    }
+
+    /// The same error with the field inside `prefix` (`values[0]` + `regex`).
+    pub fn within(mut self, prefix: &str) -> FieldError {
+        self.field = if self.field.is_empty() { prefix.to_owned() } else { format!("{prefix}.{}", self.field) };
+        self
+    }
+}

@@ -1,0 +1,2 @@
+ALTER TABLE watches DROP COLUMN conditions_met;
+ALTER TABLE snapshots DROP COLUMN readings;

@@ -1,0 +1,206 @@
+//! Typed values and conditions: prices read from a shop page's structured data, stored with
+//! each snapshot, and conditions deciding which changes alert.
+
+use axum::http::StatusCode;
+use driftwatch_test_support::{Backend, PageServer};
+use serde_json::{Value, json};
+
+use crate::support::TestApp;
+
+/// A shop page whose price is only in its JSON-LD and a `content` attribute, never in the
+/// watched text.
+fn shop(price: &str, availability: &str) -> String {
+    format!(
+        r#"<html><head><script type="application/ld+json">
+        {{"@context": "https://schema.org", "@type": "Product", "name": "Espresso machine",
+          "offers": {{"@type": "Offer", "price": "{price}", "priceCurrency": "EUR",
+                      "availability": "https://schema.org/{availability}"}}}}
+        </script></head><body><h1 id=name>Espresso machine</h1>
+        <span id=price content="{price}">{price} €</span></body></html>"#
+    )
+}
+
+async fn events(app: &TestApp, token: &str, watch_id: &str, event_type: &str) -> Vec<Value> {
+    let list = app.ok(&format!("/events?watch_id={watch_id}&type={event_type}"), token).await;
+    list["items"].as_array().cloned().unwrap_or_default()
+}
+
+pub async fn a_price_condition_alerts_once_when_it_crosses(backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let token = app.account("acme").await;
+    let site = PageServer::start(&shop("89.99", "InStock")).await;
+    let watch = app
+        .watch_with_baseline(
+            &token,
+            json!({"url": site.url, "name": "Espresso", "selector": "#name", "options": {
+                "values": [
+                    {"name": "price", "type": "money", "structured": "price"},
+                    {"name": "stock", "type": "availability", "structured": "availability"},
+                    {"name": "shown", "type": "money", "selector": "#price", "attribute": "content", "currency": "EUR"}
+                ],
+                "conditions": {"match": "all", "rules": [
+                    {"subject": "price", "op": "<", "operand": 50},
+                    {"subject": "stock", "op": "==", "operand": "in_stock"}
+                ]}
+            }}),
+        )
+        .await;
+    let id = watch["id"].as_str().expect("id");
+    let snapshots = app.ok(&format!("/watches/{id}/snapshots"), &token).await;
+    assert_eq!(
+        snapshots["items"][0]["values"],
+        json!({"price": {"type": "money", "amount": 89.99, "currency": "EUR"},
+               "stock": {"type": "availability", "value": "in_stock"},
+               "shown": {"type": "money", "amount": 89.99, "currency": "EUR"}}),
+        "{snapshots}"
+    );
+    assert!(events(&app, &token, id, "condition.met").await.is_empty(), "89.99 is not below 50");
+
+    // A drop that does not cross the line: the snapshot is kept, the alert is not.
+    site.set(&shop("67.00", "InStock"));
+    let run = app.check(&token, id).await;
+    assert_eq!(run["outcome"], "changed", "the price is part of what the page says: {run}");
+    assert!(run["event_id"].is_null(), "{run}");
+    assert!(run["note"].as_str().is_some_and(|n| n.contains("price 67.00 EUR is not below 50")), "{run}");
+
+    // Below 50: the change alerts with its typed value changes, and condition.met fires once.
+    site.set(&shop("45.00", "InStock"));
+    let run = app.check(&token, id).await;
+    let change = app.ok(&format!("/events/{}", run["event_id"].as_str().expect("a change event")), &token).await;
+    let price = change["payload"]["data"]["values"]
+        .as_array()
+        .and_then(|v| v.iter().find(|c| c["name"] == "price"))
+        .cloned()
+        .expect("the price change in the payload");
+    assert_eq!(price, json!({"name": "price", "from": 67.0, "to": 45.0, "currency": "EUR", "change_percent": -32.84}));
+    let met = events(&app, &token, id, "condition.met").await;
+    assert_eq!(met.len(), 1, "{met:?}");
+    let met = app.ok(&format!("/events/{}", met[0]["id"].as_str().expect("id")), &token).await;
+    assert_eq!(met["payload"]["data"]["holds"], true);
+    assert_eq!(met["payload"]["data"]["values"]["price"], 45.0);
+
+    // Still below: a change, but no second condition.met.
+    site.set(&shop("44.00", "InStock"));
+    let run = app.check(&token, id).await;
+    assert!(run["event_id"].is_string(), "{run}");
+    assert_eq!(events(&app, &token, id, "condition.met").await.len(), 1);
+
+    // Sold out: the conditions stop holding, once.
+    site.set(&shop("44.00", "OutOfStock"));
+    let run = app.check(&token, id).await;
+    assert!(run["event_id"].is_null(), "{run}");
+    let cleared = events(&app, &token, id, "condition.cleared").await;
+    assert_eq!(cleared.len(), 1, "{cleared:?}");
+    app.check(&token, id).await;
+    assert_eq!(events(&app, &token, id, "condition.cleared").await.len(), 1, "an unchanged page crosses nothing");
+
+    // The series, as JSON and as CSV, holds the same prices, oldest first.
+    let series = app.ok(&format!("/watches/{id}/values?name=price"), &token).await;
+    let amounts: Vec<f64> = series["points"]
+        .as_array()
+        .expect("points")
+        .iter()
+        .filter_map(|p| p["values"]["price"]["amount"].as_f64())
+        .collect();
+    assert_eq!(amounts, [89.99, 67.0, 45.0, 44.0, 44.0], "{series}");
+    let csv = app
+        .http
+        .get(format!("{}/watches/{id}/values?name=price&format=csv", app.base))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .expect("csv");
+    assert_eq!(csv.headers()["content-type"], "text/csv; charset=utf-8");
+    let csv = csv.text().await.expect("body");
+    let rows: Vec<Vec<&str>> = csv.lines().map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows[0], ["at", "snapshot_id", "name", "value", "currency"]);
+    let from_csv: Vec<f64> = rows[1..].iter().map(|r| r[3].parse().expect("a number")).collect();
+    assert_eq!(from_csv, amounts);
+    assert!(rows[1..].iter().all(|r| r[2] == "price" && r[4] == "EUR"), "{csv}");
+    let (status, problem) = app.get(&format!("/watches/{id}/values?name=prize"), &token).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{problem}");
+
+    // Tried on the past: "price below 46" alone would have alerted on 45, 44 and the sold-out
+    // 44, where the watch's own conditions alerted twice.
+    let options = json!({
+        "values": watch["options"]["values"],
+        "conditions": {"rules": [{"subject": "price", "op": "<", "operand": 46}]}
+    });
+    let (status, found) = app.post(&format!("/watches/{id}/backtest"), &token, json!({"options": options})).await;
+    assert_eq!(status, StatusCode::OK, "{found}");
+    assert_eq!(
+        (&found["snapshots"], &found["changes"], &found["would_alert"], &found["alerted"]),
+        (&json!(5), &json!(4), &json!(3), &json!(2)),
+        "{found}"
+    );
+    assert_eq!(found["quiet"][0]["reason"], "price 67.00 EUR is not below 46", "{found}");
+    assert_eq!(found["alerts"][0]["reasons"][0], "price 44.00 EUR is below 46", "{found}");
+    let bad = json!({"values": watch["options"]["values"], "conditions": {"rules": [{"subject": "cost", "op": "<", "operand": 1}]}});
+    let (status, problem) = app.post(&format!("/watches/{id}/backtest"), &token, json!({"options": bad})).await;
+    assert_eq!(
+        (status, problem["errors"][0]["field"].as_str().or(problem["field"].as_str())),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("options.conditions.rules[0].subject")),
+        "{problem}"
+    );
+
+    // Another account sees no such watch.
+    let other = app.account("globex").await;
+    let (status, _) = app.get(&format!("/watches/{id}/values"), &other).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = app.post(&format!("/watches/{id}/backtest"), &other, json!({})).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+pub async fn conditions_that_already_hold_alert_on_the_first_check(backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let token = app.account("acme").await;
+    let site = PageServer::start(&shop("39.90", "InStock")).await;
+    let watch = app
+        .watch_with_baseline(
+            &token,
+            json!({"url": site.url, "options": {
+                "values": [{"name": "price", "type": "money", "selector": "#price"}],
+                "conditions": {"rules": [{"subject": "price", "op": "<=", "operand": 40}]}
+            }}),
+        )
+        .await;
+    let id = watch["id"].as_str().expect("id");
+    let met = events(&app, &token, id, "condition.met").await;
+    assert_eq!(met.len(), 1, "already below 40 on the first check: {met:?}");
+}
+
+pub async fn bad_values_and_conditions_are_refused_naming_the_field(backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let token = app.account("acme").await;
+    let refused = |options: Value| {
+        let (app, token) = (&app, &token);
+        async move {
+            let (status, problem) =
+                app.post("/watches", token, json!({"url": "https://shop.example/", "options": options})).await;
+            assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{problem}");
+            problem
+        }
+    };
+    let field = |problem: &Value| {
+        problem["errors"][0]["field"].as_str().or(problem["field"].as_str()).unwrap_or_default().to_owned()
+    };
+    let price = json!({"name": "price", "type": "money", "selector": "#price"});
+    let cases = [
+        (json!({"values": [{"name": "price", "jsonpath": "$.items[?"}]}), "options.values[0].jsonpath"),
+        (json!({"values": [{"name": "price", "selector": "#p", "regex": "("}]}), "options.values[0].regex"),
+        (json!({"values": [{"name": "price", "selector": "#p["}]}), "options.values[0].selector"),
+        (
+            json!({"values": [price], "conditions": {"rules": [{"subject": "prise", "op": "<", "operand": 5}]}}),
+            "options.conditions.rules[0].subject",
+        ),
+        (
+            json!({"values": [price], "conditions": {"rules": [{"subject": "price", "op": "contains", "operand": "5"}]}}),
+            "options.conditions.rules[0].op",
+        ),
+        (json!({"values": [price, price]}), "options.values[1].name"),
+    ];
+    for (options, expected) in cases {
+        let problem = refused(options.clone()).await;
+        assert_eq!(field(&problem), expected, "{options} -> {problem}");
+    }
+}
