@@ -190,7 +190,18 @@ impl Runner {
 /// The watch's values read from the page; specs that no longer compile are one failure.
 fn read_values(page: &driftwatch_scrape::Page, options: &WatchOptions) -> Readings {
     match Reader::new(&options.values) {
-        Ok(reader) => reader.read(&driftwatch_scrape::decoded_body(page)),
+        Ok(reader) => {
+            // Selector text through the streaming extractor (no DOM), as the page's text is read.
+            let text_of = |selector: &str| {
+                Some(extract_with(page, Some(selector), &driftwatch_core::ExtractOptions::default()).map_err(
+                    |e| match e {
+                        ExtractError::SelectorMissing(_) => "the selector matched nothing".to_owned(),
+                        other => other.to_string(),
+                    },
+                ))
+            };
+            reader.read_with(&driftwatch_scrape::decoded_body(page), &text_of)
+        }
         Err(e) => Readings { failures: vec![("values".to_owned(), e.to_string())], ..Readings::default() },
     }
 }
