@@ -424,7 +424,11 @@ mod tests {
     fn a_streaming_reader_answers_for_selector_text_and_the_dom_for_attributes() {
         let specs = [
             ValueSpec { selector: Some(".price".into()), ..spec("price", ValueKind::Money) },
-            ValueSpec { selector: Some("#p".into()), attribute: Some("content".into()), ..spec("p", ValueKind::Number) },
+            ValueSpec {
+                selector: Some("#p".into()),
+                attribute: Some("content".into()),
+                ..spec("p", ValueKind::Number)
+            },
         ];
         let page = r#"<p class="price">12 €</p><span id="p" content="7">seven</span>"#;
         let asked = std::cell::RefCell::new(Vec::new());
@@ -436,7 +440,8 @@ mod tests {
         assert_eq!(read.values["price"], money(3.5, "USD"), "the streaming answer is used");
         assert_eq!(read.values["p"], Typed::Number { value: 7.0 }, "attributes come from the DOM");
         assert_eq!(*asked.borrow(), [".price"]);
-        let missing = Reader::new(&specs[..1]).expect("valid").read_with(page, &|_| Some(Err("matched nothing".into())));
+        let missing =
+            Reader::new(&specs[..1]).expect("valid").read_with(page, &|_| Some(Err("matched nothing".into())));
         assert_eq!(missing.failures, [("price".to_owned(), "matched nothing".to_owned())]);
     }
 
