@@ -323,7 +323,7 @@ pub async fn values_and_conditions_are_set_shown_back_and_tried_in_the_form(back
     browser.fill("#f-values_json", bad).await;
     browser.click("button[value='save']").await;
     let error = browser.wait_for_text("#e-values_json", "regex").await;
-    assert!(error.starts_with("value 1 (shown): regex: not a regex"), "{error}");
+    assert_eq!(error, "value 1 (shown): regex: not a regex: unclosed character class (at character 2)");
     assert_eq!(value(&browser, "#f-values_json").await, bad);
     assert_eq!(value(&browser, "#f-alert_when").await, "price_below");
     assert_eq!(
@@ -353,7 +353,8 @@ pub async fn values_and_conditions_are_set_shown_back_and_tried_in_the_form(back
     assert!(alerts.contains("price"), "the reasons: {alerts}");
     let quiet = browser.text("#backtest-quiet").await;
     assert!(quiet.contains("price"), "{quiet}");
-    assert!(browser.text("#backtest-caveats").await.contains("`shown` was never read"));
+    assert!(browser.text("#backtest-caveats").await.contains("The value shown was never read"));
+    assert_eq!(browser.text("#backtest-caveats li code").await, "shown");
     assert_eq!(value(&browser, "#f-price_drop").await, "20", "the form keeps what was typed");
     assert_eq!(app.ok(&format!("/watches/{id}"), &token).await["options"], stored["options"], "nothing saved");
     look(&browser, "watch-backtest").await;

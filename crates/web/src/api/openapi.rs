@@ -146,6 +146,7 @@ const LEFT_OUT_WHEN_EMPTY: &[(&str, &str)] = &[
     ("Delivery", "attempt_log"),
     ("Delivery", "last_attempt"),
     ("Snapshot", "content"),
+    ("Snapshot", "values"),
     ("Token", "token"),
     ("HunkLine", "words"),
     ("Problem", "errors"),

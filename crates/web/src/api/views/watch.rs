@@ -206,12 +206,11 @@ pub struct Snapshot {
     /// The watch's values read with it, by name (`{"price": {"type": "money", "amount": 44.0,
     /// "currency": "EUR"}}`); absent for a watch without values.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Object)]
-    values: Option<serde_json::Value>,
+    values: Option<std::collections::BTreeMap<String, serde_json::Value>>,
 }
 
 /// Stored readings as JSON (absent when none or unreadable).
-fn readings(stored: Option<&str>) -> Option<serde_json::Value> {
+fn readings(stored: Option<&str>) -> Option<std::collections::BTreeMap<String, serde_json::Value>> {
     stored.and_then(|r| serde_json::from_str(r).ok())
 }
 

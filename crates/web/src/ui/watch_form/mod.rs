@@ -92,8 +92,8 @@ struct BacktestView {
     alerts: Vec<WouldAlertView>,
     /// The changes kept quiet, newest first (at most [`backtest::MAX_LISTED`]).
     quiet: Vec<QuietView>,
-    /// What stored snapshots cannot tell.
-    caveats: Vec<String>,
+    /// What stored snapshots cannot tell, as text and `code` parts.
+    caveats: Vec<Vec<(bool, String)>>,
 }
 
 /// A change that would have alerted.
@@ -132,7 +132,7 @@ impl BacktestView {
                 })
                 .collect(),
             quiet: found.quiet.into_iter().map(|q| QuietView { at: when(q.at), reason: q.reason }).collect(),
-            caveats: found.caveats,
+            caveats: found.caveats.iter().map(|c| code_spans(c)).collect(),
         }
     }
 
@@ -140,6 +140,15 @@ impl BacktestView {
     fn quiet_total(&self) -> usize {
         self.changes.saturating_sub(self.would_alert)
     }
+}
+
+/// Text with `code` in backticks as parts: `(true, "price")` is code.
+fn code_spans(text: &str) -> Vec<(bool, String)> {
+    let parts: Vec<&str> = text.split('`').collect();
+    if parts.len().is_multiple_of(2) {
+        return vec![(false, text.to_owned())]; // a backtick unpaired: plain text
+    }
+    parts.iter().enumerate().filter(|(_, p)| !p.is_empty()).map(|(i, p)| (i % 2 == 1, (*p).to_owned())).collect()
 }
 
 /// A unified diff's lines by kind, without its `---`/`+++` headers (snapshot ids).

@@ -226,8 +226,22 @@ fn json_mistakes_say_where_and_validation_errors_name_the_value_or_rule() {
         ("conditions_json", "rule 2 (shown >): operand: `>` needs a number".to_owned())
     );
     assert_eq!(form.message(FieldError::new("options.values", "at most 10 values")), "at most 10 values");
+    let parse = FieldError::new(
+        "options.values[2].regex",
+        "not a regex: regex parse error:\n    ([0-9\n     ^\nerror: unclosed character class",
+    );
+    assert_eq!(form.message(parse), "value 1 (shown): regex: not a regex: unclosed character class (at character 2)");
     // With a preset, errors of the conditions stand beside it.
     let form = WatchForm { alert_when: "back_in_stock".into(), ..form };
     let op = FieldError::new("options.conditions.rules[0].op", "`==` does not apply");
     assert_eq!((form.field_for(&op.field), form.message(op)), ("alert_when", "`==` does not apply".to_owned()));
+}
+
+#[test]
+fn backticks_of_a_caveat_become_code() {
+    assert_eq!(
+        super::code_spans("The value `shown` was never read"),
+        [(false, "The value ".to_owned()), (true, "shown".to_owned()), (false, " was never read".to_owned())]
+    );
+    assert_eq!(super::code_spans("odd ` one"), [(false, "odd ` one".to_owned())]);
 }

@@ -177,6 +177,7 @@ impl ValueFields {
     /// An error of `options.values...` or `options.conditions...` saying which value or rule
     /// it is about: `value 1 (shown): regex: not a regex...`, `rule 2 (price <): ...`.
     pub fn message(&self, field: &str, message: String) -> String {
+        let message = one_line(message);
         let index = |rest: &str| -> Option<(usize, String)> {
             let rest = rest.strip_prefix('[')?;
             let (i, after) = rest.split_once(']')?;
@@ -204,6 +205,23 @@ impl ValueFields {
         let part = if part.is_empty() { String::new() } else { format!(" {part}:") };
         format!("rule {}{}:{part} {message}", i + 1, rule.unwrap_or_default())
     }
+}
+
+/// A regex crate's error (the pattern on its own line, a caret under the fault, then what is
+/// wrong) on one line, as a field's error shows: `not a regex: unclosed group (at character 4)`.
+fn one_line(message: String) -> String {
+    let Some((before, detail)) = message.split_once("regex parse error:") else { return message };
+    let lines: Vec<&str> = detail.lines().collect();
+    let Some(what) = lines.iter().find_map(|l| l.trim().strip_prefix("error: ")) else { return message };
+    // Two lines (the pattern, the caret) when the pattern is one line; then the caret's column.
+    let at = match lines.as_slice() {
+        [_, pattern, caret, ..] if caret.trim() == "^" || caret.trim().chars().all(|c| c == '^') => {
+            let indent = pattern.len() - pattern.trim_start().len();
+            caret.find('^').and_then(|c| c.checked_sub(indent)).map(|c| format!(" (at character {})", c + 1))
+        }
+        _ => None,
+    };
+    format!("{before}{what}{}", at.unwrap_or_default())
 }
 
 /// A preset recognised in stored conditions, with its amount as shown.
