@@ -31,6 +31,7 @@
 //! builder is quadratic in both; see `depth`). No input panics.
 
 mod depth;
+mod elements;
 mod jsonld;
 mod microdata;
 mod scan;
