@@ -370,4 +370,21 @@ pub async fn values_and_conditions_are_set_shown_back_and_tried_in_the_form(back
     browser.goto(&format!("{root}/watches/{id}/edit")).await;
     assert_eq!(value(&browser, "#f-alert_when").await, "price_drop");
     assert_eq!(value(&browser, "#f-price_drop").await, "20");
+
+    // The watch page: the latest values and the price over time, one dot per snapshot.
+    browser.goto(&format!("{root}/watches/{id}")).await;
+    let values = browser.wait_for_text("#values-h", "Values").await;
+    assert_eq!(values, "Values");
+    assert!(browser.text(".chart figcaption").await.starts_with("price over time"));
+    // As many dots as the API's series has points (saving the form may have added a check).
+    let series = app.ok(&format!("/watches/{id}/values?name=price"), &token).await;
+    let points = series["points"].as_array().map_or(0, Vec::len);
+    assert!(points >= 4, "{series}");
+    assert_eq!(
+        browser.execute("return document.querySelector('.chart').querySelectorAll('circle.dot').length").await,
+        points
+    );
+    let label = browser.execute("return document.querySelector('.chart svg').getAttribute('aria-label')").await;
+    assert!(label.as_str().is_some_and(|l| l.contains(&format!("{points} readings"))), "{label}");
+    look(&browser, "watch-values-chart").await;
 }

@@ -10,7 +10,7 @@ use driftwatch_values::{Typed, Values};
 const WIDTH: f64 = 480.0;
 const HEIGHT: f64 = 150.0;
 /// Room for the axis labels.
-const LEFT: f64 = 64.0;
+const LEFT: f64 = 84.0;
 const RIGHT: f64 = 8.0;
 const TOP: f64 = 10.0;
 const BOTTOM: f64 = 26.0;
@@ -22,7 +22,7 @@ pub struct Chart {
     pub name: String,
     /// Its latest reading, as people read it (`44.00 EUR`).
     pub latest: String,
-    /// `x,y x,y ...` of the line.
+    /// `x,y x,y ...` of the step line.
     pub line: String,
     /// The readings as dots: (x, y, "44.00 EUR on 2026-12-05 10:00 UTC").
     pub dots: Vec<(String, String, String)>,
@@ -72,8 +72,16 @@ fn chart(name: &str, points: &[(NaiveDateTime, &Typed)]) -> Option<Chart> {
     };
     let y = |n: f64| TOP + (1.0 - (n - span_low) / span) * plot_h;
     let at = |p: f64| format!("{p:.1}");
-    let line =
-        numbers.iter().map(|(when, n, _)| format!("{},{}", at(x(*when)), at(y(*n)))).collect::<Vec<_>>().join(" ");
+    // A step line: a value holds until the snapshot that changed it (snapshots are written only
+    // on a change), so each reading is reached across at the old level, then up or down.
+    let mut line = Vec::with_capacity(numbers.len() * 2);
+    for (i, (when, n, _)) in numbers.iter().enumerate() {
+        if i > 0 {
+            line.push(format!("{},{}", at(x(*when)), at(y(numbers[i - 1].1))));
+        }
+        line.push(format!("{},{}", at(x(*when)), at(y(*n))));
+    }
+    let line = line.join(" ");
     let dots = numbers
         .iter()
         .map(|(when, n, value)| {
@@ -85,7 +93,9 @@ fn chart(name: &str, points: &[(NaiveDateTime, &Typed)]) -> Option<Chart> {
         Typed::Money { .. } => format!("{n:.2}{unit}"),
         _ => Typed::Number { value: n }.display(),
     };
-    let date = |when: NaiveDateTime| when.format("%b %-d").to_string();
+    // Dates for a span of days, times of day (UTC) for a shorter one.
+    let short = (last.0 - first.0) < chrono::TimeDelta::days(2);
+    let date = |when: NaiveDateTime| when.format(if short { "%b %-d %H:%M" } else { "%b %-d" }).to_string();
     let summary = format!(
         "{name}: {} readings from {} ({}) to {} ({}); low {}, high {}",
         numbers.len(),
@@ -133,14 +143,18 @@ mod tests {
         assert_eq!(chart.latest, "44.00 EUR");
         assert_eq!(chart.high.0, "89.99 EUR");
         assert_eq!(chart.low.0, "44.00 EUR");
-        let ys: Vec<f64> =
-            chart.line.split(' ').map(|p| p.split(',').nth(1).and_then(|y| y.parse().ok()).expect("y")).collect();
+        let ys: Vec<f64> = chart.dots.iter().map(|d| d.1.parse().expect("y")).collect();
         assert!(ys[0] < ys[1] && ys[1] < ys[2], "SVG y grows downwards: {ys:?}");
-        let xs: Vec<f64> =
-            chart.line.split(' ').map(|p| p.split(',').next().and_then(|x| x.parse().ok()).expect("x")).collect();
+        let xs: Vec<f64> = chart.dots.iter().map(|d| d.0.parse().expect("x")).collect();
         assert_eq!((xs[0], xs[2]), (LEFT, WIDTH - RIGHT));
+        // Steps: across at the old level, then to the new one.
+        let points: Vec<&str> = chart.line.split(' ').collect();
+        assert_eq!(points.len(), 5);
+        assert_eq!(points[1], format!("{},{}", chart.dots[1].0, chart.dots[0].1));
+        assert_eq!(points[2], format!("{},{}", chart.dots[1].0, chart.dots[1].1));
         assert!(chart.summary.contains("3 readings") && chart.summary.contains("low 44.00 EUR"), "{}", chart.summary);
         assert_eq!(chart.dots[1].2, "67.00 EUR on 2026-12-02 10:00 UTC");
+        assert_eq!((chart.first.as_str(), chart.last.as_str()), ("Dec 1", "Dec 4"), "days apart: dates");
     }
 
     #[test]
@@ -153,6 +167,7 @@ mod tests {
         let (x, y) = charts[0].line.split_once(',').expect("a point");
         let (x, y): (f64, f64) = (x.parse().expect("x"), y.parse().expect("y"));
         assert!((LEFT..=WIDTH).contains(&x) && (TOP..=HEIGHT - BOTTOM).contains(&y), "{x},{y}");
+        assert_eq!(charts[0].first, "Dec 1 10:00", "within a day: the time too");
         assert!(super::charts(&[], &series).is_empty());
     }
 }
