@@ -17,7 +17,8 @@ pub struct ValueSpec {
     /// How its text is read.
     #[serde(rename = "type")]
     pub kind: ValueKind,
-    /// A CSS selector; the first element's text (or `attribute`) is read.
+    /// A CSS selector on an HTML page: the text of what it matches (every match, in order), or
+    /// the first match's `attribute`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub selector: Option<String>,
     /// With `selector`: read this attribute (`content`, `data-price`) instead of the text.

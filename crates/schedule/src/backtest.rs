@@ -64,6 +64,33 @@ pub struct KeptQuiet {
     pub reason: String,
 }
 
+/// Most snapshots one backtest reads (the newest).
+pub const MAX_SNAPSHOTS: i64 = 2_000;
+
+/// Runs `proposed` over the account's `watch`'s stored snapshots since `since` (the newest
+/// [`MAX_SNAPSHOTS`]): what the API's backtest and the watch form's "Try on past checks" show.
+/// The diffing runs on the blocking pool.
+pub async fn run(
+    store: &driftwatch_store::Store,
+    account_id: &str,
+    watch: &driftwatch_store::Watch,
+    proposed: WatchOptions,
+    since: Option<chrono::NaiveDateTime>,
+) -> Result<Backtest, driftwatch_store::StoreError> {
+    let (account, watch_id) = (account_id.to_owned(), watch.id.clone());
+    let (history, alerted) = store
+        .read(move |c| {
+            let history = driftwatch_store::snapshots::history(c, &account, &watch_id, since, MAX_SNAPSHOTS)?;
+            let alerted = driftwatch_store::events::alerted_snapshots(c, &watch_id)?;
+            Ok((history, alerted))
+        })
+        .await?;
+    let current = watch.options();
+    tokio::task::spawn_blocking(move || backtest(&proposed, &current, &history, &alerted))
+        .await
+        .map_err(|e| driftwatch_store::StoreError::Task(e.to_string()))
+}
+
 /// Runs `proposed` over `snapshots` (oldest first) of a watch now set up with `current`;
 /// `alerted` is the set of snapshot ids that raised a `change.detected`. Pure CPU work: run it
 /// off the async threads.
@@ -108,7 +135,7 @@ pub fn backtest(
         };
         let mut reasons = Vec::new();
         if let (None, Some(conditions)) = (&reason, &proposed.conditions) {
-            let (added, removed) = lines(&change);
+            let (added, removed, change_size) = changed_lines(&change);
             let verdict = evaluate(
                 conditions,
                 &Facts {
@@ -117,7 +144,7 @@ pub fn backtest(
                     text: after,
                     added: &added,
                     removed: &removed,
-                    change_size: change.added + change.removed,
+                    change_size,
                 },
             );
             if verdict.holds {
@@ -146,8 +173,9 @@ pub fn backtest(
     found
 }
 
-/// The added and removed lines' text.
-fn lines(change: &driftwatch_diff::TextChange) -> (String, String) {
+/// The added and the removed lines' text of a change, and how many lines changed: what
+/// conditions on `added`, `removed` and `change_size` are judged on, here and in a check.
+pub(crate) fn changed_lines(change: &driftwatch_diff::TextChange) -> (String, String, usize) {
     let (mut added, mut removed) = (String::new(), String::new());
     for line in change.hunks.iter().flat_map(|h| h.lines.iter()) {
         let into = match line.op {
@@ -158,7 +186,7 @@ fn lines(change: &driftwatch_diff::TextChange) -> (String, String) {
         into.push_str(&line.text);
         into.push('\n');
     }
-    (added, removed)
+    (added, removed, change.added + change.removed)
 }
 
 /// What the stored snapshots cannot tell about `proposed`.
@@ -227,9 +255,11 @@ mod tests {
             }),
             ..WatchOptions::default()
         };
-        let alerted: std::collections::HashSet<String> = snapshots[1..].iter().map(|s| s.id.clone()).collect();
+        // The watch alerted on three of the changes, and on a snapshot that is not among these.
+        let alerted: std::collections::HashSet<String> =
+            ["snp_02", "snp_04", "snp_05", "snp_99"].into_iter().map(str::to_owned).collect();
         let found = backtest(&proposed, &current, &snapshots, &alerted);
-        assert_eq!((found.snapshots, found.changes, found.alerted, found.would_alert), (6, 5, 5, 2));
+        assert_eq!((found.snapshots, found.changes, found.alerted, found.would_alert), (6, 5, 3, 2));
         assert_eq!(found.alerts[0].snapshot_id, "snp_06", "newest first");
         assert_eq!(found.alerts[0].reasons, ["price 44.00 EUR is below 50"]);
         assert!(found.alerts[0].diff.contains("+Price 44 EUR"), "{}", found.alerts[0].diff);

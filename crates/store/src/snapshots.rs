@@ -24,7 +24,7 @@ pub struct SnapshotInfo {
     pub id: String,
     /// The watch.
     pub watch_id: String,
-    /// Hex SHA-256 of the content.
+    /// Hex SHA-256 of the content (and of its values, when the watch has values).
     pub content_hash: String,
     /// When it was fetched.
     pub created_at: NaiveDateTime,

@@ -78,17 +78,6 @@ impl Reader {
         Ok(Reader { specs: Arc::new(compiled), limits: JqLimits::default() })
     }
 
-    /// With these bounds on each jq run.
-    pub fn with_limits(mut self, limits: JqLimits) -> Reader {
-        self.limits = limits;
-        self
-    }
-
-    /// Whether there is nothing to read.
-    pub fn is_empty(&self) -> bool {
-        self.specs.is_empty()
-    }
-
     /// Reads every value from a page body (HTML or JSON). Never panics on what a page holds.
     pub fn read(&self, body: &str) -> Readings {
         self.read_with(body, &|_| None)
@@ -153,15 +142,17 @@ fn parse_json(body: &str) -> Result<Value, String> {
     serde_json::from_str(body.trim_start_matches('\u{feff}')).map_err(|e| format!("the page is not JSON ({e})"))
 }
 
+/// The text of every match (as the streaming reader gives it), or the first match's attribute.
 fn css(document: &Html, selector: &Selector, attribute: Option<&str>) -> Result<Raw, String> {
-    let element = document.select(selector).next().ok_or_else(|| "the selector matched nothing".to_owned())?;
+    let mut matches = document.select(selector).peekable();
+    let first = *matches.peek().ok_or_else(|| "the selector matched nothing".to_owned())?;
     match attribute {
-        Some(name) => element
+        Some(name) => first
             .value()
             .attr(name)
             .map(|v| Raw::Text(v.to_owned()))
             .ok_or_else(|| format!("the element has no `{name}` attribute")),
-        None => Ok(Raw::Text(collapse(&element.text().collect::<String>()))),
+        None => Ok(Raw::Text(collapse(&matches.flat_map(|m| m.text()).collect::<Vec<_>>().join(" ")))),
     }
 }
 

@@ -204,3 +204,29 @@ pub async fn bad_values_and_conditions_are_refused_naming_the_field(backend: Bac
         assert_eq!(field(&problem), expected, "{options} -> {problem}");
     }
 }
+
+pub async fn a_value_that_moved_is_in_the_alert_without_conditions(backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let token = app.account("acme").await;
+    let site = PageServer::start(&shop("89.99", "InStock")).await;
+    let watch = app
+        .watch_with_baseline(
+            &token,
+            json!({"url": site.url, "selector": "#name",
+                   "options": {"values": [{"name": "price", "type": "money", "structured": "price"}]}}),
+        )
+        .await;
+    let id = watch["id"].as_str().expect("id");
+    // The watched text stays "Espresso machine"; only the structured price moves.
+    site.set(&shop("79.99", "InStock"));
+    let run = app.check(&token, id).await;
+    let event = app.ok(&format!("/events/{}", run["event_id"].as_str().expect("a change event")), &token).await;
+    assert_eq!(
+        (&event["payload"]["data"]["diff"]["added"], &event["payload"]["data"]["diff"]["removed"]),
+        (&json!(0), &json!(0))
+    );
+    assert_eq!(
+        event["payload"]["data"]["values"],
+        json!([{"name": "price", "from": 89.99, "to": 79.99, "currency": "EUR", "change_percent": -11.11}])
+    );
+}

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use driftwatch_alert::{Noise, SnapshotPair, WatchRef, change_payload_rendered, is_alert};
+use driftwatch_alert::{Noise, SnapshotPair, WatchRef, change_payload_rendered, is_alert, with_value_changes};
 use driftwatch_core::{Compare, EventType, IdKind, RunOutcome, WatchOptions, hex, new_id};
 use driftwatch_diff::DiffLimits;
 use driftwatch_store::outbox::NewEvent;
@@ -202,13 +202,16 @@ impl Runner {
                 }
                 None => Some("no alert: no earlier screenshot to compare with".to_owned()),
             },
-            _ => self.quiet(watch, options, &change, &prev.content, &text).await?.map(|why| format!("no alert: {why}")),
+            _ => self
+                .quiet(watch, options, &change, (&prev.content, &text), &hash)
+                .await?
+                .map(|why| format!("no alert: {why}")),
         };
         // A value that moved is a change worth telling even when no line did (a price only in
         // the structured data); the conditions, if any, decide after.
         let values_moved = stored_values.is_some() && stored_values != prev.readings;
         if ((is_alert(&change) || options.noise.compare == Compare::Visual) && quiet.is_none()) || values_moved {
-            compared.event = Some(self.change_event(ChangeOf {
+            let mut event = self.change_event(ChangeOf {
                 watch,
                 change: &change,
                 prev: &prev,
@@ -216,10 +219,21 @@ impl Runner {
                 engine,
                 visual_change_percent: percent,
                 now,
-            }));
+            });
+            if values_moved {
+                // What moved, typed, for every watch with values (conditions or not).
+                let before: driftwatch_values::Values =
+                    prev.readings.as_deref().and_then(|r| serde_json::from_str(r).ok()).unwrap_or_default();
+                let after = readings.as_ref().map(|r| &r.values).cloned().unwrap_or_default();
+                let moved = driftwatch_values::changes(&before, &after);
+                event.event.payload = with_value_changes(std::mem::take(&mut event.event.payload), moved);
+            }
+            compared.event = Some(event);
         }
         compared.note = quiet.filter(|_| compared.event.is_none());
-        compared.lines = Some(lines_of(&change));
+        if options.conditions.is_some() {
+            compared.lines = Some(crate::backtest::changed_lines(&change));
+        }
         compared.snapshot = Some(Snapshot { content: text, ..current });
         compared.screenshot = shot;
         Ok(compared)
@@ -301,19 +315,21 @@ impl Runner {
         })
     }
 
-    /// Why a change should raise no alert, if it should not: the watch's noise rules say so,
-    /// or a second fetch a little later does not show the same text.
+    /// Why a change should raise no alert, if it should not: the watch's noise rules say so
+    /// (a return to one of the recent states is judged on `hash`, the new snapshot's), or a
+    /// second fetch a little later does not show the same text.
     async fn quiet(
         &self,
         watch: &Watch,
         options: &WatchOptions,
         change: &driftwatch_diff::TextChange,
-        before: &str,
-        after: &str,
+        (before, after): (&str, &str),
+        hash: &str,
     ) -> Result<Option<String>, StoreError> {
         let known = match options.noise.known_states.filter(|n| *n > 0) {
             Some(n) => {
-                let (watch_id, hash) = (watch.id.clone(), hex(&Sha256::digest(after.as_bytes())));
+                // The snapshot's own hash: with values it covers them too.
+                let (watch_id, hash) = (watch.id.clone(), hash.to_owned());
                 self.store().read(move |c| snapshots::is_recent_state(c, &watch_id, &hash, i64::from(n))).await?
             }
             None => false,
@@ -332,19 +348,4 @@ impl Runner {
         }
         Ok(None)
     }
-}
-
-/// The added and the removed lines' text of a change, and how many lines changed.
-fn lines_of(change: &driftwatch_diff::TextChange) -> (String, String, usize) {
-    let (mut added, mut removed) = (String::new(), String::new());
-    for line in change.hunks.iter().flat_map(|h| h.lines.iter()) {
-        let into = match line.op {
-            driftwatch_diff::LineOp::Added => &mut added,
-            driftwatch_diff::LineOp::Removed => &mut removed,
-            _ => continue,
-        };
-        into.push_str(&line.text);
-        into.push('\n');
-    }
-    (added, removed, change.added + change.removed)
 }

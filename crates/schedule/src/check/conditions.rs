@@ -2,7 +2,7 @@
 //! they do (otherwise the run says why not); `condition.met` is raised when they start to hold
 //! (the first check included) and `condition.cleared` when they stop.
 
-use driftwatch_alert::{WatchRef, condition_payload, v1, with_value_changes};
+use driftwatch_alert::{WatchRef, condition_payload, v1};
 use driftwatch_core::{EventType, IdKind, RunOutcome, WatchOptions, new_id};
 use driftwatch_store::outbox::NewEvent;
 use driftwatch_store::{Event, Watch};
@@ -14,8 +14,8 @@ use crate::runner::Runner;
 impl Runner {
     /// Judges the watch's conditions on `compared` and adjusts it: a change event they do not
     /// allow is dropped with the reason as a note, and a crossing adds its event. Returns
-    /// whether they hold, to be remembered; `None` when they were not judged (no conditions,
-    /// no text, or an unchanged page whose verdict is already known).
+    /// whether they hold when that is news to remember; `None` when they were not judged (no
+    /// conditions, no text, or an unchanged page whose verdict is already known) or held as before.
     pub(super) fn judge_conditions(
         &self,
         watch: &Watch,
@@ -41,17 +41,12 @@ impl Runner {
             },
         );
         let moved = facts.previous.as_ref().map(|before| changes(before, &facts.values)).unwrap_or_default();
-        if let Some(event) = compared.event.as_mut() {
-            if verdict.holds {
-                event.event.payload = with_value_changes(std::mem::take(&mut event.event.payload), moved.clone());
-            } else {
-                compared.event = None;
-                let why = format!("no alert: {}", verdict.reason());
-                compared.note = Some(match compared.note.take() {
-                    Some(before) => format!("{why}; {before}"),
-                    None => why,
-                });
-            }
+        if !verdict.holds && compared.event.take().is_some() {
+            let why = format!("no alert: {}", verdict.reason());
+            compared.note = Some(match compared.note.take() {
+                Some(before) => format!("{why}; {before}"),
+                None => why,
+            });
         }
         let crossed = match (watch.conditions_met, verdict.holds) {
             (Some(true), true) | (Some(false) | None, false) => None,
@@ -93,6 +88,8 @@ impl Runner {
                 },
             }
         });
-        (Some(verdict.holds), event)
+        // Written only when it changed: no extra write on the checks that cross nothing.
+        let remember = (watch.conditions_met != Some(verdict.holds)).then_some(verdict.holds);
+        (remember, event)
     }
 }

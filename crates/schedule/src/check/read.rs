@@ -191,8 +191,16 @@ impl Runner {
 fn read_values(page: &driftwatch_scrape::Page, options: &WatchOptions) -> Readings {
     match Reader::new(&options.values) {
         Ok(reader) => {
-            // Selector text through the streaming extractor (no DOM), as the page's text is read.
+            // Selector text through the streaming extractor (no DOM; a pass of its own per value).
+            let content_type = page.content_type.as_deref().unwrap_or("").to_ascii_lowercase();
+            let not_html = content_type.contains("json") || content_type.starts_with("text/plain");
             let text_of = |selector: &str| {
+                if not_html {
+                    // The extractor reads such pages whole, whatever the selector says.
+                    return Some(Err(format!(
+                        "a selector reads HTML, and this page is {content_type}: use json_pointer, jsonpath or jq"
+                    )));
+                }
                 Some(extract_with(page, Some(selector), &driftwatch_core::ExtractOptions::default()).map_err(
                     |e| match e {
                         ExtractError::SelectorMissing(_) => "the selector matched nothing".to_owned(),

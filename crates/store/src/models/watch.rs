@@ -69,7 +69,7 @@ pub struct Snapshot {
     pub id: String,
     /// The watch.
     pub watch_id: String,
-    /// Hex SHA-256 of `content`.
+    /// Hex SHA-256 of `content` (and of `readings`, when the watch has values).
     pub content_hash: String,
     /// The normalised text.
     pub content: String,

@@ -11,6 +11,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::AppState;
 use crate::api::auth::Caller;
+use crate::api::deliveries::parse_time;
 use crate::api::error::ApiError;
 use crate::api::extract::{Path, Query};
 use crate::api::watches::find;
@@ -86,18 +87,12 @@ pub async fn list(
     if !(1..=snapshots::MAX_SERIES_POINTS).contains(&limit) {
         return Err(ApiError::invalid("limit", "must be between 1 and 10000"));
     }
-    let since = match params.since.as_deref().filter(|s| !s.is_empty()) {
-        Some(text) => Some(
-            DateTime::parse_from_rfc3339(text)
-                .map_err(|_| ApiError::invalid("since", "an RFC 3339 time such as 2026-12-01T00:00:00Z"))?
-                .naive_utc(),
-        ),
-        None => None,
-    };
+    let since = parse_time("since", params.since.as_deref().filter(|s| !s.is_empty()))?;
+    let specs = watch.options().values;
     if let Some(name) = &params.name
-        && !watch.options().values.iter().any(|v| &v.name == name)
+        && !specs.iter().any(|v| &v.name == name)
     {
-        let names: Vec<String> = watch.options().values.iter().map(|v| v.name.clone()).collect();
+        let names: Vec<String> = specs.iter().map(|v| v.name.clone()).collect();
         let has = if names.is_empty() { "no values".to_owned() } else { names.join(", ") };
         return Err(ApiError::invalid("name", format!("this watch has no value `{name}` (it has: {has})")));
     }
@@ -163,9 +158,6 @@ pub struct BacktestRequest {
     since: Option<String>,
 }
 
-/// Most snapshots one backtest reads (the newest).
-const BACKTEST_SNAPSHOTS: i64 = 2_000;
-
 /// What these options would have done to the watch's stored history: how many alerts instead
 /// of how many, each would-be alert with its diff, each change kept quiet with the reason, and
 /// what stored snapshots cannot tell. Nothing is saved.
@@ -185,31 +177,9 @@ pub async fn backtest(
     crate::api::extract::Json(request): crate::api::extract::Json<BacktestRequest>,
 ) -> Result<axum::Json<driftwatch_schedule::backtest::Backtest>, ApiError> {
     let watch = find(&state, &caller, &id).await?;
-    let current = watch.options();
-    let proposed = request.options.unwrap_or_else(|| current.clone());
+    let proposed = request.options.unwrap_or_else(|| watch.options());
     driftwatch_validate::valid_options(&proposed, &state.limits.rules())?;
-    let since = match request.since.as_deref().filter(|s| !s.is_empty()) {
-        Some(text) => Some(
-            DateTime::parse_from_rfc3339(text)
-                .map_err(|_| ApiError::invalid("since", "an RFC 3339 time such as 2026-12-01T00:00:00Z"))?
-                .naive_utc(),
-        ),
-        None => None,
-    };
-    let (account, watch_id) = (caller.account_id.clone(), watch.id.clone());
-    let (history, alerted) = state
-        .store
-        .read(move |c| {
-            let history = snapshots::history(c, &account, &watch_id, since, BACKTEST_SNAPSHOTS)?;
-            let alerted = driftwatch_store::events::alerted_snapshots(c, &watch_id)?;
-            Ok((history, alerted))
-        })
-        .await?;
-    // Diffing every pair is CPU work: off the async threads.
-    let found = tokio::task::spawn_blocking(move || {
-        driftwatch_schedule::backtest::backtest(&proposed, &current, &history, &alerted)
-    })
-    .await
-    .map_err(|e| ApiError::internal(&e))?;
+    let since = parse_time("since", request.since.as_deref().filter(|s| !s.is_empty()))?;
+    let found = driftwatch_schedule::backtest::run(&state.store, &caller.account_id, &watch, proposed, since).await?;
     Ok(axum::Json(found))
 }

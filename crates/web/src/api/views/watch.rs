@@ -190,7 +190,7 @@ pub struct Snapshot {
     id: String,
     /// The watch.
     watch_id: String,
-    /// SHA-256 of the content.
+    /// SHA-256 of the content (and of its values, for a watch with values).
     content_hash: String,
     /// The extracted text; only on `GET /snapshots/{id}`.
     #[serde(skip_serializing_if = "Option::is_none")]

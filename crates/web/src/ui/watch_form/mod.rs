@@ -18,7 +18,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use driftwatch_core::WatchOptions;
 use driftwatch_schedule::backtest;
-use driftwatch_store::{Watch, snapshots, watches};
+use driftwatch_store::{Watch, watches};
 use driftwatch_validate::{FieldError, Invalid, WatchInput, WatchPatch};
 
 use self::fields::WatchForm;
@@ -172,9 +172,6 @@ fn diff_lines(unified: &str) -> Vec<(&'static str, String)> {
 fn is_option(field: &str) -> bool {
     field.starts_with("options") || ["alert_when", "price_below", "price_drop"].contains(&field)
 }
-
-/// Most snapshots one try reads (the newest), as the API's backtest.
-const BACKTEST_SNAPSHOTS: i64 = 2_000;
 
 /// A select's choices: value, label and what it does (shown under the select).
 type Choices = [(&'static str, &'static str, &'static str)];
@@ -342,20 +339,7 @@ async fn with_backtest(
     current: &Watch,
     proposed: WatchOptions,
 ) -> Result<WatchFormPage, UiError> {
-    let (account, watch_id) = (viewer.account_id().to_owned(), current.id.clone());
-    let (history, alerted) = state
-        .store
-        .read(move |c| {
-            let history = snapshots::history(c, &account, &watch_id, None, BACKTEST_SNAPSHOTS)?;
-            let alerted = driftwatch_store::events::alerted_snapshots(c, &watch_id)?;
-            Ok((history, alerted))
-        })
-        .await?;
-    let existing = current.options();
-    // Diffing every pair is CPU work: off the async threads.
-    let found = tokio::task::spawn_blocking(move || backtest::backtest(&proposed, &existing, &history, &alerted))
-        .await
-        .map_err(|e| UiError::Server(format!("backtest: {e}")))?;
+    let found = backtest::run(&state.store, viewer.account_id(), current, proposed, None).await?;
     page.backtest = Some(BacktestView::of(found, state.clock.now(), &viewer.user.time_zone));
     Ok(page)
 }
