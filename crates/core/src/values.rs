@@ -8,14 +8,14 @@ use serde::{Deserialize, Serialize};
 /// `json_pointer`, `jsonpath`, `jq` or `structured`), then narrowed by `regex`, then parsed as
 /// its `type`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(default, deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
 pub struct ValueSpec {
     /// Its name in conditions, payloads, the API and the chart: 1-32 of `a-z`, `0-9`, `_`,
     /// starting with a letter.
     #[schema(pattern = "^[a-z][a-z0-9_]{0,31}$")]
     pub name: String,
-    /// How its text is read.
-    #[serde(rename = "type")]
+    /// How its text is read (`money` when left out).
+    #[serde(rename = "type", default)]
     pub kind: ValueKind,
     /// A CSS selector on an HTML page: the text of what it matches (every match, in order), or
     /// the first match's `attribute`.
@@ -44,10 +44,10 @@ pub struct ValueSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub currency: Option<String>,
     /// `availability`: words that mean in stock, beside the built-in ones (any case).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub in_stock_words: Vec<String>,
     /// `availability`: words that mean out of stock, beside the built-in ones (any case).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub out_of_stock_words: Vec<String>,
 }
 

@@ -118,7 +118,8 @@ pub async fn a_price_condition_alerts_once_when_it_crosses(backend: Backend) {
     assert_eq!(from_csv, amounts);
     assert!(rows[1..].iter().all(|r| r[2] == "price" && r[4] == "EUR"), "{csv}");
     let (status, problem) = app.get(&format!("/watches/{id}/values?name=prize"), &token).await;
-    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{problem}");
+    assert_eq!(status, StatusCode::NOT_FOUND, "{problem}");
+    assert!(problem["detail"].as_str().is_some_and(|d| d.contains("no value `prize`")), "{problem}");
 
     // Tried on the past: "price below 46" alone would have alerted on 45, 44 and the sold-out
     // 44, where the watch's own conditions alerted twice.

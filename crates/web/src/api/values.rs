@@ -25,6 +25,7 @@ pub struct ValueParams {
     #[param(pattern = "^[a-z][a-z0-9_]{0,31}$")]
     name: Option<String>,
     /// Only points at or after this RFC 3339 time.
+    #[param(format = DateTime)]
     since: Option<String>,
     /// `json` (the default) or `csv` (`at,snapshot_id,name,value,currency`, one row per value).
     #[param(pattern = "^(json|csv)$")]
@@ -94,7 +95,8 @@ pub async fn list(
     {
         let names: Vec<String> = specs.iter().map(|v| v.name.clone()).collect();
         let has = if names.is_empty() { "no values".to_owned() } else { names.join(", ") };
-        return Err(ApiError::invalid("name", format!("this watch has no value `{name}` (it has: {has})")));
+        // A well-formed name the watch does not read: no such series.
+        return Err(ApiError::not_found(format!("this watch has no value `{name}` (it has: {has})")));
     }
     let (account, watch_id) = (caller.account_id.clone(), watch.id.clone());
     let rows = state.store.read(move |c| snapshots::value_series(c, &account, &watch_id, since, limit)).await?;
@@ -155,6 +157,7 @@ pub struct BacktestRequest {
     options: Option<driftwatch_core::WatchOptions>,
     /// Only snapshots at or after this RFC 3339 time; all stored ones when left out.
     #[serde(default)]
+    #[schema(format = DateTime)]
     since: Option<String>,
 }
 
