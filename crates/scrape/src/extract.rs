@@ -173,6 +173,50 @@ pub fn extract_with_path(
     (text.and_then(non_empty), path)
 }
 
+/// What [`extract_also`] read in its one pass over a page.
+#[derive(Debug)]
+pub struct Extracted {
+    /// The page's text, as [`extract_with`] gives it.
+    pub text: Result<String, ExtractError>,
+    /// The text of each extra selector's matches (read with default options), in the order
+    /// asked; empty when the page is not HTML (JSON and plain text have no elements).
+    pub also: Vec<Result<String, ExtractError>>,
+    /// The body as text, decoded as extraction decodes it (see [`decoded_body`]).
+    pub body: String,
+}
+
+/// [`extract_with`], and in the same pass over the page the text of each of `also` (a watch's
+/// values read by selector): the page is decoded and tokenized once, not once per selector.
+/// Each result is what [`extract_with`] would give for it alone.
+pub fn extract_also(page: &Page, selector: Option<&str>, options: &ExtractOptions, also: &[&str]) -> Extracted {
+    let (body, kind) = decode_page(page);
+    if kind != BodyKind::Html {
+        let text = other_text(&body, kind, options).and_then(non_empty);
+        return Extracted { text, also: Vec::new(), body };
+    }
+    let mut reads = vec![stream::Read { selector, remove: &options.remove_selectors, links: options.keep_links }];
+    reads.extend(also.iter().map(|s| stream::Read { selector: Some(s), remove: &[], links: false }));
+    let mut texts = match stream::html_texts(&body, &reads) {
+        Ok(texts) => texts,
+        // One read the streaming path cannot be sure of: each on its own, as extract_with does.
+        Err(_) => {
+            let defaults = ExtractOptions::default();
+            reads
+                .iter()
+                .enumerate()
+                .map(|(i, read)| match stream::html_text(&body, read.selector, read.remove, read.links) {
+                    Ok(text) => text,
+                    Err(_) => dom_text(&body, read.selector, if i == 0 { options } else { &defaults }),
+                })
+                .collect()
+        }
+    }
+    .into_iter()
+    .map(|text| text.and_then(non_empty));
+    let text = texts.next().unwrap_or(Err(ExtractError::Empty));
+    Extracted { text, also: texts.collect(), body }
+}
+
 /// [`extract_with`] with HTML always read through a full DOM (html5ever's tree builder): the
 /// reference the streaming extractor is tested against.
 pub fn extract_with_dom(page: &Page, selector: Option<&str>, options: &ExtractOptions) -> Result<String, ExtractError> {

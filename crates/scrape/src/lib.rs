@@ -9,8 +9,8 @@ mod fetch;
 mod rules;
 
 pub use extract::{
-    ExtractError, ExtractPath, MAX_DEPTH, decoded_body, extract, extract_with, extract_with_dom, extract_with_path,
-    text_limit, validate_selector,
+    ExtractError, ExtractPath, Extracted, MAX_DEPTH, decoded_body, extract, extract_also, extract_with,
+    extract_with_dom, extract_with_path, text_limit, validate_selector,
 };
 pub use fetch::{FetchError, FetchOptions, Fetched, Fetcher, Page, PageRequest};
 pub use rules::{RuleError, Rules};

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use driftwatch_core::ExtractOptions;
-use driftwatch_scrape::{ExtractPath, Page, extract_with_dom, extract_with_path};
+use driftwatch_scrape::{ExtractPath, Page, extract_also, extract_with_dom, extract_with_path};
 
 /// Selectors every document is read through (besides none), covering each kind the streaming
 /// path accepts and some it must refuse.
@@ -88,6 +88,25 @@ impl Tally {
             ..ExtractOptions::default()
         };
         self.check(name, page, None, &both);
+        // A watch's value selectors, read in the page text's pass, give what each gives alone
+        // (all streamable here; with `li:first-child` each read falls back on its own).
+        for also in [&SELECTORS[..11], &SELECTORS[9..13]] {
+            let read = extract_also(page, None, &both, also);
+            // Against each read alone (which `check` holds to the DOM path).
+            let mut pairs = vec![(None, read.text, extract_with_path(page, None, &both).0)];
+            for (selector, text) in also.iter().zip(read.also) {
+                pairs.push((Some(*selector), text, extract_with_path(page, Some(selector), &plain).0));
+            }
+            for (selector, fast, dom) in pairs {
+                if fast != dom && self.mismatches.len() < 20 {
+                    self.mismatches.push(format!(
+                        "{name} read in one pass with {also:?}: selector={selector:?}\n  one pass: {:.400}\n  alone:    {:.400}",
+                        format!("{fast:?}"),
+                        format!("{dom:?}")
+                    ));
+                }
+            }
+        }
         for selector in SELECTORS {
             self.check(name, page, Some(selector), &plain);
             if thorough {

@@ -78,6 +78,15 @@ impl Reader {
         Ok(Reader { specs: Arc::new(compiled), limits: JqLimits::default() })
     }
 
+    /// The selectors of the values read as text (not an attribute), which a caller may read in
+    /// its own pass over the page and hand to [`Reader::read_with`].
+    pub fn text_selectors(&self) -> impl Iterator<Item = &str> {
+        self.specs.iter().filter_map(|c| match &c.source {
+            Source::Css { source, attribute: None, .. } => Some(source.as_str()),
+            _ => None,
+        })
+    }
+
     /// Reads every value from a page body (HTML or JSON). Never panics on what a page holds.
     pub fn read(&self, body: &str) -> Readings {
         self.read_with(body, &|_| None)

@@ -3,7 +3,9 @@
 use std::time::Duration;
 
 use driftwatch_core::{Engine, WatchOptions};
-use driftwatch_scrape::{ExtractError, Fetched, PageRequest, Rules, extract_with};
+use std::collections::HashMap;
+
+use driftwatch_scrape::{ExtractError, Fetched, PageRequest, Rules, extract_also};
 use driftwatch_store::Watch;
 use driftwatch_values::{Reader, Readings};
 use tokio_util::sync::CancellationToken;
@@ -177,9 +179,19 @@ impl Runner {
         let auto = options.fetch.engine == Engine::Auto;
         tokio::task::spawn_blocking(move || {
             let scripted = auto && has_script(&page.body);
-            let text = page_text(&page, selector.as_deref(), &options, cap)?;
             // Values only for watches that have them: the others pay nothing.
-            let readings = (!options.values.is_empty()).then(|| read_values(&page, &options));
+            let reader = (!options.values.is_empty()).then(|| Reader::new(&options.values));
+            // Selector values are read in the page text's own pass over the page.
+            let also: Vec<&str> = match &reader {
+                Some(Ok(reader)) => reader.text_selectors().collect(),
+                _ => Vec::new(),
+            };
+            let extracted = extract_also(&page, selector.as_deref(), &options.extract, &also);
+            let readings = reader.as_ref().map(|reader| match reader {
+                Ok(reader) => read_values(reader, &page, &also, extracted.also, &extracted.body),
+                Err(e) => Readings { failures: vec![("values".to_owned(), e.to_string())], ..Readings::default() },
+            });
+            let text = ruled_text(extracted.text, &options, cap)?;
             Ok((text, scripted, readings))
         })
         .await
@@ -187,31 +199,29 @@ impl Runner {
     }
 }
 
-/// The watch's values read from the page; specs that no longer compile are one failure.
-fn read_values(page: &driftwatch_scrape::Page, options: &WatchOptions) -> Readings {
-    match Reader::new(&options.values) {
-        Ok(reader) => {
-            // Selector text through the streaming extractor (no DOM; a pass of its own per value).
-            let content_type = page.content_type.as_deref().unwrap_or("").to_ascii_lowercase();
-            let not_html = content_type.contains("json") || content_type.starts_with("text/plain");
-            let text_of = |selector: &str| {
-                if not_html {
-                    // The extractor reads such pages whole, whatever the selector says.
-                    return Some(Err(format!(
-                        "a selector reads HTML, and this page is {content_type}: use json_pointer, jsonpath or jq"
-                    )));
-                }
-                Some(extract_with(page, Some(selector), &driftwatch_core::ExtractOptions::default()).map_err(
-                    |e| match e {
-                        ExtractError::SelectorMissing(_) => "the selector matched nothing".to_owned(),
-                        other => other.to_string(),
-                    },
-                ))
-            };
-            reader.read_with(&driftwatch_scrape::decoded_body(page), &text_of)
-        }
-        Err(e) => Readings { failures: vec![("values".to_owned(), e.to_string())], ..Readings::default() },
-    }
+/// The watch's values read from the page, with the text of each selector value (`also`) as the
+/// page text's pass read it (`selected`, empty when the page is not HTML).
+fn read_values(
+    reader: &Reader,
+    page: &driftwatch_scrape::Page,
+    also: &[&str],
+    selected: Vec<Result<String, ExtractError>>,
+    body: &str,
+) -> Readings {
+    let content_type = page.content_type.as_deref().unwrap_or("").to_ascii_lowercase();
+    let selected: HashMap<&str, Result<String, ExtractError>> = also.iter().copied().zip(selected).collect();
+    let text_of = |selector: &str| {
+        Some(match selected.get(selector) {
+            Some(Ok(text)) => Ok(text.clone()),
+            Some(Err(ExtractError::SelectorMissing(_))) => Err("the selector matched nothing".to_owned()),
+            Some(Err(e)) => Err(e.to_string()),
+            // The extractor reads JSON and plain text pages whole, whatever a selector says.
+            None => {
+                Err(format!("a selector reads HTML, and this page is {content_type}: use json_pointer, jsonpath or jq"))
+            }
+        })
+    };
+    reader.read_with(body, &text_of)
 }
 
 /// Whether an HTML body loads or holds scripts (`<script`, any case).
@@ -219,16 +229,15 @@ fn has_script(body: &[u8]) -> bool {
     body.windows(7).any(|w| w.eq_ignore_ascii_case(b"<script"))
 }
 
-/// A page's text as the watch reads it: extracted, through its line rules, cut at `max_bytes`
-/// (at a line end, with a line saying so). The error says why there is none, and its kind
-/// (`selector_missing`, `extract`, `rules`, `empty`).
-fn page_text(
-    page: &driftwatch_scrape::Page,
-    selector: Option<&str>,
+/// A page's text as the watch reads it: extracted (`extracted`), through its line rules, cut at
+/// `max_bytes` (at a line end, with a line saying so). The error says why there is none, and
+/// its kind (`selector_missing`, `extract`, `rules`, `empty`).
+fn ruled_text(
+    extracted: Result<String, ExtractError>,
     options: &WatchOptions,
     max_bytes: usize,
 ) -> Result<String, (String, &'static str)> {
-    let text = extract_with(page, selector, &options.extract).map_err(|e| {
+    let text = extracted.map_err(|e| {
         let kind = if matches!(e, ExtractError::SelectorMissing(_)) { "selector_missing" } else { "extract" };
         (e.to_string(), kind)
     })?;

@@ -12,6 +12,14 @@ use super::tags::Kind;
 use super::tree::{self, Element, Sink};
 use super::{ExtractError, normalise, parse_selector, text_limit};
 
+/// What one collector reads: the whole page or a selector's matches, with remove selectors
+/// applied first and links kept or not.
+pub(super) struct Read<'a> {
+    pub(super) selector: Option<&'a str>,
+    pub(super) remove: &'a [String],
+    pub(super) links: bool,
+}
+
 /// The page's text as the DOM path would give it, `Err(Bail)` where the streaming path cannot
 /// be sure of that, `Ok(Err(_))` for the DOM path's own errors other than `Empty`.
 pub(super) fn html_text(
@@ -20,23 +28,46 @@ pub(super) fn html_text(
     remove: &[String],
     links: bool,
 ) -> Result<Result<String, ExtractError>, Bail> {
-    // Same order of checks as the DOM path: remove selectors first, then the selector.
-    let mut removes = Vec::with_capacity(remove.len());
-    for text in remove {
-        match parse(text)? {
-            Ok(list) => removes.push(list),
-            Err(e) => return Ok(Err(e)),
-        }
-    }
-    let main = match selector.map(parse).transpose()? {
-        Some(Err(e)) => return Ok(Err(e)),
-        Some(Ok(list)) => Some(list),
-        None => None,
-    };
-    let limit = text_limit(body.len());
+    let mut texts = html_texts(body, &[Read { selector, remove, links }])?;
+    Ok(texts.pop().unwrap_or(Err(ExtractError::Empty)))
+}
+
+/// [`html_text`] for several reads in one pass over the page: one tokenizer and tree builder
+/// feed a collector per read. Only the first read may have remove selectors (a removed element
+/// is marked on the shared stack, where the others must not see it). Bails when any read
+/// would (the caller then reads each on its own).
+pub(super) fn html_texts(body: &str, reads: &[Read<'_>]) -> Result<Vec<Result<String, ExtractError>>, Bail> {
+    debug_assert!(reads.iter().skip(1).all(|r| r.remove.is_empty()), "removes on the first read only");
     if body.contains('\0') {
         return Err(Bail("NUL character"));
     }
+    let mut parsed = Vec::with_capacity(reads.len());
+    let mut failures = Vec::with_capacity(reads.len());
+    for read in reads {
+        // Same order of checks as the DOM path: remove selectors first, then the selector.
+        let mut removes = Vec::with_capacity(read.remove.len());
+        let mut failed = None;
+        for text in read.remove {
+            match parse(text)? {
+                Ok(list) => removes.push(list),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        let main = match (failed.is_none()).then(|| read.selector.map(parse).transpose()).transpose()? {
+            Some(Some(Err(e))) => {
+                failed = Some(e);
+                None
+            }
+            Some(Some(Ok(list))) => Some(list),
+            _ => None,
+        };
+        parsed.push((removes, main));
+        failures.push(failed);
+    }
+    let limit = text_limit(body.len());
     // The tokenizer's input preprocessing: CR LF and lone CR become LF; a leading BOM goes.
     let body = if body.contains('\r') {
         Cow::Owned(body.replace("\r\n", "\n").replace('\r', "\n"))
@@ -45,27 +76,67 @@ pub(super) fn html_text(
     };
     let body = body.strip_prefix('\u{feff}').unwrap_or(&body);
 
-    let mut collector = Collector {
-        main: main.as_ref(),
-        removes: &removes,
-        links,
-        matcher: Matcher::default(),
-        out: String::with_capacity(body.len() / 2),
-        nested: Vec::new(),
-        captures: Vec::new(),
-        matched: false,
-        spent: 0,
-        limit,
-        over: false,
-    };
-    tree::build(body, &mut collector)?;
-    if collector.over {
+    let mut collectors: Vec<Collector<'_>> = reads
+        .iter()
+        .zip(&parsed)
+        .zip(&failures)
+        .filter(|(_, failed)| failed.is_none())
+        .map(|((read, (removes, main)), _)| Collector {
+            main: main.as_ref(),
+            removes,
+            links: read.links,
+            matcher: Matcher::default(),
+            out: String::with_capacity(if read.selector.is_some() { 256 } else { body.len() / 2 }),
+            nested: Vec::new(),
+            captures: Vec::new(),
+            matched: false,
+            spent: 0,
+            limit,
+            over: false,
+        })
+        .collect();
+    // The first read (the one with removes) is fed last, so that the others open each element
+    // before it is marked removed.
+    if !collectors.is_empty() {
+        collectors.rotate_left(1);
+        tree::build(body, &mut Fan(&mut collectors))?;
+        collectors.rotate_right(1);
+    }
+    if collectors.iter().any(|c| c.over) {
         return Err(OVER);
     }
-    Ok(match selector {
-        Some(selector) if !collector.matched => Err(ExtractError::SelectorMissing(selector.to_owned())),
-        _ => Ok(normalise(&collector.out)),
-    })
+    let mut collected = collectors.into_iter();
+    Ok(reads
+        .iter()
+        .zip(failures)
+        .map(|(read, failed)| match failed {
+            Some(e) => Err(e),
+            None => {
+                let collector = collected.next().expect("one collector per read that parsed");
+                match read.selector {
+                    Some(selector) if !collector.matched => Err(ExtractError::SelectorMissing(selector.to_owned())),
+                    _ => Ok(normalise(&collector.out)),
+                }
+            }
+        })
+        .collect())
+}
+
+/// Several collectors fed by one pass, in order.
+struct Fan<'c, 'a>(&'c mut [Collector<'a>]);
+
+impl<'s> Sink<'s> for Fan<'_, '_> {
+    fn open(&mut self, stack: &mut [Element<'s>]) -> Result<(), Bail> {
+        self.0.iter_mut().try_for_each(|c| c.open(stack))
+    }
+
+    fn text(&mut self, text: &str) {
+        self.0.iter_mut().for_each(|c| c.text(text));
+    }
+
+    fn close(&mut self, stack: &[Element<'s>]) {
+        self.0.iter_mut().for_each(|c| c.close(stack));
+    }
 }
 
 fn parse(selector: &str) -> Result<Result<SelectorList<Simple>, ExtractError>, Bail> {

@@ -144,3 +144,41 @@ fn selected_text_is_bounded() {
     let shallow = format!("<div><div><div>{}</div></div></div>", "word ".repeat(40_000));
     assert!(extract_with(&html_page(&shallow), Some("div"), &options).is_ok());
 }
+
+#[test]
+fn extra_selectors_read_in_the_same_pass_give_what_each_gives_alone() {
+    let page = |body: &str, content_type: &str| Page {
+        status: 200,
+        content_type: Some(content_type.to_owned()),
+        body: body.as_bytes().to_vec(),
+        ..Page::default()
+    };
+    let shop = page(
+        "<nav class=ad>Sale <b class=price>1 EUR</b></nav><main><p class=price>12,50 €</p>\
+         <p id=stock>In stock</p><a href=/x>more</a></main><p class=price>13 €</p>",
+        HTML,
+    );
+    let options =
+        ExtractOptions { remove_selectors: vec![".ad".into()], keep_links: true, ..ExtractOptions::default() };
+    // Streamable reads; a selector that needs siblings (each read falls back on its own); one
+    // that matches nothing; one that does not parse.
+    for also in [&[".price", "#stock", "#gone", "p[[", "p:first-child"][..], &[".price", "#stock", "#gone", "p[["]] {
+        let read = extract_also(&shop, Some("main"), &options, also);
+        assert_eq!(read.text, extract_with(&shop, Some("main"), &options));
+        assert_eq!(read.text.as_deref(), Ok("12,50 €\nIn stock\nmore (/x)\n"), "removes and links on the text");
+        assert_eq!(read.also.len(), also.len());
+        for (selector, text) in also.iter().zip(&read.also) {
+            assert_eq!(text, &extract_with(&shop, Some(selector), &ExtractOptions::default()), "{selector}");
+        }
+        assert_eq!(read.also[0].as_deref(), Ok("1 EUR\n12,50 €\n13 €\n"), "the watch's removes do not apply");
+        assert_eq!(read.also[2], Err(ExtractError::SelectorMissing("#gone".into())));
+        assert!(matches!(read.also[3], Err(ExtractError::InvalidSelector { .. })));
+        assert_eq!(read.body, decoded_body(&shop));
+    }
+    let only = extract_also(&shop, None, &ExtractOptions::default(), &["#stock"]);
+    assert_eq!(only.text, extract(&shop, None));
+    assert_eq!(only.also[0].as_deref(), Ok("In stock\n"));
+    let json = extract_also(&page(r#"{"b":1,"a":2}"#, "application/json"), None, &options, &[".price"]);
+    assert_eq!(json.text.as_deref(), Ok("{\n  \"a\": 2,\n  \"b\": 1\n}\n"));
+    assert!(json.also.is_empty(), "a JSON page has no elements to select");
+}

@@ -64,7 +64,7 @@ const MAX_STEPS: usize = 1_000_000;
 /// Every product offer on the page, JSON-LD first then microdata, in document order; a Product
 /// with several offers gives one Offer per offer (each with the product's name).
 pub fn offers(html: &str) -> Vec<Offer> {
-    let scan = scan::scan(html);
+    let scan = scan::scan(html, scan::Follow::Scripts);
     let mut sink = Sink::default();
     for script in &scan.jsonld {
         if sink.done() {
@@ -72,7 +72,9 @@ pub fn offers(html: &str) -> Vec<Offer> {
         }
         jsonld::read(script, &mut sink);
     }
-    if scan.itemscope && scan.dom_is_cheap() && !sink.done() {
+    // The tree is followed (a second pass) only for pages with microdata, which then also
+    // cost a DOM: most pages pay for the scripts alone.
+    if scan.itemscope && !sink.done() && dom_is_cheap(html) {
         microdata::read(html, &mut sink);
     }
     sink.offers
@@ -82,7 +84,7 @@ pub fn offers(html: &str) -> Vec<Offer> {
 /// re-create stay within bounds (a cheap pass over the tags, no DOM). Readers that need the DOM
 /// (CSS selectors, microdata) ask first: a hostile page can make the parse take seconds.
 pub fn dom_is_cheap(html: &str) -> bool {
-    scan::scan(html).dom_is_cheap()
+    scan::scan(html, scan::Follow::Tree).dom_is_cheap()
 }
 
 /// The first offer with a price (else the first offer), for watches that read

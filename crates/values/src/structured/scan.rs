@@ -8,6 +8,7 @@
 //! a script inside `noscript` is text), `plaintext`, and SVG/MathML content, where those elements
 //! are not raw. Character references in attribute values are not decoded.
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use super::depth::{Depth, is_raw_text};
@@ -23,23 +24,38 @@ pub(super) struct Scan<'a> {
     /// Whether a start tag has an `itemscope` attribute.
     pub(super) itemscope: bool,
     too_deep: bool,
+    /// The tree was followed, so `too_deep` is known.
+    followed_tree: bool,
 }
 
 impl Scan<'_> {
     /// Whether html5ever builds this page's DOM in reasonable time.
+    /// Not known (false) after a scan of [`Follow::Scripts`].
     pub(super) fn dom_is_cheap(&self) -> bool {
-        !self.too_deep
+        self.followed_tree && !self.too_deep
     }
 }
 
+/// What a scan follows besides the scripts and `itemscope`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Follow {
+    /// The tree html5ever would build, for [`Scan::dom_is_cheap`] (and for SVG and MathML,
+    /// where `script` and friends are not raw text).
+    Tree,
+    /// Only what finding the scripts needs: the tree when the page may have SVG or MathML
+    /// content, else nothing (every element is HTML then). [`Scan::dom_is_cheap`] is not known.
+    Scripts,
+}
+
 /// Scans the page's tags.
-pub(super) fn scan(html: &str) -> Scan<'_> {
+pub(super) fn scan(html: &str, follow: Follow) -> Scan<'_> {
     let bytes = html.as_bytes();
+    let tree = follow == Follow::Tree || may_be_foreign(bytes);
     let mut depth = Depth::new(MAX_HTML_DEPTH);
-    let mut out = Scan { jsonld: Vec::new(), itemscope: false, too_deep: false };
+    let mut out = Scan { jsonld: Vec::new(), itemscope: false, too_deep: false, followed_tree: tree };
     let mut at = 0;
     while let Some(lt) = find(bytes, at, b'<') {
-        if lt > at {
+        if tree && lt > at {
             depth.text();
         }
         at = match bytes.get(lt + 1).copied() {
@@ -49,7 +65,9 @@ pub(super) fn scan(html: &str) -> Scan<'_> {
             Some(b'/') => match bytes.get(lt + 2) {
                 Some(c) if c.is_ascii_alphabetic() => {
                     let Some(end) = tag(html, lt + 2) else { break };
-                    depth.end(&end.name);
+                    if tree {
+                        depth.end(&end.name);
+                    }
                     end.end
                 }
                 Some(b'>') => lt + 3,
@@ -60,7 +78,7 @@ pub(super) fn scan(html: &str) -> Scan<'_> {
                 let Some(start) = tag(html, lt + 1) else { break };
                 out.itemscope |= start.itemscope;
                 let attributes = html.get(start.attributes.clone()).unwrap_or_default();
-                let html_element = depth.start(&start.name, attributes, start.self_closing);
+                let html_element = !tree || depth.start(&start.name, attributes, start.self_closing);
                 if !(html_element && is_raw_text(&start.name)) {
                     start.end
                 } else if start.name == "plaintext" {
@@ -90,9 +108,9 @@ pub(super) fn scan(html: &str) -> Scan<'_> {
 }
 
 /// A start or end tag.
-struct Tag {
-    /// In ASCII lowercase.
-    name: String,
+struct Tag<'a> {
+    /// In ASCII lowercase (borrowed from the page when it is written so, as most are).
+    name: Cow<'a, str>,
     /// The raw text between the name and the closing `>` (or `/>`).
     attributes: Range<usize>,
     self_closing: bool,
@@ -105,14 +123,14 @@ struct Tag {
 
 /// The tag whose name starts at `at`, or `None` when the page ends inside it (then html5ever
 /// drops it, and nothing follows).
-fn tag(html: &str, at: usize) -> Option<Tag> {
+fn tag(html: &str, at: usize) -> Option<Tag<'_>> {
     let bytes = html.as_bytes();
     let mut i = at;
     while bytes.get(i).is_some_and(|&c| !is_space(c) && c != b'/' && c != b'>') {
         i += 1;
     }
     let mut tag = Tag {
-        name: html.get(at..i)?.to_ascii_lowercase(),
+        name: lowercase(html.get(at..i)?),
         attributes: i..i,
         self_closing: false,
         end: 0,
@@ -269,13 +287,28 @@ fn comment_end(bytes: &[u8], from: usize) -> usize {
     bytes.len()
 }
 
+/// `name` in ASCII lowercase, copied only when it is not already.
+fn lowercase(name: &str) -> Cow<'_, str> {
+    match name.bytes().any(|b| b.is_ascii_uppercase()) {
+        true => Cow::Owned(name.to_ascii_lowercase()),
+        false => Cow::Borrowed(name),
+    }
+}
+
+/// Whether the page may hold SVG or MathML content: `<svg` or `<math` anywhere, in any case
+/// (in a comment or a script too: a false yes only costs the full simulation).
+fn may_be_foreign(bytes: &[u8]) -> bool {
+    memchr::memchr_iter(b'<', bytes)
+        .any(|lt| starts_with_ignore_case(bytes, lt + 1, b"svg") || starts_with_ignore_case(bytes, lt + 1, b"math"))
+}
+
 /// Just past the next `>`, or the end of the page.
 fn after_gt(bytes: &[u8], from: usize) -> usize {
     find(bytes, from, b'>').map_or(bytes.len(), |gt| gt + 1)
 }
 
 fn find(bytes: &[u8], from: usize, byte: u8) -> Option<usize> {
-    Some(from + bytes.get(from..)?.iter().position(|&c| c == byte)?)
+    Some(from + memchr::memchr(byte, bytes.get(from..)?)?)
 }
 
 fn starts_with_ignore_case(bytes: &[u8], at: usize, pattern: &[u8]) -> bool {
