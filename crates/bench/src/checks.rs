@@ -47,10 +47,10 @@ fn values_options() -> String {
                 ..ValueSpec::default()
             },
         ],
-        conditions: Some(Conditions {
-            match_: Match::All,
-            rules: vec![Rule { subject: "price".into(), op: Op::Lt, operand: 1000.into() }],
-        }),
+        conditions: Some(Conditions::of(
+            Match::All,
+            vec![Rule { subject: "price".into(), op: Op::Lt, operand: 1000.into() }],
+        )),
         ..driftwatch_core::WatchOptions::default()
     };
     serde_json::to_string(&options).unwrap_or_default()

@@ -104,6 +104,54 @@ pub struct Conditions {
     /// The rules (at most 20).
     #[schema(max_items = 20)]
     pub rules: Vec<Rule>,
+    /// Instead of `rules`, a preset for a common case; it is saved as the rules it stands for
+    /// (and reads back as them):
+    ///
+    /// - `price_below` with `amount`: `price < amount`.
+    /// - `price_dropped_by` with `percent` (0-100): the price fell by at least that much since
+    ///   the last check (`price changed_by_percent -percent`).
+    /// - `back_in_stock`: `stock == in_stock`.
+    ///
+    /// `value` names the value it is about (`price` or `stock` when left out); a preset about
+    /// `price` or `stock` on a watch with no value of that name adds it, read from the page's
+    /// structured data (schema.org `Offer`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preset: Option<Preset>,
+    /// With `price_below`: the amount, above 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(exclusive_minimum = 0)]
+    pub amount: Option<f64>,
+    /// With `price_dropped_by`: the percentage, above 0 and at most 100.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(exclusive_minimum = 0, maximum = 100)]
+    pub percent: Option<f64>,
+    /// With a preset: the value it is about, when not `price` (or `stock`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+}
+
+/// The presets of [`Conditions::preset`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Preset {
+    /// The price is below `amount`.
+    PriceBelow,
+    /// The price fell by at least `percent` since the last check.
+    PriceDroppedBy,
+    /// The stock is back: `in_stock`.
+    BackInStock,
+}
+
+impl Conditions {
+    /// Conditions of `rules` combined by `match_`.
+    pub fn of(match_: Match, rules: Vec<Rule>) -> Conditions {
+        Conditions { match_, rules, ..Conditions::default() }
+    }
+
+    /// Whether a preset or one of its fields is given (stored conditions never have them).
+    pub fn names_a_preset(&self) -> bool {
+        self.preset.is_some() || self.amount.is_some() || self.percent.is_some() || self.value.is_some()
+    }
 }
 
 /// How rules combine.

@@ -232,6 +232,7 @@ mod tests {
             screenshot_hash: None,
             visual_change_percent: None,
             readings: Some(format!(r#"{{"price": {{"type": "money", "amount": {price}, "currency": "EUR"}}}}"#)),
+            kept_quiet: None,
         }
     }
 
@@ -249,10 +250,10 @@ mod tests {
         let current = WatchOptions { values: vec![price.clone()], ..WatchOptions::default() };
         let proposed = WatchOptions {
             values: vec![price],
-            conditions: Some(Conditions {
-                match_: Match::All,
-                rules: vec![Rule { subject: "price".into(), op: Op::Lt, operand: 50.into() }],
-            }),
+            conditions: Some(Conditions::of(
+                Match::All,
+                vec![Rule { subject: "price".into(), op: Op::Lt, operand: 50.into() }],
+            )),
             ..WatchOptions::default()
         };
         // The watch alerted on three of the changes, and on a snapshot that is not among these.

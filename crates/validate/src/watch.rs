@@ -1,6 +1,7 @@
 //! Watches: the URL, name, selector, schedule and options of a new watch or of a change.
 
 use chrono::{DateTime, Utc};
+use driftwatch_core::values::Conditions;
 use driftwatch_core::{Timing, TimingError};
 use driftwatch_core::{WatchOptions, WatchState};
 use driftwatch_net::TargetPolicy;
@@ -125,12 +126,21 @@ pub fn valid_options(options: &WatchOptions, limits: &Limits) -> Result<String, 
         let e = e.within(prefix);
         FieldError::new(e.field, e.message)
     };
+    // A preset is saved as the rules it stands for (and may add the value it is about).
+    let mut options = std::borrow::Cow::Borrowed(options);
+    if options.conditions.as_ref().is_some_and(Conditions::names_a_preset) {
+        let expanded = options.to_mut();
+        if let Some(conditions) = expanded.conditions.as_mut() {
+            driftwatch_values::presets::expand(conditions, &mut expanded.values)
+                .map_err(|e| within(e, "options.conditions"))?;
+        }
+    }
     driftwatch_values::Reader::new(&options.values).map_err(|e| within(e, "options"))?;
     if let Some(conditions) = &options.conditions {
         driftwatch_values::conditions::check(conditions, &options.values)
             .map_err(|e| within(e, "options.conditions"))?;
     }
-    serde_json::to_string(options).map_err(|e| FieldError::new("options", e.to_string()))
+    serde_json::to_string(&options).map_err(|e| FieldError::new("options", e.to_string()))
 }
 
 /// Checks the browser's settings: the engine is available, waits and steps are well formed and

@@ -273,7 +273,7 @@ mod tests {
 
     #[test]
     fn price_below_holds_and_says_why() {
-        let conditions = Conditions { match_: Match::All, rules: vec![rule("price", Op::Lt, 45.into())] };
+        let conditions = Conditions::of(Match::All, vec![rule("price", Op::Lt, 45.into())]);
         let cheap = price(44.0);
         let verdict = evaluate(&conditions, &facts(&cheap, None));
         assert!(verdict.holds);
@@ -288,8 +288,7 @@ mod tests {
 
     #[test]
     fn dropped_by_percent_needs_an_earlier_reading() {
-        let conditions =
-            Conditions { match_: Match::All, rules: vec![rule("price", Op::ChangedByPercent, (-20).into())] };
+        let conditions = Conditions::of(Match::All, vec![rule("price", Op::ChangedByPercent, (-20).into())]);
         let (before, after) = (price(89.99), price(67.0));
         let verdict = evaluate(&conditions, &facts(&after, Some(&before)));
         assert!(verdict.holds, "{verdict:?}");
@@ -297,7 +296,7 @@ mod tests {
         let small = price(85.0);
         assert!(!evaluate(&conditions, &facts(&small, Some(&before))).holds);
         assert!(!evaluate(&conditions, &facts(&after, None)).holds);
-        let rose = Conditions { match_: Match::All, rules: vec![rule("price", Op::ChangedByPercent, 10.into())] };
+        let rose = Conditions::of(Match::All, vec![rule("price", Op::ChangedByPercent, 10.into())]);
         assert!(!evaluate(&rose, &facts(&after, Some(&before))).holds);
         assert!(evaluate(&rose, &facts(&before, Some(&after))).holds);
     }
@@ -306,23 +305,22 @@ mod tests {
     fn any_and_all_and_text_rules() {
         let values = Values::from([("stock".into(), Typed::Availability { value: Availability::InStock })]);
         let rules = vec![rule("stock", Op::Eq, "in_stock".into()), rule("text", Op::Contains, "SOLD OUT".into())];
-        let all = Conditions { match_: Match::All, rules: rules.clone() };
-        let any = Conditions { match_: Match::Any, rules };
+        let all = Conditions::of(Match::All, rules.clone());
+        let any = Conditions::of(Match::Any, rules);
         let verdict = evaluate(&all, &facts(&values, None));
         assert!(!verdict.holds);
         assert_eq!(verdict.reason(), "the text does not contain \"SOLD OUT\"");
         let verdict = evaluate(&any, &facts(&values, None));
         assert!(verdict.holds);
         assert_eq!(verdict.reason(), "stock in_stock is \"in_stock\"");
-        let regex = Conditions { match_: Match::All, rules: vec![rule("text", Op::Matches, "(?i)in\\s+stock".into())] };
+        let regex = Conditions::of(Match::All, vec![rule("text", Op::Matches, "(?i)in\\s+stock".into())]);
         assert!(evaluate(&regex, &facts(&values, None)).holds);
     }
 
     #[test]
     fn checks_at_save_name_the_field() {
         let specs = [spec("price", ValueKind::Money), spec("stock", ValueKind::Availability)];
-        let bad =
-            |rule: Rule| check(&Conditions { match_: Match::All, rules: vec![rule] }, &specs).expect_err("refused");
+        let bad = |rule: Rule| check(&Conditions::of(Match::All, vec![rule]), &specs).expect_err("refused");
         let e = bad(rule("prise", Op::Lt, 5.into()));
         assert_eq!(e.field, "rules[0].subject");
         assert!(e.message.contains("no value named `prise`") && e.message.contains("price"), "{e}");
@@ -334,15 +332,15 @@ mod tests {
         assert_eq!(bad(rule("text", Op::Matches, "(".into())).field, "rules[0].operand");
         let empty = check(&Conditions::default(), &specs).expect_err("no rules");
         assert_eq!(empty.field, "rules");
-        let fine = Conditions {
-            match_: Match::Any,
-            rules: vec![
+        let fine = Conditions::of(
+            Match::Any,
+            vec![
                 rule("price", Op::Le, 45.5.into()),
                 rule("stock", Op::Ne, "out_of_stock".into()),
                 rule("change_size", Op::Gt, 3.into()),
                 rule("added", Op::Matches, "\\d+".into()),
             ],
-        };
+        );
         check(&fine, &specs).expect("valid");
     }
 }

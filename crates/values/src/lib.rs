@@ -5,11 +5,13 @@
 //! - [`structured`]: schema.org `Product`/`Offer` from JSON-LD and microdata.
 //! - [`json`]: JSON Pointer, JSONPath (RFC 9535) and jq, bounded.
 //! - [`conditions`]: whether a watch's conditions hold, and why, in words.
+//! - [`presets`]: the common conditions by name, expanded into rules at save.
 //! - [`typed`]: a value as read, and how two readings compare.
 
 pub mod conditions;
 pub mod json;
 pub mod parse;
+pub mod presets;
 pub mod read;
 pub mod structured;
 pub mod typed;

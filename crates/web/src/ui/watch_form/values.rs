@@ -240,9 +240,8 @@ fn preset_of(conditions: &Conditions) -> Option<(&'static str, String)> {
 
 /// The conditions of a preset; the error names the preset's own field.
 fn preset_conditions(preset: &str, amount: &str) -> Result<Conditions, FieldError> {
-    let rule = |subject: &str, op, operand| Conditions {
-        match_: Match::All,
-        rules: vec![Rule { subject: subject.to_owned(), op, operand }],
+    let rule = |subject: &str, op, operand| {
+        Conditions::of(Match::All, vec![Rule { subject: subject.to_owned(), op, operand }])
     };
     match preset {
         PRICE_BELOW => {
