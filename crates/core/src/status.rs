@@ -79,6 +79,8 @@ text_enum! {
         Failing => "failing",
         /// Several checks in a row found the page but not the selected element.
         SelectorMissing => "selector_missing",
+        /// Several checks in a row read the page but not one of the watch's values.
+        ValueMissing => "value_missing",
     }
 }
 
@@ -214,6 +216,8 @@ text_enum! {
         CheckFailed => "check.failed",
         /// A watch's selector has matched nothing several times in a row.
         SelectorMissing => "check.selector_missing",
+        /// One of a watch's values could not be read several checks in a row.
+        ValueMissing => "check.value_missing",
         /// A failing watch's check succeeded again.
         CheckRecovered => "check.recovered",
         /// A watch's conditions hold (on the first check that finds them holding).

@@ -28,6 +28,8 @@ pub struct CheckResult {
     pub browser_since: Option<Option<NaiveDateTime>>,
     /// Whether the watch's conditions held, when they were judged (`None` leaves it).
     pub conditions_met: Option<bool>,
+    /// Checks in a row whose values were not all read, when that changed (`None` leaves it).
+    pub value_failures: Option<i32>,
     /// Events to deliver, each to every enabled endpoint of the owner (a change, a health
     /// change, or both).
     pub events: Vec<NewEvent>,
@@ -212,7 +214,8 @@ fn record_in(conn: &mut DbConn, render: &dyn Render, result: &CheckResult) -> St
 }
 
 /// The rarer parts of a check, written row by row: the screenshot (before the snapshot that
-/// refers to it), an `auto` watch's browser memory and whether its conditions held.
+/// refers to it), an `auto` watch's browser memory, its values missing in a row and whether
+/// its conditions held.
 fn extras(conn: &mut DbConn, result: &CheckResult) -> StoreResult<()> {
     if let Some(shot) = &result.screenshot {
         crate::screenshots::put(conn, shot)?;
@@ -220,6 +223,11 @@ fn extras(conn: &mut DbConn, result: &CheckResult) -> StoreResult<()> {
     if let Some(since) = result.browser_since {
         diesel::update(watches::table.filter(watches::id.eq(&result.watch_id)))
             .set(watches::browser_since.eq(since))
+            .execute(conn)?;
+    }
+    if let Some(failures) = result.value_failures {
+        diesel::update(watches::table.filter(watches::id.eq(&result.watch_id)))
+            .set(watches::value_failures.eq(failures))
             .execute(conn)?;
     }
     if let Some(met) = result.conditions_met {

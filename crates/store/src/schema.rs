@@ -84,6 +84,7 @@ diesel::table! {
         browser_since -> Nullable<Timestamp>,
         muted -> Bool,
         conditions_met -> Nullable<Bool>,
+        value_failures -> Integer,
     }
 }
 
@@ -97,6 +98,7 @@ diesel::table! {
         screenshot_hash -> Nullable<Text>,
         visual_change_percent -> Nullable<Double>,
         readings -> Nullable<Text>,
+        kept_quiet -> Nullable<Text>,
     }
 }
 

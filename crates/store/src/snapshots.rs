@@ -34,6 +34,8 @@ pub struct SnapshotInfo {
     pub visual_change_percent: Option<f64>,
     /// The values read with it (JSON by name), for a watch with values.
     pub readings: Option<String>,
+    /// Why the change that made it alerted no one, when it did not.
+    pub kept_quiet: Option<String>,
 }
 
 /// The snapshots of the account's watch `watch_id`, newest first, without their content (none

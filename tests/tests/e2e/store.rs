@@ -69,6 +69,7 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
                 screenshot: None,
                 browser_since: None,
                 conditions_met: None,
+                value_failures: None,
                 events: vec![NewEvent {
                     event: Event {
                         id: event_id,

@@ -374,6 +374,11 @@ pub async fn values_and_conditions_are_set_shown_back_and_tried_in_the_form(back
     // The watch page: the latest values and the price over time, one dot per snapshot.
     browser.goto(&format!("{root}/watches/{id}")).await;
     browser.wait_for_text("#values-h", "Values").await;
+    // The History says why 67 alerted no one (52 did tell: condition.cleared).
+    let quiet =
+        browser.execute("return [...document.querySelectorAll('.timeline .kept-quiet')].map(e => e.textContent)").await;
+    let quiet: Vec<&str> = quiet.as_array().map(|q| q.iter().filter_map(|t| t.as_str()).collect()).unwrap_or_default();
+    assert_eq!(quiet, ["No alert: price 67.00 EUR is not below 50"]);
     assert!(browser.text(".chart figcaption").await.starts_with("price over time"));
     // As many dots as the API's series has points (saving the form may have added a check).
     let series = app.ok(&format!("/watches/{id}/values?name=price"), &token).await;

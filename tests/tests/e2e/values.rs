@@ -62,6 +62,10 @@ pub async fn a_price_condition_alerts_once_when_it_crosses(backend: Backend) {
     assert_eq!(run["outcome"], "changed", "the price is part of what the page says: {run}");
     assert!(run["event_id"].is_null(), "{run}");
     assert!(run["note"].as_str().is_some_and(|n| n.contains("price 67.00 EUR is not below 50")), "{run}");
+    // And the timeline says so on the snapshot (the watch page's History shows it too).
+    let snapshots = app.ok(&format!("/watches/{id}/snapshots"), &token).await;
+    assert_eq!(snapshots["items"][0]["kept_quiet"], "price 67.00 EUR is not below 50", "{snapshots}");
+    assert!(snapshots["items"][1]["kept_quiet"].is_null(), "the baseline: {snapshots}");
 
     // Below 50: the change alerts with its typed value changes, and condition.met fires once.
     site.set(&shop("45.00", "InStock"));
@@ -89,8 +93,11 @@ pub async fn a_price_condition_alerts_once_when_it_crosses(backend: Backend) {
     site.set(&shop("44.00", "OutOfStock"));
     let run = app.check(&token, id).await;
     assert!(run["event_id"].is_null(), "{run}");
+    assert!(run["note"].as_str().is_some_and(|n| n.starts_with("conditions cleared: ")), "{run}");
     let cleared = events(&app, &token, id, "condition.cleared").await;
     assert_eq!(cleared.len(), 1, "{cleared:?}");
+    let snapshots = app.ok(&format!("/watches/{id}/snapshots"), &token).await;
+    assert!(snapshots["items"][0]["kept_quiet"].is_null(), "condition.cleared was told: {snapshots}");
     app.check(&token, id).await;
     assert_eq!(events(&app, &token, id, "condition.cleared").await.len(), 1, "an unchanged page crosses nothing");
 
@@ -199,6 +206,17 @@ pub async fn bad_values_and_conditions_are_refused_naming_the_field(backend: Bac
             "options.conditions.rules[0].op",
         ),
         (json!({"values": [price, price]}), "options.values[1].name"),
+        (json!({"conditions": {"preset": "price_dropped_by", "percent": 150}}), "options.conditions.percent"),
+        (json!({"conditions": {"preset": "price_below"}}), "options.conditions.amount"),
+        (json!({"conditions": {"amount": 5}}), "options.conditions.amount"),
+        (
+            json!({"conditions": {"preset": "back_in_stock", "rules": [{"subject": "text", "op": "contains", "operand": "x"}]}}),
+            "options.conditions.rules",
+        ),
+        (
+            json!({"values": [price], "conditions": {"preset": "back_in_stock", "value": "price"}}),
+            "options.conditions.value",
+        ),
     ];
     for (options, expected) in cases {
         let problem = refused(options.clone()).await;
@@ -230,4 +248,81 @@ pub async fn a_value_that_moved_is_in_the_alert_without_conditions(backend: Back
         event["payload"]["data"]["values"],
         json!([{"name": "price", "from": 89.99, "to": 79.99, "currency": "EUR", "change_percent": -11.11}])
     );
+}
+
+pub async fn presets_are_saved_as_the_rules_they_stand_for(backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let token = app.account("acme").await;
+    let site = PageServer::start(&shop("39.90", "InStock")).await;
+    // No values given: the preset reads the price from the page's structured data.
+    let watch = app
+        .watch_with_baseline(
+            &token,
+            json!({"url": site.url, "selector": "#name", "options": {"conditions": {"preset": "price_below", "amount": 40}}}),
+        )
+        .await;
+    let id = watch["id"].as_str().expect("id");
+    assert_eq!(watch["options"]["values"], json!([{"name": "price", "type": "money", "structured": "price"}]));
+    assert_eq!(
+        watch["options"]["conditions"],
+        json!({"match": "all", "rules": [{"subject": "price", "op": "<", "operand": 40}]}),
+        "stored and shown as rules"
+    );
+    assert_eq!(events(&app, &token, id, "condition.met").await.len(), 1, "39.90 is below 40 on the first check");
+
+    // Back in stock, on a watch that reads its own price: the stock value is added beside it.
+    let (status, watch) = app
+        .post(
+            "/watches",
+            &token,
+            json!({"url": site.url, "options": {
+                "values": [{"name": "price", "type": "money", "selector": "#price"}],
+                "conditions": {"preset": "back_in_stock"}
+            }}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{watch}");
+    let names: Vec<&str> =
+        watch["options"]["values"].as_array().expect("values").iter().filter_map(|v| v["name"].as_str()).collect();
+    assert_eq!(names, ["price", "stock"]);
+    assert_eq!(
+        watch["options"]["conditions"]["rules"][0],
+        json!({"subject": "stock", "op": "==", "operand": "in_stock"})
+    );
+}
+
+pub async fn a_value_that_keeps_failing_turns_the_watch_value_missing(backend: Backend) {
+    let app = TestApp::start_with(backend, |s| s.failure_threshold = 2).await;
+    let token = app.account("acme").await;
+    let site = PageServer::start(&shop("39.90", "InStock")).await;
+    let watch = app
+        .watch_with_baseline(
+            &token,
+            json!({"url": site.url, "selector": "h1", "options": {
+                "values": [{"name": "shown", "type": "money", "selector": "#price"}]
+            }}),
+        )
+        .await;
+    let id = watch["id"].as_str().expect("id");
+    // The price element goes; the page still reads, so each check succeeds with a note.
+    site.set(&shop("39.90", "InStock").replace("<span id=price", "<span id=cost"));
+    let run = app.check(&token, id).await;
+    assert!(run["error"].is_null(), "{run}");
+    assert!(run["note"].as_str().is_some_and(|n| n.contains("shown: the selector matched nothing")), "{run}");
+    assert_eq!(app.ok(&format!("/watches/{id}"), &token).await["health"], "ok", "once is not yet a health");
+    app.check(&token, id).await;
+    assert_eq!(app.ok(&format!("/watches/{id}"), &token).await["health"], "value_missing");
+    let missing = events(&app, &token, id, "check.value_missing").await;
+    assert_eq!(missing.len(), 1, "{missing:?}");
+    let missing = app.ok(&format!("/events/{}", missing[0]["id"].as_str().expect("id")), &token).await;
+    assert_eq!(missing["payload"]["data"]["check"]["consecutive_failures"], 2, "{missing}");
+    assert_eq!(missing["payload"]["data"]["check"]["error"], "shown: the selector matched nothing", "{missing}");
+    app.check(&token, id).await;
+    assert_eq!(events(&app, &token, id, "check.value_missing").await.len(), 1, "told once");
+
+    // Back: the watch recovers, and says so once.
+    site.set(&shop("39.90", "InStock"));
+    app.check(&token, id).await;
+    assert_eq!(app.ok(&format!("/watches/{id}"), &token).await["health"], "ok");
+    assert_eq!(events(&app, &token, id, "check.recovered").await.len(), 1);
 }

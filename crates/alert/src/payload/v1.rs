@@ -118,7 +118,8 @@ pub struct Snapshots {
     pub current: String,
 }
 
-/// `check.failed`, `check.selector_missing`, `check.recovered`: a watch's health changed.
+/// `check.failed`, `check.selector_missing`, `check.value_missing`, `check.recovered`: a watch's
+/// health changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CheckEvent {
     /// `evt_...`.
@@ -184,9 +185,10 @@ impl Payload {
         let head: Envelope<serde::de::IgnoredAny> = serde_json::from_str(body).ok()?;
         Some(match head.event_type {
             EventType::ChangeDetected => Payload::Change(serde_json::from_str(body).ok()?),
-            EventType::CheckFailed | EventType::SelectorMissing | EventType::CheckRecovered => {
-                Payload::Check(serde_json::from_str(body).ok()?)
-            }
+            EventType::CheckFailed
+            | EventType::SelectorMissing
+            | EventType::ValueMissing
+            | EventType::CheckRecovered => Payload::Check(serde_json::from_str(body).ok()?),
             EventType::EndpointDisabled | EventType::EndpointTest => {
                 Payload::Endpoint(serde_json::from_str(body).ok()?)
             }

@@ -55,11 +55,15 @@ impl Runner {
         let mut previous_readings = None;
         let mut compared =
             self.compare_text(watch, options, text, &readings, &mut previous_readings, shot, engine).await?;
-        if let Some(note) = readings.as_ref().and_then(driftwatch_values::Readings::note) {
+        let value_note = readings.as_ref().and_then(driftwatch_values::Readings::note);
+        if let Some(note) = &value_note {
             compared.note = Some(match compared.note.take() {
                 Some(before) => format!("{before}; {note}"),
-                None => note,
+                None => note.clone(),
             });
+        }
+        if readings.is_some() {
+            compared.value_failure = Some(value_note);
         }
         if let Some(text) = kept_text {
             let (added, removed, change_size) = compared.lines.take().unwrap_or_default();
@@ -115,6 +119,7 @@ impl Runner {
             screenshot_hash: shot_hash.clone(),
             visual_change_percent: visual,
             readings: stored_values.clone(),
+            kept_quiet: None,
         };
         let visual = options.noise.compare.visual();
         let min_visual =
@@ -197,15 +202,10 @@ impl Runner {
             // Only the picture counts: a text change alone is kept, quietly.
             Compare::Visual => match percent {
                 Some(p) if p >= min_visual => None,
-                Some(p) => {
-                    Some(format!("no alert: the page looks the same ({p:.2}% of pixels differ, under {min_visual}%)"))
-                }
-                None => Some("no alert: no earlier screenshot to compare with".to_owned()),
+                Some(p) => Some(format!("the page looks the same ({p:.2}% of pixels differ, under {min_visual}%)")),
+                None => Some("no earlier screenshot to compare with".to_owned()),
             },
-            _ => self
-                .quiet(watch, options, &change, (&prev.content, &text), &hash)
-                .await?
-                .map(|why| format!("no alert: {why}")),
+            _ => self.quiet(watch, options, &change, (&prev.content, &text), &hash).await?,
         };
         // A value that moved is a change worth telling even when no line did (a price only in
         // the structured data); the conditions, if any, decide after.
@@ -230,11 +230,13 @@ impl Runner {
             }
             compared.event = Some(event);
         }
-        compared.note = quiet.filter(|_| compared.event.is_none());
+        // Kept quiet: said on the run and, for the timeline, on the snapshot.
+        let kept_quiet = quiet.filter(|_| compared.event.is_none());
+        compared.note = kept_quiet.as_ref().map(|why| format!("no alert: {why}"));
         if options.conditions.is_some() {
             compared.lines = Some(crate::backtest::changed_lines(&change));
         }
-        compared.snapshot = Some(Snapshot { content: text, ..current });
+        compared.snapshot = Some(Snapshot { content: text, kept_quiet, ..current });
         compared.screenshot = shot;
         Ok(compared)
     }

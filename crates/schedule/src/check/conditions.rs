@@ -41,18 +41,28 @@ impl Runner {
             },
         );
         let moved = facts.previous.as_ref().map(|before| changes(before, &facts.values)).unwrap_or_default();
-        if !verdict.holds && compared.event.take().is_some() {
-            let why = format!("no alert: {}", verdict.reason());
-            compared.note = Some(match compared.note.take() {
-                Some(before) => format!("{why}; {before}"),
-                None => why,
-            });
-        }
         let crossed = match (watch.conditions_met, verdict.holds) {
             (Some(true), true) | (Some(false) | None, false) => None,
             (_, true) => Some(EventType::ConditionMet),
             (Some(true), false) => Some(EventType::ConditionCleared),
         };
+        if !verdict.holds && compared.event.take().is_some() {
+            // The change does not alert; unless the conditions just stopped holding (told by
+            // condition.cleared), it was kept quiet.
+            let why = match crossed {
+                Some(_) => format!("conditions cleared: {}", verdict.reason()),
+                None => {
+                    if let Some(snapshot) = compared.snapshot.as_mut() {
+                        snapshot.kept_quiet = Some(verdict.reason());
+                    }
+                    format!("no alert: {}", verdict.reason())
+                }
+            };
+            compared.note = Some(match compared.note.take() {
+                Some(before) => format!("{why}; {before}"),
+                None => why,
+            });
+        }
         let event = crossed.map(|event_type| {
             let now = self.now();
             let event_id = new_id(IdKind::Event);
@@ -88,6 +98,12 @@ impl Runner {
                 },
             }
         });
+        if event.is_some()
+            && let Some(snapshot) = compared.snapshot.as_mut()
+        {
+            // The crossing is told: the change was not kept quiet (by the noise rules either).
+            snapshot.kept_quiet = None;
+        }
         // Written only when it changed: no extra write on the checks that cross nothing.
         let remember = (watch.conditions_met != Some(verdict.holds)).then_some(verdict.holds);
         (remember, event)

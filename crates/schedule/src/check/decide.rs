@@ -16,20 +16,49 @@ impl Runner {
     }
 
     /// The watch's health after `run`, and the event announcing a change of it.
-    pub(super) fn decide(&self, watch: &Watch, run: Run, selector_missing: bool) -> Decided {
+    /// `value_failure` is, when the watch's values were read, why some could not be (`None`:
+    /// all were): a value missing at `failure_threshold` checks in a row is a health of its own.
+    pub(super) fn decide(
+        &self,
+        watch: &Watch,
+        run: Run,
+        selector_missing: bool,
+        value_failure: Option<Option<String>>,
+    ) -> Decided {
         let failed = run.error.is_some();
+        let threshold = self.config().failure_threshold;
         let consecutive_failures = if failed { watch.consecutive_failures + 1 } else { 0 };
+        let value_failures = match &value_failure {
+            Some(Some(_)) => watch.value_failures.saturating_add(1),
+            Some(None) => 0,
+            // Not read (a failed check, 304 Not Modified): as it was.
+            None => watch.value_failures,
+        };
         let before = watch.health.parse().unwrap_or(WatchHealth::Ok);
         let health = match (failed, selector_missing) {
+            (false, _) if value_failures >= threshold => WatchHealth::ValueMissing,
+            (false, _) if value_failure.is_none() && before == WatchHealth::ValueMissing => before,
             (false, _) => WatchHealth::Ok,
-            _ if consecutive_failures < self.config().failure_threshold => before,
+            _ if consecutive_failures < threshold => before,
             (true, true) => WatchHealth::SelectorMissing,
             (true, false) => WatchHealth::Failing,
         };
         let changed = health != before;
-        let health_event =
-            changed.then(|| self.health_event(watch, &run, health, consecutive_failures, run.finished_at));
-        Decided { run, health, consecutive_failures, health_event, health_changed_from: changed.then_some(before) }
+        let health_event = changed.then(|| {
+            let (count, error) = match (health, &value_failure) {
+                (WatchHealth::ValueMissing, Some(Some(why))) => (value_failures, Some(why.as_str())),
+                _ => (consecutive_failures, run.error.as_deref()),
+            };
+            self.health_event(watch, &run, health, count, error)
+        });
+        Decided {
+            run,
+            health,
+            consecutive_failures,
+            value_failures: (value_failures != watch.value_failures).then_some(value_failures),
+            health_event,
+            health_changed_from: changed.then_some(before),
+        }
     }
 
     /// Writes the check (the watch's new state, the snapshot, the run, the events and their
@@ -65,24 +94,21 @@ impl Runner {
         run: &Run,
         health: WatchHealth,
         consecutive_failures: i32,
-        at: chrono::NaiveDateTime,
+        error: Option<&str>,
     ) -> NewEvent {
+        let at = run.finished_at;
         let event_type = match health {
             WatchHealth::Ok => EventType::CheckRecovered,
             WatchHealth::Failing => EventType::CheckFailed,
             WatchHealth::SelectorMissing => EventType::SelectorMissing,
+            WatchHealth::ValueMissing => EventType::ValueMissing,
         };
         let event_id = new_id(IdKind::Event);
         let payload = driftwatch_alert::check_payload(
             event_type,
             &event_id,
             WatchRef { id: &watch.id, name: &watch.name, url: &watch.url },
-            driftwatch_alert::CheckRef {
-                run_id: &run.id,
-                http_status: run.http_status,
-                error: run.error.as_deref(),
-                consecutive_failures,
-            },
+            driftwatch_alert::CheckRef { run_id: &run.id, http_status: run.http_status, error, consecutive_failures },
             at.and_utc(),
         );
         NewEvent { event: Event::about_watch(event_id, watch, event_type, payload, at) }

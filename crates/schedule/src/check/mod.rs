@@ -87,6 +87,8 @@ struct Compared {
     facts: Option<CheckFacts>,
     /// On a text change: the added and removed lines' text, and how many lines changed.
     lines: Option<(String, String, usize)>,
+    /// When the watch's values were read: why some could not be (`None`: all were).
+    value_failure: Option<Option<String>>,
 }
 
 /// A check's text, values and change, kept for the watch's conditions.
@@ -113,6 +115,7 @@ impl Compared {
             screenshot: None,
             facts: None,
             lines: None,
+            value_failure: None,
         }
     }
 }
@@ -122,7 +125,10 @@ struct Decided {
     run: Run,
     health: WatchHealth,
     consecutive_failures: i32,
-    /// `check.failed`, `selector.missing` or `check.recovered` when the health changed.
+    /// Checks in a row whose values were not all read, when that changed.
+    value_failures: Option<i32>,
+    /// `check.failed`, `check.selector_missing`, `check.value_missing` or `check.recovered`
+    /// when the health changed.
     health_event: Option<NewEvent>,
     /// The health before, when it changed.
     health_changed_from: Option<WatchHealth>,
@@ -245,7 +251,7 @@ impl Runner {
             error_kind: compared.error_kind.map(str::to_owned),
         };
         let outcome = compared.outcome.as_str();
-        let decided = self.decide(&watch, run, compared.error_kind == Some("selector_missing"));
+        let decided = self.decide(&watch, run, compared.error_kind == Some("selector_missing"), compared.value_failure);
         let result = CheckResult {
             watch_id: watch.id.clone(),
             account_id: watch.account_id.clone(),
@@ -260,6 +266,7 @@ impl Runner {
             validators,
             max_attempts: self.config().max_attempts,
             consecutive_failures: decided.consecutive_failures,
+            value_failures: decided.value_failures,
             next_run_at: self
                 .backoff()
                 .next_check(&watch.timing(), decided.run.finished_at.and_utc(), decided.consecutive_failures, &watch.id)

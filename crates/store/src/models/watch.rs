@@ -59,6 +59,8 @@ pub struct Watch {
     pub muted: bool,
     /// Whether its conditions held at the last check (`None`: never judged).
     pub conditions_met: Option<bool>,
+    /// Checks in a row that read the page but not every one of its values.
+    pub value_failures: i32,
 }
 
 /// Extracted content of a watch at one moment; written only when it differs from the last.
@@ -81,6 +83,8 @@ pub struct Snapshot {
     pub visual_change_percent: Option<f64>,
     /// The values read with it, a JSON object by name (`None` for a watch without values).
     pub readings: Option<String>,
+    /// Why the change that made it alerted no one (noise rules or conditions), when it did not.
+    pub kept_quiet: Option<String>,
 }
 
 /// One check of a watch, whatever its outcome.
@@ -164,6 +168,7 @@ impl Watch {
             browser_since: None,
             muted: false,
             conditions_met: None,
+            value_failures: 0,
         }
     }
 

@@ -21,12 +21,13 @@ use super::session::{Post, Viewer};
 use crate::AppState;
 
 /// Event types an endpoint can subscribe to (a test event always arrives).
-const SUBSCRIBABLE: [EventType; 7] = [
+const SUBSCRIBABLE: [EventType; 8] = [
     EventType::ChangeDetected,
     EventType::ConditionMet,
     EventType::ConditionCleared,
     EventType::CheckFailed,
     EventType::SelectorMissing,
+    EventType::ValueMissing,
     EventType::CheckRecovered,
     EventType::EndpointDisabled,
 ];

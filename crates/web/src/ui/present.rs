@@ -77,6 +77,7 @@ pub fn badge(watch: &Watch) -> &'static str {
     match watch.health.as_str() {
         "failing" => "failing",
         "selector_missing" => "selector_missing",
+        "value_missing" => "value_missing",
         _ => "ok",
     }
 }

@@ -48,7 +48,7 @@ pub struct WatchRow {
     pub name: String,
     /// The page.
     pub url: String,
-    /// `ok`, `failing`, `selector_missing` or `paused` (badge class and text).
+    /// `ok`, `failing`, `selector_missing`, `value_missing` or `paused` (badge class and text).
     pub badge: &'static str,
     /// Tags.
     pub tags: Vec<String>,
@@ -139,7 +139,7 @@ pub struct ListQuery {
     /// Has this tag.
     #[serde(default)]
     pub tag: String,
-    /// `ok`, `failing`, `selector_missing`.
+    /// `ok`, `failing`, `selector_missing`, `value_missing`.
     #[serde(default)]
     pub health: String,
     /// `active`, `paused`.
@@ -235,7 +235,7 @@ pub async fn list(
         _ => None,
     };
     let first_page = (!query.cursor.is_empty()).then(|| format!("/?{base}"));
-    let failing = rows.iter().filter(|r| r.badge == "failing" || r.badge == "selector_missing").count();
+    let failing = rows.iter().filter(|r| matches!(r.badge, "failing" | "selector_missing" | "value_missing")).count();
     let filtered = !base.is_empty();
     let title = if failing > 0 { format!("({failing} failing) Watches") } else { "Watches".to_owned() };
     let notice = super::flash::take(&state, &viewer).await?;
@@ -343,7 +343,7 @@ pub async fn rows_fragment(
     Query(query): Query<ListQuery>,
 ) -> Result<Response, UiError> {
     let (rows, _) = page_rows(&state, &viewer, &query).await?;
-    let failing = rows.iter().filter(|r| r.badge == "failing" || r.badge == "selector_missing").count();
+    let failing = rows.iter().filter(|r| matches!(r.badge, "failing" | "selector_missing" | "value_missing")).count();
     let mut response = html(&RowsFragment { rows });
     response.headers_mut().insert("x-failing", axum::http::HeaderValue::from(failing));
     Ok(response)

@@ -207,6 +207,10 @@ pub struct Snapshot {
     /// "currency": "EUR"}}`); absent for a watch without values.
     #[serde(skip_serializing_if = "Option::is_none")]
     values: Option<std::collections::BTreeMap<String, serde_json::Value>>,
+    /// Why the change that made this snapshot alerted no one (the noise rules or the watch's
+    /// conditions: `"price 67.00 EUR is not below 50"`); `null` when it alerted, and for a
+    /// baseline.
+    kept_quiet: Option<String>,
 }
 
 /// Stored readings as JSON (absent when none or unreadable).
@@ -228,6 +232,7 @@ impl From<store::Snapshot> for Snapshot {
             watch_id: s.watch_id,
             content_hash: s.content_hash,
             values: readings(s.readings.as_deref()),
+            kept_quiet: s.kept_quiet,
             content: Some(s.content),
             created_at: utc(s.created_at),
         }
@@ -243,6 +248,7 @@ impl From<store::snapshots::SnapshotInfo> for Snapshot {
             watch_id: s.watch_id,
             content_hash: s.content_hash,
             values: readings(s.readings.as_deref()),
+            kept_quiet: s.kept_quiet,
             content: None,
             created_at: utc(s.created_at),
         }

@@ -55,6 +55,8 @@ pub struct TimelineItem {
     pub shown: bool,
     /// Newer than what this user had seen.
     pub unseen: bool,
+    /// Why its change alerted no one (noise rules or conditions), when it did not.
+    pub kept_quiet: Option<String>,
 }
 
 /// A run in the log.
@@ -329,6 +331,7 @@ fn page(
                 previous: loaded.snapshots.get(i + 1).map(|p| p.id.clone()),
                 shown: shown.contains(&s.id.as_str()),
                 unseen: seen.is_some_and(|seen| s.id.as_str() > seen),
+                kept_quiet: s.kept_quiet.clone(),
             }
         })
         .collect();
