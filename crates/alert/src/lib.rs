@@ -210,6 +210,9 @@ pub fn slack_message(payload: &str) -> String {
                 EventType::SelectorMissing => {
                     format!("{name} ({url}): the watched element is missing ({failures} checks in a row): {error}")
                 }
+                EventType::ValueMissing => {
+                    format!("{name} ({url}): a value could not be read ({failures} checks in a row): {error}")
+                }
                 _ => format!("{name} ({url}) is failing ({failures} checks in a row): {error}"),
             };
             slack_text(&text)
@@ -400,6 +403,44 @@ mod tests {
             let old = json!({"type": EventType::EndpointDisabled, "timestamp": ts, "data": data}).to_string();
             assert_eq!(endpoint_payload(EventType::EndpointDisabled, "evt_3", endpoint, reason, at), old);
         }
+    }
+
+    /// The wire form of `condition.met` / `condition.cleared`, pinned byte for byte: the
+    /// documented contract (keys sorted, `changes` left out when nothing moved).
+    #[test]
+    fn condition_payloads_keep_their_bytes() {
+        let at = DateTime::parse_from_rfc3339("2026-12-02T12:00:00Z").map(|t| t.with_timezone(&Utc)).expect("time");
+        let watch = WatchRef { id: "wat_1", name: "Espresso", url: "https://shop.example/e" };
+        let placeholder = v1::Watch { id: String::new(), name: String::new(), url: String::new() };
+        let data = |changes| v1::ConditionEvent {
+            event_id: "evt_1".into(),
+            watch: placeholder.clone(),
+            holds: true,
+            reasons: vec!["price 45.00 EUR is below 50".into()],
+            values: [("price".to_owned(), json!(45.0)), ("stock".to_owned(), json!("in_stock"))].into(),
+            changes,
+            snapshot: Some("snp_2".into()),
+        };
+        let moved = vec![v1::ValueChange {
+            name: "price".into(),
+            from: json!(67.0),
+            to: json!(45.0),
+            currency: Some("EUR".into()),
+            change_percent: Some(-32.84),
+        }];
+        assert_eq!(
+            condition_payload(EventType::ConditionMet, watch, data(moved), at),
+            concat!(
+                r#"{"data":{"changes":[{"change_percent":-32.84,"currency":"EUR","from":67.0,"name":"price","to":45.0}],"#,
+                r#""event_id":"evt_1","holds":true,"reasons":["price 45.00 EUR is below 50"],"snapshot":"snp_2","#,
+                r#""values":{"price":45.0,"stock":"in_stock"},"#,
+                r#""watch":{"id":"wat_1","name":"Espresso","url":"https://shop.example/e"}},"#,
+                r#""timestamp":"2026-12-02T12:00:00.000Z","type":"condition.met"}"#
+            )
+        );
+        let quiet = condition_payload(EventType::ConditionCleared, watch, data(Vec::new()), at);
+        assert!(quiet.starts_with(r#"{"data":{"event_id":"evt_1","#), "no `changes` when none moved: {quiet}");
+        assert!(matches!(v1::Payload::parse(&quiet), Some(v1::Payload::Condition(e)) if e.data.holds));
     }
 
     #[test]

@@ -168,6 +168,9 @@ impl Context {
                         "{}: the watched element is missing ({failures} checks in a row): {error}",
                         data.watch.name
                     ),
+                    driftwatch_core::EventType::ValueMissing => {
+                        format!("{}: a value could not be read ({failures} checks in a row): {error}", data.watch.name)
+                    }
                     _ => format!("{} is failing ({failures} checks in a row): {error}", data.watch.name),
                 };
                 context.check = CheckVars {

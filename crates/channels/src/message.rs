@@ -34,12 +34,19 @@ fn parts(context: &Context, templates: Templates<'_>) -> Result<Parts, String> {
 }
 
 fn default_title(context: &Context) -> String {
-    match context.event.event_type.as_str() {
-        "change.detected" => format!("{} changed", context.watch.name),
-        "check.failed" | "selector.missing" => format!("{} is failing", context.watch.name),
-        "check.recovered" => format!("{} recovered", context.watch.name),
-        "endpoint.disabled" => "driftwatch disabled an endpoint".to_owned(),
-        _ => "driftwatch test message".to_owned(),
+    use driftwatch_core::EventType;
+    let name = &context.watch.name;
+    // Every type by name, so that a new one cannot fall through to the test message's title.
+    match context.event.event_type.parse::<EventType>() {
+        Ok(EventType::ChangeDetected) => format!("{name} changed"),
+        Ok(EventType::CheckFailed) => format!("{name} is failing"),
+        Ok(EventType::SelectorMissing) => format!("{name}: the watched element is missing"),
+        Ok(EventType::ValueMissing) => format!("{name}: a value could not be read"),
+        Ok(EventType::CheckRecovered) => format!("{name} recovered"),
+        Ok(EventType::ConditionMet) => format!("{name}: conditions met"),
+        Ok(EventType::ConditionCleared) => format!("{name}: conditions no longer met"),
+        Ok(EventType::EndpointDisabled) => "driftwatch disabled an endpoint".to_owned(),
+        Ok(EventType::EndpointTest) | Err(_) => "driftwatch test message".to_owned(),
     }
 }
 
@@ -305,6 +312,19 @@ mod tests {
         assert!(pushover["message"].as_str().expect("message").contains("more lines"));
         let teams = json_of(EndpointKind::Teams, &Settings::default());
         assert_eq!(teams["attachments"][0]["content"]["type"], "AdaptiveCard");
+    }
+
+    #[test]
+    fn every_event_type_has_its_own_title() {
+        let mut context = Context::sample(None);
+        for event_type in driftwatch_core::EventType::ALL {
+            context.event.event_type = event_type.as_str().to_owned();
+            let title = default_title(&context);
+            let is_test = *event_type == driftwatch_core::EventType::EndpointTest;
+            assert_eq!(title == "driftwatch test message", is_test, "{event_type}: {title}");
+        }
+        context.event.event_type = "check.selector_missing".into();
+        assert_eq!(default_title(&context), "Coffee shop: the watched element is missing");
     }
 
     #[test]
