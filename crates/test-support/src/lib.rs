@@ -11,6 +11,7 @@
 
 mod chat;
 mod db;
+mod mcp_client;
 mod page;
 mod process;
 mod receiver;
@@ -19,6 +20,7 @@ mod wait;
 
 pub use chat::{ChatRequest, ChatServer, Mode, Provider};
 pub use db::{Backend, TestDb};
+pub use mcp_client::McpClient;
 pub use page::{PageRequest, PageServer};
 pub use process::KillOnDrop;
 pub use receiver::{Received, Receiver};

@@ -6,6 +6,7 @@
 //! store query, so another account's id is simply not found (404), never forbidden.
 
 mod api;
+mod mcp;
 mod ops;
 mod server;
 pub mod ui;
@@ -176,8 +177,15 @@ pub fn metrics_router(state: AppState) -> Router {
     Router::new().route("/metrics", get(ops::metrics)).with_state(state)
 }
 
-/// The whole application router.
+/// The whole application router: the API, the UI and, at `/mcp`, the MCP server, whose tools
+/// call the rest in-process.
 pub fn router(state: AppState) -> Router {
+    let app = app_router(state.clone());
+    app.clone().merge(mcp::routes(state, app))
+}
+
+/// Everything but `/mcp`.
+fn app_router(state: AppState) -> Router {
     let mut router = Router::new().route("/healthz", get(|| async { "ok" })).route("/readyz", get(ops::ready));
     if state.ops.metrics_on_main {
         router = router.route("/metrics", get(ops::metrics));

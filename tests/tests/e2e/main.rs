@@ -11,6 +11,7 @@ mod api;
 mod browser;
 mod channels;
 mod delivery;
+mod mcp;
 mod openapi;
 mod ops;
 mod pages;
@@ -140,6 +141,9 @@ on_both_backends!(
     pages::another_accounts_ids_answer_not_found,
     pages::form_errors_stand_beside_their_fields,
     pages::pages_are_private_and_locked_down,
+    mcp::an_agent_watches_a_page_through_the_python_sdk,
+    mcp::other_accounts_and_read_only_tokens_are_held_off,
+    mcp::the_endpoint_refuses_strangers_before_the_protocol,
 );
 
 /// The browser harness tested on its own pages: no application or database involved.

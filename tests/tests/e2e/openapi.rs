@@ -107,8 +107,11 @@ fn a_route_cannot_bypass_the_documented_router() {
             r#"lib.rs: .merge(ui::routes())"#.to_owned(),
             r#"lib.rs: .nest("#.to_owned(),
             r#"lib.rs: Router::new().route("/metrics", get(ops::metrics)).with_state(state)"#.to_owned(),
+            // The MCP server: its tools call the documented API in-process (`web/src/mcp.rs`).
+            r#"lib.rs: app.clone().merge(mcp::routes(state, app))"#.to_owned(),
             r#"lib.rs: let mut router = Router::new().route("/healthz", get(|| async { "ok" })).route("/readyz", get(ops::ready));"#.to_owned(),
             r#"lib.rs: router = router.route("/metrics", get(ops::metrics));"#.to_owned(),
+            r#"mcp.rs: .nest_service("/mcp", service)"#.to_owned(),
         ],
         "routes outside `api::routes()`: add new API routes there with `routes!` and `#[utoipa::path]`"
     );

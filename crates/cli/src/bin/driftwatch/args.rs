@@ -74,6 +74,16 @@ pub(crate) enum Command {
     },
     /// Print the API's OpenAPI 3.1 document (as served at `/api/v1/openapi.json`).
     Openapi,
+    /// Serve the MCP tools on standard input and output, for a local agent: each tool calls the
+    /// driftwatch server at `--url` with the agent's token, as any API client would.
+    Mcp {
+        /// The driftwatch server (without `/api/v1`).
+        #[arg(long, env = "DRIFTWATCH_URL", default_value = "http://127.0.0.1:8080")]
+        url: String,
+        /// The API token the tools act with (a `read` token gets the read tools only).
+        #[arg(long, env = "DRIFTWATCH_TOKEN", hide_env_values = true)]
+        token: String,
+    },
     /// Measure the pipeline against a local receiver.
     #[command(subcommand)]
     Bench(BenchCommand),

@@ -351,3 +351,19 @@ pub(crate) fn verify(secret: &str, headers: &[String], tolerance: i64) -> anyhow
     println!("valid");
     Ok(())
 }
+
+/// `driftwatch mcp`: the MCP tools on stdio, calling the server at `url` with `token`.
+pub(crate) async fn mcp(url: &str, token: String) -> anyhow::Result<()> {
+    use rmcp::ServiceExt as _;
+    let api = driftwatch_mcp::HttpApi::new(url).map_err(anyhow::Error::msg)?;
+    let tools = driftwatch_mcp::tools::tools(&driftwatch_web::openapi()).map_err(anyhow::Error::msg)?;
+    // A read token is offered the read tools only; when its scopes cannot be told (the server
+    // is down), every tool is listed and the server refuses what the token may not do.
+    let may_write = api.may_write(&token).await.unwrap_or(true);
+    tracing::info!(url, may_write, "serving MCP on stdio");
+    let grant = driftwatch_mcp::Grant { token, may_write };
+    let server = driftwatch_mcp::Server::for_caller(std::sync::Arc::new(api), std::sync::Arc::new(tools), grant);
+    let running = server.serve(rmcp::transport::stdio()).await.context("the MCP session did not start")?;
+    running.waiting().await.context("the MCP session ended badly")?;
+    Ok(())
+}

@@ -78,6 +78,7 @@ async fn main() -> anyhow::Result<()> {
         Command::User(command) => commands::user(command).await,
         Command::Token(command) => commands::token(command).await,
         Command::Verify { secret, headers, tolerance } => commands::verify(&secret, &headers, tolerance),
+        Command::Mcp { url, token } => commands::mcp(&url, token).await,
         Command::Openapi => {
             print_out(&format!("{:#}", driftwatch_web::openapi()));
             Ok(())

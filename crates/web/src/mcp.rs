@@ -1,0 +1,182 @@
+//! `/mcp`: driftwatch as a Model Context Protocol server over Streamable HTTP.
+//!
+//! The bearer token is checked here, before the protocol (401 otherwise), and handed to the
+//! session as a [`Grant`]; each tool call then goes through the REST API router in-process
+//! ([`InProcess`]) with that token, so every rule of the API holds for MCP too. The transport
+//! checks `Host` and `Origin` against this server's own names (DNS rebinding), caps the body
+//! of a message, and this module caps the open sessions.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use driftwatch_mcp::{Api, ApiRequest, BoxFuture, Grant, Server};
+use http_body_util::BodyExt as _;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tower::ServiceExt as _;
+
+use crate::AppState;
+use crate::api::error::ApiError;
+
+/// Largest MCP message accepted (a watch's options fit many times over).
+const MAX_MESSAGE_BYTES: usize = 1 << 20;
+/// Most MCP requests in flight at once (open notification streams included).
+const MAX_CONCURRENT: usize = 256;
+
+/// The REST API, called in-process through its own router.
+struct InProcess {
+    api: Router,
+}
+
+impl Api for InProcess {
+    fn call<'a>(
+        &'a self,
+        token: &'a str,
+        request: ApiRequest,
+    ) -> BoxFuture<'a, Result<(u16, serde_json::Value), String>> {
+        Box::pin(async move {
+            let mut builder = axum::http::Request::builder()
+                .method(request.method)
+                .uri(format!("/api/v1{}", request.path))
+                .header(header::AUTHORIZATION, format!("Bearer {token}"))
+                .header(header::ACCEPT, "application/json");
+            if let Some(key) = &request.idempotency_key {
+                builder = builder.header("idempotency-key", key);
+            }
+            let body = match &request.body {
+                Some(body) => {
+                    builder = builder.header(header::CONTENT_TYPE, "application/json");
+                    Body::from(body.to_string())
+                }
+                None => Body::empty(),
+            };
+            let request = builder.body(body).map_err(|e| e.to_string())?;
+            let answer = self.api.clone().oneshot(request).await.map_err(|e| e.to_string())?;
+            let status = answer.status().as_u16();
+            let bytes = answer.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
+            let body = if bytes.is_empty() {
+                serde_json::Value::Null
+            } else {
+                serde_json::from_slice(&bytes)
+                    .unwrap_or_else(|_| serde_json::json!({"text": String::from_utf8_lossy(&bytes)}))
+            };
+            Ok((status, body))
+        })
+    }
+}
+
+/// `/mcp`, for `app` (the rest of the application, whose `/api/v1` the tools call).
+pub(crate) fn routes(state: AppState, app: Router) -> Router {
+    let tools = match driftwatch_mcp::tools::tools(&crate::api::document()) {
+        Ok(tools) => Arc::new(tools),
+        Err(e) => {
+            // The document is built into the binary; a test holds every tool to it.
+            tracing::error!(error = %e, "the MCP tools do not match the API document");
+            Arc::new(Vec::new())
+        }
+    };
+    let api: Arc<dyn Api> = Arc::new(InProcess { api: app });
+    let mut config = StreamableHttpServerConfig::default()
+        .with_sse_keep_alive(Some(Duration::from_secs(15)))
+        .with_max_request_body_bytes(MAX_MESSAGE_BYTES);
+    // DNS rebinding: the Host must be this server's (loopback always; the public URL's host when
+    // one is configured), and a browser's Origin too.
+    let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".to_owned(), "::1".to_owned(), "[::1]".to_owned()];
+    let mut origins = Vec::new();
+    if let Some(public) = state.ui.public_url.as_deref().and_then(|u| url::Url::parse(u).ok()) {
+        if let Some(host) = public.host_str() {
+            hosts.push(host.to_owned());
+        }
+        origins.push(public.origin().ascii_serialization());
+    }
+    for host in ["localhost", "127.0.0.1", "[::1]"] {
+        origins.push(format!("http://{host}:*"));
+    }
+    config = config.with_allowed_hosts(hosts).with_allowed_origins(origins);
+    let service = StreamableHttpService::new(
+        move || Ok(Server::new(Arc::clone(&api), Arc::clone(&tools))),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let in_flight = Arc::new(AtomicUsize::new(0));
+    Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn_with_state(in_flight, limit))
+        .layer(axum::middleware::from_fn_with_state(state, authenticate))
+}
+
+/// The bearer token, checked before any protocol work; the grant goes to the session.
+async fn authenticate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    let token = match crate::api::auth::bearer_token(request.headers()) {
+        Ok(token) => token.to_owned(),
+        Err(e) => return unauthorized(e),
+    };
+    let now = state.clock.now().naive_utc();
+    let lookup = token.clone();
+    let found = match state.store.read(move |c| driftwatch_store::accounts::authenticate(c, &lookup, now)).await {
+        Ok(found) => found,
+        Err(e) => return ApiError::from(e).into_response(),
+    };
+    let Some(found) = found else { return unauthorized(ApiError::unauthorized("the token is unknown or revoked")) };
+    let may_write = crate::api::auth::may_write(&found);
+    request.extensions_mut().insert(Grant { token, may_write });
+    next.run(request).await
+}
+
+fn unauthorized(error: ApiError) -> Response {
+    let mut response = error.into_response();
+    *response.status_mut() = StatusCode::UNAUTHORIZED;
+    response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    response
+}
+
+/// Caps the requests in flight (each open notification stream holds one).
+async fn limit(State(in_flight): State<Arc<AtomicUsize>>, request: Request, next: Next) -> Response {
+    if in_flight.fetch_add(1, Ordering::SeqCst) >= MAX_CONCURRENT {
+        in_flight.fetch_sub(1, Ordering::SeqCst);
+        return ApiError::with_status(StatusCode::SERVICE_UNAVAILABLE, "too many MCP requests at once; try again")
+            .into_response();
+    }
+    let response = next.run(request).await;
+    // A streamed answer holds its slot until its body ends.
+    let (parts, body) = response.into_parts();
+    let guard = Slot(in_flight);
+    let body = Body::new(body.map_frame(move |frame| {
+        let _ = &guard;
+        frame
+    }));
+    Response::from_parts(parts, body)
+}
+
+/// Gives back a slot when dropped.
+struct Slot(Arc<AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every tool names an operation of the API document, and takes what that operation takes.
+    #[test]
+    fn every_tool_is_an_operation_of_the_api_document() {
+        let document = crate::api::document();
+        let tools = driftwatch_mcp::tools::tools(&document).expect("every operation exists");
+        assert_eq!(tools.len(), driftwatch_mcp::tools::TOOLS.len());
+        let create = tools.iter().find(|t| t.spec.name == "create_watch").expect("create_watch");
+        assert_eq!(create.input_schema["required"], serde_json::json!(["url"]));
+        assert!(create.input_schema["properties"]["options"].is_object());
+        assert!(create.input_schema["$defs"]["WatchOptions"].is_object(), "{:?}", create.input_schema.keys());
+        let failing = tools.iter().find(|t| t.spec.name == "list_failing_watches").expect("tool");
+        assert!(failing.input_schema["properties"].get("health").is_none(), "fixed by the tool");
+    }
+}

@@ -1,0 +1,180 @@
+//! The MCP server at `/mcp`, driven by a client we did not write: the official MCP Python SDK
+//! (`mcp` on PyPI, over Streamable HTTP; see `driftwatch_test_support::McpClient`).
+
+use axum::http::StatusCode;
+use driftwatch_test_support::{Backend, McpClient, PageServer};
+use serde_json::{Value, json};
+
+use crate::support::TestApp;
+
+/// The app's MCP endpoint.
+fn url(app: &TestApp) -> String {
+    format!("{}/mcp", app.root())
+}
+
+fn call(name: &str, arguments: Value) -> Value {
+    json!(["call", name, arguments])
+}
+
+pub async fn an_agent_watches_a_page_through_the_python_sdk(backend: Backend) {
+    let Some(mcp) = McpClient::find() else { return };
+    let app = TestApp::start(backend).await;
+    let token = app.account("acme").await;
+    let page = PageServer::start("<html><body><h1>Plans</h1><p id=price>Pro: 10 EUR</p></body></html>").await;
+
+    let created = mcp
+        .http(
+            &url(&app),
+            &token,
+            &json!([
+                ["list_tools"],
+                call(
+                    "create_watch",
+                    json!({"url": page.url, "name": "Pricing", "selector": "#price", "idempotency_key": "k-1"})
+                ),
+                call(
+                    "create_watch",
+                    json!({"url": page.url, "name": "Pricing", "selector": "#price", "idempotency_key": "k-1"})
+                ),
+                call("create_watch", json!({"url": "not a url"})),
+                call("create_watch", json!({"url": page.url, "options": {"conditions": {"preset": "price_below"}}})),
+            ]),
+        )
+        .await;
+    let tools: Vec<&str> = created[0].as_array().expect("names").iter().filter_map(Value::as_str).collect();
+    for expected in
+        ["create_watch", "check_now", "get_diff", "list_changes", "redeliver", "list_dead_letters", "read_values"]
+    {
+        assert!(tools.contains(&expected), "{expected} in {tools:?}");
+    }
+    let watch = &created[1]["structured"];
+    assert_eq!(created[1]["is_error"], false, "{}", created[1]);
+    let id = watch["id"].as_str().expect("the watch's id").to_owned();
+    assert!(created[1]["text"].as_str().is_some_and(|t| t.contains(&id)), "a short text names it: {}", created[1]);
+    assert_eq!(created[2]["structured"]["id"], id.as_str(), "the same key answers the same watch");
+    assert_eq!(app.ok("/watches", &token).await["items"].as_array().map(Vec::len), Some(1));
+    // Refusals are tool errors naming the field, never protocol failures.
+    for (answer, field) in [(&created[3], "url"), (&created[4], "options.conditions.amount")] {
+        assert_eq!(answer["is_error"], true, "{answer}");
+        assert!(answer["text"].as_str().is_some_and(|t| t.contains(field)), "{field}: {answer}");
+    }
+
+    // A baseline, then the page changes: the agent checks, reads the change and its diff.
+    let first = mcp.http(&url(&app), &token, &json!([call("check_now", json!({"id": id}))])).await;
+    // (The scheduler may have taken the baseline already: a new watch is due at once.)
+    let outcome = first[0]["structured"]["outcome"].as_str().unwrap_or_default();
+    assert!(outcome == "baseline" || outcome == "unchanged", "{}", first[0]);
+    page.set("<html><body><h1>Plans</h1><p id=price>Pro: 12 EUR</p></body></html>");
+    let after = mcp
+        .http(
+            &url(&app),
+            &token,
+            &json!([
+                call("check_now", json!({"id": id})),
+                call("get_diff", json!({"id": id})),
+                call("list_changes", json!({})),
+                call("list_watches", json!({"q": "Pricing"})),
+            ]),
+        )
+        .await;
+    assert_eq!(after[0]["structured"]["outcome"], "changed", "{}", after[0]);
+    let unified = after[1]["structured"]["unified"].as_str().unwrap_or_default();
+    assert!(unified.contains("+Pro: 12 EUR") && unified.contains("-Pro: 10 EUR"), "{}", after[1]);
+    let changes = after[2]["structured"]["items"].as_array().expect("changes");
+    assert_eq!(changes.len(), 1, "{}", after[2]);
+    assert_eq!(changes[0]["watch_id"], id.as_str());
+    assert!(after[2]["structured"]["next_cursor"].is_string(), "a cursor to continue from");
+    assert_eq!(after[3]["structured"]["items"][0]["id"], id.as_str());
+}
+
+pub async fn other_accounts_and_read_only_tokens_are_held_off(backend: Backend) {
+    let Some(mcp) = McpClient::find() else { return };
+    let app = TestApp::start(backend).await;
+    let token = app.account("acme").await;
+    let other = app.account("globex").await;
+    let (status, watch) = app.post("/watches", &token, json!({"url": "https://shop.example/"})).await;
+    assert_eq!(status, StatusCode::CREATED, "{watch}");
+    let id = watch["id"].as_str().expect("id");
+
+    // Another account's id is not found through every tool that takes one.
+    let answers = mcp
+        .http(
+            &url(&app),
+            &other,
+            &json!([
+                call("get_watch", json!({"id": id})),
+                call("check_now", json!({"id": id})),
+                call("get_diff", json!({"id": id})),
+                call("update_watch", json!({"id": id, "name": "mine now"})),
+                call("list_watches", json!({})),
+            ]),
+        )
+        .await;
+    for answer in &answers[..4] {
+        assert_eq!(answer["is_error"], true, "{answer}");
+        assert_eq!(answer["structured"]["status"], 404, "{answer}");
+    }
+    assert_eq!(answers[4]["structured"]["items"], json!([]), "{}", answers[4]);
+    assert_eq!(app.ok(&format!("/watches/{id}"), &token).await["name"], watch["name"], "unchanged");
+
+    // A read-only token is shown the read tools only, and refused the others.
+    let (status, reader) = app.post("/tokens", &token, json!({"name": "agent", "scopes": ["read"]})).await;
+    assert_eq!(status, StatusCode::CREATED, "{reader}");
+    let reader = reader["token"].as_str().expect("token");
+    let answers = mcp
+        .http(
+            &url(&app),
+            reader,
+            &json!([["list_tools"], call("pause_watch", json!({"id": id})), call("get_watch", json!({"id": id}))]),
+        )
+        .await;
+    let tools: Vec<&str> = answers[0].as_array().expect("names").iter().filter_map(Value::as_str).collect();
+    assert!(tools.contains(&"get_watch") && tools.contains(&"list_changes"), "{tools:?}");
+    for write in ["create_watch", "update_watch", "pause_watch", "check_now", "redeliver"] {
+        assert!(!tools.contains(&write), "{write} is not offered to a read-only token: {tools:?}");
+    }
+    assert_eq!(answers[1]["is_error"], true, "{}", answers[1]);
+    assert_eq!(answers[1]["structured"]["status"], 403, "{}", answers[1]);
+    assert_eq!(answers[2]["structured"]["id"], id);
+    assert_eq!(app.ok(&format!("/watches/{id}"), &token).await["state"], "active", "not paused");
+}
+
+/// The transport's guards, over plain HTTP: no token, a foreign Origin, an oversized message.
+pub async fn the_endpoint_refuses_strangers_before_the_protocol(backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let token = app.account("acme").await;
+    let url = format!("{}/mcp", app.root());
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "curl", "version": "1"}}});
+    let post = |token: Option<&str>, origin: Option<&str>, body: String| {
+        let mut request = app
+            .http
+            .post(&url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(body);
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(origin) = origin {
+            request = request.header("origin", origin);
+        }
+        request.send()
+    };
+    let anonymous = post(None, None, initialize.to_string()).await.expect("answer");
+    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(anonymous.headers()["www-authenticate"], "Bearer");
+    let revoked = post(Some("dwt_not_a_token"), None, initialize.to_string()).await.expect("answer");
+    assert_eq!(revoked.status(), StatusCode::UNAUTHORIZED);
+    let rebinding = post(Some(&token), Some("https://evil.example"), initialize.to_string()).await.expect("answer");
+    assert_eq!(rebinding.status(), StatusCode::FORBIDDEN, "a foreign Origin (DNS rebinding)");
+    let huge = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "create_watch",
+        "arguments": {"url": "https://x.example/", "name": "x".repeat(2 << 20)}}});
+    let oversized = post(Some(&token), None, huge.to_string()).await.expect("answer");
+    assert_eq!(oversized.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    let fine = post(Some(&token), None, initialize.to_string()).await.expect("answer");
+    assert_eq!(fine.status(), StatusCode::OK);
+    assert!(fine.headers().contains_key("mcp-session-id"));
+    let malformed = post(Some(&token), None, "{not json".into()).await.expect("answer");
+    assert!(malformed.status().is_client_error(), "{}", malformed.status());
+}
