@@ -3,9 +3,10 @@
 Usage: client.py <url> <token> (Streamable HTTP at <url>), or
 client.py --stdio <driftwatch binary> <server url> <token> (`driftwatch mcp` as a
 subprocess, the way a desktop agent runs it), with a JSON plan on stdin:
-    [["list_tools"], ["call", "create_watch", {"url": "..."}], ...]
-Prints one JSON list: per step, the tool names, or a call's
-{"is_error", "structured", "text"}. A protocol failure prints
+    [["list_tools"], ["call", "create_watch", {"url": "..."}], ["list_resources"],
+     ["read_resource", "driftwatch://watches/wat_..."], ...]
+Prints one JSON list: per step, the tool names, a call's {"is_error", "structured", "text"},
+the resource URIs, or a resource's {"text"}. A protocol failure prints
 {"protocol_error": "..."} for that step, and the plan goes on.
 """
 
@@ -36,6 +37,12 @@ async def run(server, plan: list) -> list:
                             "text": texts[0] if texts else "",
                         }
                     )
+                elif step[0] == "list_resources":
+                    listed = await client.list_resources()
+                    out.append(sorted(str(r.uri) for r in listed.resources))
+                elif step[0] == "read_resource":
+                    read = await client.read_resource(step[1])
+                    out.append({"text": read.contents[0].text})
                 else:
                     out.append({"protocol_error": f"unknown step {step[0]}"})
             except Exception as e:  # noqa: BLE001 - reported to the test, which decides

@@ -8,13 +8,15 @@
 //! own bearer-token check has put a [`Grant`] on the request.
 
 mod http_api;
+pub mod resources;
 pub mod tools;
 
 use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, ResourceContents, ServerCapabilities, ServerConfig, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -80,7 +82,7 @@ impl Server {
 
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
             .with_server_info(Implementation::new("driftwatch", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "driftwatch watches web pages and reports when they change. Create a watch for a URL (a CSS \
@@ -102,6 +104,60 @@ impl ServerHandler for Server {
             tool
         });
         Ok(ListToolsResult::with_all_items(listed.collect()))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let grant = self.grant(&context)?;
+        let request = ApiRequest {
+            method: http::Method::GET,
+            path: "/watches?limit=500".into(),
+            body: None,
+            idempotency_key: None,
+        };
+        let (status, list) =
+            self.api.call(&grant.token, request).await.map_err(|e| McpError::internal_error(e, None))?;
+        if status != 200 {
+            return Err(McpError::internal_error(format!("listing the watches answered {status}"), Some(list)));
+        }
+        let listed = list["items"].as_array().into_iter().flatten().flat_map(|w| {
+            let text = |k: &str| w[k].as_str().unwrap_or_default().to_owned();
+            resources::of_watch(&text("id"), &text("name"), &text("url"))
+        });
+        Ok(ListResourcesResult::with_all_items(listed.collect()))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        self.grant(&context)?;
+        Ok(ListResourceTemplatesResult::with_all_items(resources::templates()))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let grant = self.grant(&context)?;
+        let not_found = || McpError::resource_not_found(format!("no resource {}", request.uri), None);
+        let path = resources::path_of(&request.uri).ok_or_else(not_found)?;
+        let call = ApiRequest { method: http::Method::GET, path, body: None, idempotency_key: None };
+        let (status, body) = self.api.call(&grant.token, call).await.map_err(|e| McpError::internal_error(e, None))?;
+        match status {
+            200 => Ok(ReadResourceResult::new(vec![
+                ResourceContents::text(body.to_string(), request.uri.clone()).with_mime_type("application/json"),
+            ])
+            .into()),
+            // Another account's watch is not found, as in the API.
+            404 => Err(not_found()),
+            _ => Err(McpError::internal_error(format!("reading it answered {status}"), Some(body))),
+        }
     }
 
     async fn call_tool(

@@ -74,6 +74,8 @@ pub async fn an_agent_watches_a_page_through_the_python_sdk(backend: Backend) {
                 call("get_diff", json!({"id": id})),
                 call("list_changes", json!({})),
                 call("list_watches", json!({"q": "Pricing"})),
+                json!(["list_resources"]),
+                json!(["read_resource", format!("driftwatch://watches/{id}/diff/latest")]),
             ]),
         )
         .await;
@@ -85,6 +87,11 @@ pub async fn an_agent_watches_a_page_through_the_python_sdk(backend: Backend) {
     assert_eq!(changes[0]["watch_id"], id.as_str());
     assert!(after[2]["structured"]["next_cursor"].is_string(), "a cursor to continue from");
     assert_eq!(after[3]["structured"]["items"][0]["id"], id.as_str());
+    // The same through resources at stable URIs.
+    let uris: Vec<&str> = after[4].as_array().expect("uris").iter().filter_map(Value::as_str).collect();
+    assert!(uris.contains(&format!("driftwatch://watches/{id}").as_str()), "{uris:?}");
+    let diff: Value = serde_json::from_str(after[5]["text"].as_str().expect("text")).expect("json");
+    assert_eq!(diff["unified"], after[1]["structured"]["unified"], "{}", after[5]);
 }
 
 pub async fn other_accounts_and_read_only_tokens_are_held_off(backend: Backend) {
@@ -107,6 +114,8 @@ pub async fn other_accounts_and_read_only_tokens_are_held_off(backend: Backend) 
                 call("get_diff", json!({"id": id})),
                 call("update_watch", json!({"id": id, "name": "mine now"})),
                 call("list_watches", json!({})),
+                json!(["read_resource", format!("driftwatch://watches/{id}")]),
+                json!(["list_resources"]),
             ]),
         )
         .await;
@@ -115,6 +124,9 @@ pub async fn other_accounts_and_read_only_tokens_are_held_off(backend: Backend) 
         assert_eq!(answer["structured"]["status"], 404, "{answer}");
     }
     assert_eq!(answers[4]["structured"]["items"], json!([]), "{}", answers[4]);
+    let unreadable = answers[5]["protocol_error"].as_str().unwrap_or_default();
+    assert!(unreadable.contains("no resource"), "another account's watch is not found: {}", answers[5]);
+    assert_eq!(answers[6], json!([]), "nor listed");
     assert_eq!(app.ok(&format!("/watches/{id}"), &token).await["name"], watch["name"], "unchanged");
 
     // A read-only token is shown the read tools only, and refused the others.
