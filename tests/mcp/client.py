@@ -2,7 +2,9 @@
 
 Usage: client.py <url> <token> (Streamable HTTP at <url>), or
 client.py --stdio <driftwatch binary> <server url> <token> (`driftwatch mcp` as a
-subprocess, the way a desktop agent runs it), with a JSON plan on stdin:
+subprocess, the way a desktop agent runs it), with a JSON plan on stdin; or
+client.py --listen|--subscribe <url> <token> <resource uri>: prints READY once subscribed,
+then the update notification as JSON. Plans:
     [["list_tools"], ["call", "create_watch", {"url": "..."}], ["list_resources"],
      ["read_resource", "driftwatch://watches/wat_..."], ...]
 Prints one JSON list: per step, the tool names, a call's {"is_error", "structured", "text"},
@@ -13,6 +15,7 @@ the resource URIs, or a resource's {"text"}. A protocol failure prints
 import asyncio
 import json
 import sys
+import warnings
 
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
@@ -50,7 +53,41 @@ async def run(server, plan: list) -> list:
     return out
 
 
+async def wait_for_update(url: str, token: str, uri: str, legacy: bool) -> dict:
+    """Subscribes to `uri`, prints READY, then waits for its update notification: with
+    `subscriptions/listen` (2026-07-28), or with the session's `resources/subscribe` (legacy),
+    whose raw notification shows its `_meta`."""
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    server = streamable_http_client(url, http_client=http)
+    if legacy:
+        got: asyncio.Queue = asyncio.Queue()
+
+        async def handler(message) -> None:
+            if getattr(message, "method", "") == "notifications/resources/updated":
+                await got.put(message.params.model_dump(by_alias=True, mode="json"))
+
+        async with Client(server, mode="legacy", message_handler=handler) as client:
+            with warnings.catch_warnings():
+                # Deliberately the pre-2026-07-28 way: the server serves both.
+                warnings.simplefilter("ignore")
+                await client.session.subscribe_resource(uri)
+            print("READY", flush=True)
+            params = await asyncio.wait_for(got.get(), 30)
+            return {"protocol": client.protocol_version, "uri": params.get("uri"), "meta": params.get("_meta")}
+    async with Client(server) as client:
+        async with client.listen(resource_subscriptions=[uri]) as sub:
+            print("READY", flush=True)
+            async with asyncio.timeout(30):
+                async for event in sub:
+                    return {"protocol": client.protocol_version, "uri": event.uri}
+    return {"protocol_error": "the subscription ended"}
+
+
 def main() -> None:
+    if sys.argv[1] in ("--listen", "--subscribe"):
+        url, token, uri = sys.argv[2], sys.argv[3], sys.argv[4]
+        print(json.dumps(asyncio.run(wait_for_update(url, token, uri, sys.argv[1] == "--subscribe"))))
+        return
     if sys.argv[1] == "--stdio":
         binary, url, token = sys.argv[2], sys.argv[3], sys.argv[4]
         server = StdioServerParameters(

@@ -6,6 +6,7 @@ mod browser;
 mod checks;
 mod delivery;
 mod hostile;
+mod mcp;
 mod pages;
 mod retention;
 
@@ -14,6 +15,7 @@ pub use browser::{BrowserBench, BrowserReport, BrowserRow, PageKind, browser};
 pub use checks::{ChecksBench, ChecksReport, checks};
 pub use delivery::{DeliveryBench, Report, Shape, delivery};
 pub use hostile::{Hostile, HostileBench, HostileReport, hostile_bench};
+pub use mcp::{McpBench, McpReport, mcp};
 pub use pages::{PagesBench, PagesReport, pages};
 pub use retention::{RetentionBench, RetentionReport, retention};
 

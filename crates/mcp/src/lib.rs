@@ -8,6 +8,7 @@
 //! own bearer-token check has put a [`Grant`] on the request.
 
 mod http_api;
+pub mod push;
 pub mod resources;
 pub mod tools;
 
@@ -16,9 +17,10 @@ use std::sync::{Arc, OnceLock};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, ResourceContents, ServerCapabilities, ServerConfig, ToolAnnotations,
+    ReadResourceResult, ResourceContents, ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter,
+    ToolAnnotations, UnsubscribeRequestParams,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
 
@@ -38,6 +40,8 @@ pub trait Api: Send + Sync + 'static {
 pub struct Grant {
     /// The bearer token.
     pub token: String,
+    /// The token's account (whose events a subscription is told of).
+    pub account_id: String,
     /// Whether the token has the `write` scope (else only read tools are listed and run).
     pub may_write: bool,
 }
@@ -51,12 +55,21 @@ pub struct Server {
     bound: Arc<OnceLock<String>>,
     /// On stdio, where no HTTP request carries one: the caller, fixed at start.
     fixed: Option<Grant>,
+    /// Subscriptions, when this transport can push (`None`: no `subscribe` capability).
+    hub: Option<Arc<push::Hub>>,
+    /// This session's id in the hub.
+    session: u64,
 }
 
 impl Server {
     /// A server for one session (the HTTP transport makes one per session).
     pub fn new(api: Arc<dyn Api>, tools: Arc<Vec<tools::Tool>>) -> Server {
-        Server { api, tools, bound: Arc::new(OnceLock::new()), fixed: None }
+        Server { api, tools, bound: Arc::new(OnceLock::new()), fixed: None, hub: None, session: 0 }
+    }
+
+    /// [`Server::new`], able to push events to the session's subscriptions through `hub`.
+    pub fn with_hub(api: Arc<dyn Api>, tools: Arc<Vec<tools::Tool>>, hub: Arc<push::Hub>) -> Server {
+        Server { session: hub.id(), hub: Some(hub), ..Server::new(api, tools) }
     }
 
     /// A server for one caller known at start (stdio: one local agent, one token).
@@ -82,7 +95,12 @@ impl Server {
 
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
+        let capabilities = ServerCapabilities::builder().enable_tools().enable_resources();
+        let capabilities = match self.hub {
+            Some(_) => capabilities.enable_resources_subscribe().build(),
+            None => capabilities.build(),
+        };
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("driftwatch", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "driftwatch watches web pages and reports when they change. Create a watch for a URL (a CSS \
@@ -160,6 +178,49 @@ impl ServerHandler for Server {
         }
     }
 
+    #[allow(deprecated)] // resources/subscribe: the sessions of protocol versions before 2026-07-28
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let grant = self.grant(&context)?;
+        let Some(hub) = &self.hub else {
+            return Err(McpError::invalid_request("this transport does not push: poll list_changes", None));
+        };
+        self.readable(&grant, &request.uri).await?;
+        hub.subscribe(&grant.account_id, self.session, &request.uri, context.peer.clone());
+        Ok(())
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.grant(&context)?;
+        if let Some(hub) = &self.hub {
+            hub.unsubscribe(self.session, &request.uri);
+        }
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        self.hub.as_ref().map(|_| requested.supported_by(&self.get_info().capabilities))
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let grant = self.grant(context.request_context())?;
+        let Some(hub) = &self.hub else { return Ok(()) };
+        // Only the account's own events reach it, whatever URIs it names.
+        let id = hub.id();
+        hub.listen(&grant.account_id, id, context.sink().clone());
+        context.cancelled().await;
+        hub.stop_listening(id);
+        Ok(())
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
@@ -190,6 +251,22 @@ impl ServerHandler for Server {
             Err(why) => CallToolResult::error(vec![ContentBlock::text(format!("the call failed: {why}"))]),
         }
         .into())
+    }
+}
+
+impl Server {
+    /// Refuses a URI that is not one of the caller's resources (another account's watch is
+    /// "not found").
+    async fn readable(&self, grant: &Grant, uri: &str) -> Result<(), McpError> {
+        let not_found = || McpError::resource_not_found(format!("no resource {uri}"), None);
+        let path = resources::path_of(uri).ok_or_else(not_found)?;
+        let call = ApiRequest { method: http::Method::GET, path, body: None, idempotency_key: None };
+        match self.api.call(&grant.token, call).await {
+            Ok((200, _)) => Ok(()),
+            Ok((404, _)) => Err(not_found()),
+            Ok((status, body)) => Err(McpError::internal_error(format!("reading it answered {status}"), Some(body))),
+            Err(e) => Err(McpError::internal_error(e, None)),
+        }
     }
 }
 

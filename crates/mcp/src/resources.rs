@@ -8,6 +8,9 @@ pub const WATCHES: &str = "driftwatch://watches";
 
 /// What a resource URI names: the API path that answers it.
 pub fn path_of(uri: &str) -> Option<String> {
+    if uri == WATCHES {
+        return Some("/watches?limit=500".to_owned());
+    }
     let rest = uri.strip_prefix(WATCHES)?.strip_prefix('/')?;
     let (id, tail) = rest.split_once('/').unwrap_or((rest, ""));
     let valid_id = !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
@@ -38,6 +41,7 @@ pub fn of_watch(id: &str, name: &str, url: &str) -> Vec<Resource> {
 /// The URI templates, for any watch id.
 pub fn templates() -> Vec<ResourceTemplate> {
     vec![
+        ResourceTemplate::new(WATCHES, "all watches").with_mime_type("application/json"),
         ResourceTemplate::new(format!("{WATCHES}/{{id}}"), "watch").with_mime_type("application/json"),
         ResourceTemplate::new(format!("{WATCHES}/{{id}}/diff/latest"), "latest diff")
             .with_mime_type("application/json"),
@@ -54,8 +58,8 @@ mod tests {
         assert_eq!(path_of("driftwatch://watches/wat_1").as_deref(), Some("/watches/wat_1"));
         assert_eq!(path_of("driftwatch://watches/wat_1/diff/latest").as_deref(), Some("/watches/wat_1/diff"));
         assert_eq!(path_of("driftwatch://watches/wat_1/snapshots").as_deref(), Some("/watches/wat_1/snapshots"));
+        assert_eq!(path_of("driftwatch://watches").as_deref(), Some("/watches?limit=500"), "all of them");
         for bad in [
-            "driftwatch://watches",
             "driftwatch://watches/",
             "driftwatch://watches/../tokens",
             "driftwatch://watches/wat_1?x=1",

@@ -168,8 +168,9 @@ impl Runner {
         self.inner.recorded.send_modify(|n| *n = n.wrapping_add(1));
     }
 
-    /// Waits for checks recorded by this runner.
-    pub(crate) fn on_recorded(&self) -> tokio::sync::watch::Receiver<u64> {
+    /// Waits for checks recorded by this runner (a counter that moves on each; pushers of
+    /// events, such as the MCP server's, wake on it).
+    pub fn on_recorded(&self) -> tokio::sync::watch::Receiver<u64> {
         self.inner.recorded.subscribe()
     }
 

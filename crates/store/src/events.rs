@@ -70,3 +70,23 @@ pub fn changes(
     }
     Ok(query.order(events::id.asc()).limit(limit).load(conn)?)
 }
+
+/// An event in brief, for telling subscribed agents: `(id, account_id, watch_id, event_type)`.
+pub type EventBrief = (String, String, Option<String>, String);
+
+/// Events of every account after `after`, or else created since `since`, oldest first, at most
+/// `limit`, in brief.
+pub fn newer_than(
+    conn: &mut DbConn,
+    after: Option<&str>,
+    since: NaiveDateTime,
+    limit: i64,
+) -> StoreResult<Vec<EventBrief>> {
+    let mut query =
+        events::table.select((events::id, events::account_id, events::watch_id, events::event_type)).into_boxed();
+    query = match after {
+        Some(after) => query.filter(events::id.gt(after)),
+        None => query.filter(events::created_at.ge(since)),
+    };
+    Ok(query.order(events::id.asc()).limit(limit).load(conn)?)
+}

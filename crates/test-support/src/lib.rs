@@ -20,7 +20,7 @@ mod wait;
 
 pub use chat::{ChatRequest, ChatServer, Mode, Provider};
 pub use db::{Backend, TestDb};
-pub use mcp_client::McpClient;
+pub use mcp_client::{McpClient, Subscribed};
 pub use page::{PageRequest, PageServer};
 pub use process::KillOnDrop;
 pub use receiver::{Received, Receiver};

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::Value;
+use tokio::io::AsyncBufReadExt as _;
 
 /// The repository's root.
 fn root() -> PathBuf {
@@ -55,6 +56,28 @@ impl McpClient {
         self.run(&["--stdio", &binary.to_string_lossy(), server, token], plan).await
     }
 
+    /// Subscribes to `uri` at `url` (with `subscriptions/listen`, or the session's
+    /// `resources/subscribe` when `legacy`) and returns once the subscription stands; the
+    /// update is then awaited with [`Subscribed::update`].
+    pub async fn subscribe(&self, url: &str, token: &str, uri: &str, legacy: bool) -> Subscribed {
+        let mode = if legacy { "--subscribe" } else { "--listen" };
+        let mut child = tokio::process::Command::new(&self.python)
+            .arg(root().join("tests/mcp/client.py"))
+            .args([mode, url, token, uri])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("python runs");
+        let mut lines = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let ready = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+            .await
+            .expect("subscribed within a minute")
+            .expect("read");
+        assert_eq!(ready.as_deref(), Some("READY"), "the client could not subscribe");
+        Subscribed { _child: child, lines }
+    }
+
     async fn run(&self, args: &[&str], plan: &Value) -> Vec<Value> {
         let mut child = tokio::process::Command::new(&self.python)
             .arg(root().join("tests/mcp/client.py"))
@@ -79,5 +102,23 @@ impl McpClient {
             String::from_utf8_lossy(&output.stderr)
         );
         serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+    }
+}
+
+/// A standing subscription of the SDK's client.
+pub struct Subscribed {
+    _child: tokio::process::Child,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+}
+
+impl Subscribed {
+    /// The update notification (`{"protocol", "uri", "meta"}`), when it arrives.
+    pub async fn update(mut self) -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(40), self.lines.next_line())
+            .await
+            .expect("an update within 40 s")
+            .expect("read")
+            .expect("a line");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
     }
 }

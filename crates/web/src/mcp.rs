@@ -16,6 +16,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use driftwatch_mcp::push::{Hub, Pushed};
 use driftwatch_mcp::{Api, ApiRequest, BoxFuture, Grant, Server};
 use http_body_util::BodyExt as _;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -100,8 +101,12 @@ pub(crate) fn routes(state: AppState, app: Router) -> Router {
         origins.push(format!("http://{host}:*"));
     }
     config = config.with_allowed_hosts(hosts).with_allowed_origins(origins);
+    let hub = Arc::new(Hub::default());
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(pump(state.clone(), Arc::clone(&hub)));
+    }
     let service = StreamableHttpService::new(
-        move || Ok(Server::new(Arc::clone(&api), Arc::clone(&tools))),
+        move || Ok(Server::with_hub(Arc::clone(&api), Arc::clone(&tools), Arc::clone(&hub))),
         Arc::new(LocalSessionManager::default()),
         config,
     );
@@ -110,6 +115,62 @@ pub(crate) fn routes(state: AppState, app: Router) -> Router {
         .nest_service("/mcp", service)
         .layer(axum::middleware::from_fn_with_state(in_flight, limit))
         .layer(axum::middleware::from_fn_with_state(state, authenticate))
+}
+
+/// Most events looked up at once for subscribers.
+const PUSH_BATCH: i64 = 500;
+/// How often events recorded by other nodes are looked for while someone listens (this node's
+/// own checks wake the pump at once).
+const PUSH_POLL: Duration = Duration::from_secs(1);
+
+/// Feeds the hub the events recorded since it last looked: woken by each check this node
+/// records, and every [`PUSH_POLL`] for other nodes'. Looks only while someone listens; when
+/// someone starts to, from a little before (an event recorded as they subscribed is told).
+async fn pump(state: AppState, hub: Arc<Hub>) {
+    let mut recorded = state.runner.on_recorded();
+    let mut cursor: Option<String> = None;
+    loop {
+        tokio::select! {
+            changed = recorded.changed() => if changed.is_err() { return },
+            () = tokio::time::sleep(PUSH_POLL) => {}
+        }
+        if !hub.is_listened_to() {
+            cursor = None;
+            continue;
+        }
+        let since = state.clock.now().naive_utc() - chrono::TimeDelta::seconds(2);
+        loop {
+            let from = cursor.clone();
+            let rows = state
+                .store
+                .read(move |c| driftwatch_store::events::newer_than(c, from.as_deref(), since, PUSH_BATCH))
+                .await;
+            let rows = match rows {
+                Ok(rows) => rows,
+                Err(e) => {
+                    tracing::warn!(error = %e, "mcp push: reading events failed");
+                    break;
+                }
+            };
+            let full = rows.len() as i64 == PUSH_BATCH;
+            if let Some((last, ..)) = rows.last() {
+                cursor = Some(last.clone());
+            }
+            let events: Vec<Pushed> = rows
+                .into_iter()
+                .map(|(event_id, account_id, watch_id, event_type)| Pushed {
+                    event_id,
+                    account_id,
+                    watch_id,
+                    event_type,
+                })
+                .collect();
+            hub.publish(&events).await;
+            if !full {
+                break;
+            }
+        }
+    }
 }
 
 /// The bearer token, checked before any protocol work; the grant goes to the session.
@@ -126,7 +187,7 @@ async fn authenticate(State(state): State<AppState>, mut request: Request, next:
     };
     let Some(found) = found else { return unauthorized(ApiError::unauthorized("the token is unknown or revoked")) };
     let may_write = crate::api::auth::may_write(&found);
-    request.extensions_mut().insert(Grant { token, may_write });
+    request.extensions_mut().insert(Grant { token, account_id: found.account_id.clone(), may_write });
     next.run(request).await
 }
 

@@ -190,3 +190,39 @@ pub async fn the_endpoint_refuses_strangers_before_the_protocol(backend: Backend
     let malformed = post(Some(&token), None, "{not json".into()).await.expect("answer");
     assert!(malformed.status().is_client_error(), "{}", malformed.status());
 }
+
+/// A subscribed agent is told when its watch changes, with the event and the feed's cursor,
+/// through both ways of subscribing; another account's subscriber hears nothing of it.
+pub async fn a_subscribed_agent_is_told_when_the_page_changes(backend: Backend) {
+    let Some(mcp) = McpClient::find() else { return };
+    let app = TestApp::start(backend).await;
+    let token = app.account("acme").await;
+    let other = app.account("globex").await;
+    let page = PageServer::start("<p id=stock>Sold out</p>").await;
+    let watch = app.watch_with_baseline(&token, json!({"url": page.url, "selector": "#stock"})).await;
+    let id = watch["id"].as_str().expect("id");
+    let uri = format!("driftwatch://watches/{id}");
+
+    // Listening (2026-07-28) to the watch, and to all watches of another account.
+    let listening = mcp.subscribe(&url(&app), &token, &uri, false).await;
+    let stranger = mcp.subscribe(&url(&app), &other, "driftwatch://watches", false).await;
+    page.set("<p id=stock>In stock</p>");
+    let run = app.check(&token, id).await;
+    let event_id = run["event_id"].as_str().expect("a change event");
+    let told = listening.update().await;
+    assert_eq!((told["protocol"].as_str(), told["uri"].as_str()), (Some("2026-07-28"), Some(uri.as_str())), "{told}");
+    let silence = tokio::time::timeout(std::time::Duration::from_secs(2), stranger.update()).await;
+    assert!(silence.is_err(), "another account's subscriber hears nothing: {silence:?}");
+
+    // The session's resources/subscribe (earlier protocol versions): the event is in _meta.
+    let subscribed = mcp.subscribe(&url(&app), &token, &uri, true).await;
+    page.set("<p id=stock>Sold out</p>");
+    let run = app.check(&token, id).await;
+    let second = run["event_id"].as_str().expect("a change event");
+    assert_ne!(second, event_id);
+    let told = subscribed.update().await;
+    assert_eq!(told["uri"], uri.as_str(), "{told}");
+    assert_eq!(told["meta"]["event_id"], second, "{told}");
+    assert_eq!(told["meta"]["cursor"], second, "the changes feed's cursor: {told}");
+    assert_eq!(told["meta"]["event_type"], "change.detected", "{told}");
+}

@@ -165,6 +165,18 @@ pub(crate) enum BenchCommand {
         #[arg(long)]
         database_url: Option<String>,
     },
+    /// From a page change to a subscribed MCP agent's notification, round after round at idle.
+    Mcp {
+        /// Page changes.
+        #[arg(long, default_value_t = 50)]
+        rounds: usize,
+        /// Pause between changes, milliseconds.
+        #[arg(long, default_value_t = 200)]
+        pause_ms: u64,
+        /// An empty database to use (default: a temporary SQLite file).
+        #[arg(long)]
+        database_url: Option<String>,
+    },
     /// Normal watches beside one hostile case (dead-host, trickle, nested, diff-bomb or
     /// none): their scheduling lag and `/healthz` latency throughout.
     Hostile {

@@ -80,6 +80,10 @@ pub(crate) async fn bench(command: BenchCommand) -> anyhow::Result<()> {
             let bench = driftwatch_bench::PagesBench { watches, requests, database_url };
             println!("{}", driftwatch_bench::pages(&bench).await?);
         }
+        BenchCommand::Mcp { rounds, pause_ms, database_url } => {
+            let bench = driftwatch_bench::McpBench { rounds, pause_ms, database_url };
+            println!("{}", driftwatch_bench::mcp(&bench).await?);
+        }
         BenchCommand::Hostile { case, watches, interval, seconds, database_url } => {
             let bench = driftwatch_bench::HostileBench { case, watches, interval, seconds, database_url };
             println!("{}", driftwatch_bench::hostile_bench(&bench).await?);
@@ -361,7 +365,8 @@ pub(crate) async fn mcp(url: &str, token: String) -> anyhow::Result<()> {
     // is down), every tool is listed and the server refuses what the token may not do.
     let may_write = api.may_write(&token).await.unwrap_or(true);
     tracing::info!(url, may_write, "serving MCP on stdio");
-    let grant = driftwatch_mcp::Grant { token, may_write };
+    // No subscriptions on stdio (nothing to push from): the account is not needed.
+    let grant = driftwatch_mcp::Grant { token, account_id: String::new(), may_write };
     let server = driftwatch_mcp::Server::for_caller(std::sync::Arc::new(api), std::sync::Arc::new(tools), grant);
     let running = server.serve(rmcp::transport::stdio()).await.context("the MCP session did not start")?;
     running.waiting().await.context("the MCP session ended badly")?;
