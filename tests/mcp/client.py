@@ -43,6 +43,12 @@ async def run(server, plan: list) -> list:
                 elif step[0] == "list_resources":
                     listed = await client.list_resources()
                     out.append(sorted(str(r.uri) for r in listed.resources))
+                elif step[0] == "list_prompts":
+                    listed = await client.list_prompts()
+                    out.append(sorted(p.name for p in listed.prompts))
+                elif step[0] == "get_prompt":
+                    got = await client.get_prompt(step[1], step[2])
+                    out.append({"text": got.messages[0].content.text})
                 elif step[0] == "read_resource":
                     read = await client.read_resource(step[1])
                     out.append({"text": read.contents[0].text})

@@ -8,6 +8,7 @@
 //! own bearer-token check has put a [`Grant`] on the request.
 
 mod http_api;
+pub mod prompts;
 pub mod push;
 pub mod resources;
 pub mod tools;
@@ -15,10 +16,11 @@ pub mod tools;
 use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
-    ReadResourceResult, ResourceContents, ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter,
-    ToolAnnotations, UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams, GetPromptResponse,
+    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ResourceContents,
+    ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter, ToolAnnotations,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -95,7 +97,7 @@ impl Server {
 
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder().enable_tools().enable_resources();
+        let capabilities = ServerCapabilities::builder().enable_tools().enable_prompts().enable_resources();
         let capabilities = match self.hub {
             Some(_) => capabilities.enable_resources_subscribe().build(),
             None => capabilities.build(),
@@ -176,6 +178,26 @@ impl ServerHandler for Server {
             404 => Err(not_found()),
             _ => Err(McpError::internal_error(format!("reading it answered {status}"), Some(body))),
         }
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        self.grant(&context)?;
+        Ok(ListPromptsResult::with_all_items(prompts::list()))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        self.grant(&context)?;
+        prompts::get(&request.name, &request.arguments.unwrap_or_default())
+            .map(Into::into)
+            .map_err(|why| McpError::invalid_params(why, None))
     }
 
     #[allow(deprecated)] // resources/subscribe: the sessions of protocol versions before 2026-07-28

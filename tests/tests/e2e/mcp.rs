@@ -38,6 +38,8 @@ pub async fn an_agent_watches_a_page_through_the_python_sdk(backend: Backend) {
                 ),
                 call("create_watch", json!({"url": "not a url"})),
                 call("create_watch", json!({"url": page.url, "options": {"conditions": {"preset": "price_below"}}})),
+                json!(["list_prompts"]),
+                json!(["get_prompt", "set_up_watch", {"url": page.url, "goal": "a price below 50"}]),
             ]),
         )
         .await;
@@ -53,6 +55,13 @@ pub async fn an_agent_watches_a_page_through_the_python_sdk(backend: Backend) {
     assert!(created[1]["text"].as_str().is_some_and(|t| t.contains(&id)), "a short text names it: {}", created[1]);
     assert_eq!(created[2]["structured"]["id"], id.as_str(), "the same key answers the same watch");
     assert_eq!(app.ok("/watches", &token).await["items"].as_array().map(Vec::len), Some(1));
+    // Prompts that walk a model through setting one up.
+    assert_eq!(created[5], json!(["quiet_noisy_watch", "set_up_watch"]));
+    let prompt = created[6]["text"].as_str().unwrap_or_default();
+    assert!(
+        prompt.contains(&page.url) && prompt.contains("a price below 50") && prompt.contains("create_watch"),
+        "{prompt}"
+    );
     // Refusals are tool errors naming the field, never protocol failures.
     for (answer, field) in [(&created[3], "url"), (&created[4], "options.conditions.amount")] {
         assert_eq!(answer["is_error"], true, "{answer}");
