@@ -113,6 +113,7 @@ pub(crate) fn routes(state: AppState, app: Router) -> Router {
     let in_flight = Arc::new(AtomicUsize::new(0));
     Router::new()
         .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn(well_formed))
         .layer(axum::middleware::from_fn_with_state(in_flight, limit))
         .layer(axum::middleware::from_fn_with_state(state, authenticate))
 }
@@ -196,6 +197,32 @@ fn unauthorized(error: ApiError) -> Response {
     *response.status_mut() = StatusCode::UNAUTHORIZED;
     response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
     response
+}
+
+/// A posted message that is too large or not JSON gets a JSON-RPC error (the transport would
+/// answer plain text); a well-formed one goes on, read once.
+async fn well_formed(request: Request, next: Next) -> Response {
+    if request.method() != axum::http::Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, MAX_MESSAGE_BYTES).await {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            let message = format!("the message is over {MAX_MESSAGE_BYTES} bytes");
+            return rpc_error(StatusCode::PAYLOAD_TOO_LARGE, -32600, &message);
+        }
+    };
+    if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
+        return rpc_error(StatusCode::BAD_REQUEST, -32700, &format!("parse error: {e}"));
+    }
+    next.run(Request::from_parts(parts, Body::from(bytes))).await
+}
+
+/// A JSON-RPC error answer with no request id (the request could not be read).
+fn rpc_error(status: StatusCode, code: i32, message: &str) -> Response {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
+    (status, [(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
 }
 
 /// Caps the requests in flight (each open notification stream holds one).

@@ -145,6 +145,7 @@ on_both_backends!(
     mcp::other_accounts_and_read_only_tokens_are_held_off,
     mcp::the_endpoint_refuses_strangers_before_the_protocol,
     mcp::a_subscribed_agent_is_told_when_the_page_changes,
+    mcp::the_rate_limit_holds_through_mcp,
 );
 
 /// The browser harness tested on its own pages: no application or database involved.

@@ -193,11 +193,18 @@ pub async fn the_endpoint_refuses_strangers_before_the_protocol(backend: Backend
         "arguments": {"url": "https://x.example/", "name": "x".repeat(2 << 20)}}});
     let oversized = post(Some(&token), None, huge.to_string()).await.expect("answer");
     assert_eq!(oversized.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    let error: Value = oversized.json().await.expect("a JSON-RPC error");
+    assert_eq!(error["error"]["code"], -32600, "{error}");
     let fine = post(Some(&token), None, initialize.to_string()).await.expect("answer");
     assert_eq!(fine.status(), StatusCode::OK);
     assert!(fine.headers().contains_key("mcp-session-id"));
     let malformed = post(Some(&token), None, "{not json".into()).await.expect("answer");
-    assert!(malformed.status().is_client_error(), "{}", malformed.status());
+    assert_eq!(malformed.status(), StatusCode::BAD_REQUEST);
+    let error: Value = malformed.json().await.expect("a JSON-RPC error");
+    assert_eq!(
+        (&error["jsonrpc"], &error["id"], &error["error"]["code"]),
+        (&json!("2.0"), &Value::Null, &json!(-32700))
+    );
 }
 
 /// A subscribed agent is told when its watch changes, with the event and the feed's cursor,
@@ -234,4 +241,18 @@ pub async fn a_subscribed_agent_is_told_when_the_page_changes(backend: Backend) 
     assert_eq!(told["meta"]["event_id"], second, "{told}");
     assert_eq!(told["meta"]["cursor"], second, "the changes feed's cursor: {told}");
     assert_eq!(told["meta"]["event_type"], "change.detected", "{told}");
+}
+
+/// The API's per-token budget covers work done through MCP: past it, a tool call is a tool
+/// error saying so (429), not a protocol failure.
+pub async fn the_rate_limit_holds_through_mcp(backend: Backend) {
+    let Some(mcp) = McpClient::find() else { return };
+    let app = TestApp::start_with(backend, |s| s.rate_limit_per_minute = 5).await;
+    let token = app.account("acme").await;
+    let plan: Vec<Value> = (0..8).map(|_| call("list_watches", json!({}))).collect();
+    let answers = mcp.http(&url(&app), &token, &Value::Array(plan)).await;
+    let limited: Vec<&Value> = answers.iter().filter(|a| a["structured"]["status"] == 429).collect();
+    assert!(!limited.is_empty(), "eight calls on a budget of five: {answers:?}");
+    assert!(limited.iter().all(|a| a["is_error"] == true), "{limited:?}");
+    assert_eq!(answers[0]["is_error"], false, "the first fits: {}", answers[0]);
 }
