@@ -52,6 +52,15 @@ pub const TOOLS: &[ToolSpec] = &[
         fixed_query: &[],
     },
     ToolSpec {
+        name: "preview",
+        operation: "preview_watch",
+        description: "Read a page now as a watch with this url, selector and options would, and get the text it \
+                      would compare, saving nothing. Use it to choose a selector and line rules before \
+                      create_watch, and to check them after a change.",
+        read_only: false,
+        fixed_query: &[],
+    },
+    ToolSpec {
         name: "update_watch",
         operation: "update_watch",
         description: "Change a watch: only the fields given change (url, name, selector, schedule, options, tags).",

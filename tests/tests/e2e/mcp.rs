@@ -40,13 +40,22 @@ pub async fn an_agent_watches_a_page_through_the_python_sdk(backend: Backend) {
                 call("create_watch", json!({"url": page.url, "options": {"conditions": {"preset": "price_below"}}})),
                 json!(["list_prompts"]),
                 json!(["get_prompt", "set_up_watch", {"url": page.url, "goal": "a price below 50"}]),
+                call("preview", json!({"url": page.url, "selector": "#price"})),
+                call("preview", json!({"url": page.url, "selector": "p["})),
             ]),
         )
         .await;
     let tools: Vec<&str> = created[0].as_array().expect("names").iter().filter_map(Value::as_str).collect();
-    for expected in
-        ["create_watch", "check_now", "get_diff", "list_changes", "redeliver", "list_dead_letters", "read_values"]
-    {
+    for expected in [
+        "create_watch",
+        "preview",
+        "check_now",
+        "get_diff",
+        "list_changes",
+        "redeliver",
+        "list_dead_letters",
+        "read_values",
+    ] {
         assert!(tools.contains(&expected), "{expected} in {tools:?}");
     }
     let watch = &created[1]["structured"];
@@ -62,6 +71,13 @@ pub async fn an_agent_watches_a_page_through_the_python_sdk(backend: Backend) {
         prompt.contains(&page.url) && prompt.contains("a price below 50") && prompt.contains("create_watch"),
         "{prompt}"
     );
+    // A preview reads the text a watch would compare, saving nothing.
+    assert_eq!(created[7]["structured"]["text"], "Pro: 10 EUR\n", "{}", created[7]);
+    assert_eq!(
+        (created[8]["is_error"].as_bool(), created[8]["structured"]["status"].as_i64()),
+        (Some(true), Some(422))
+    );
+    assert!(created[8]["text"].as_str().is_some_and(|t| t.contains("selector")), "{}", created[8]);
     // Refusals are tool errors naming the field, never protocol failures.
     for (answer, field) in [(&created[3], "url"), (&created[4], "options.conditions.amount")] {
         assert_eq!(answer["is_error"], true, "{answer}");

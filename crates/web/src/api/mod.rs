@@ -6,6 +6,7 @@ mod deliveries;
 mod endpoints;
 mod events;
 mod feed;
+mod preview;
 mod recoveries;
 mod tokens;
 pub(crate) mod values;
@@ -38,6 +39,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(watches::create, watches::list))
         .routes(routes!(watches::get, watches::update, watches::delete))
         .routes(routes!(watches::check))
+        .routes(routes!(preview::preview))
         .routes(routes!(bulk::check))
         .routes(routes!(bulk::pause))
         .routes(routes!(bulk::resume))
