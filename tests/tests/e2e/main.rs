@@ -146,6 +146,7 @@ on_both_backends!(
     mcp::the_endpoint_refuses_strangers_before_the_protocol,
     mcp::a_subscribed_agent_is_told_when_the_page_changes,
     mcp::the_rate_limit_holds_through_mcp,
+    mcp::an_agent_redelivers_a_dead_letter,
 );
 
 /// The browser harness tested on its own pages: no application or database involved.

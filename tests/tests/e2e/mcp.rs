@@ -2,7 +2,7 @@
 //! (`mcp` on PyPI, over Streamable HTTP; see `driftwatch_test_support::McpClient`).
 
 use axum::http::StatusCode;
-use driftwatch_test_support::{Backend, McpClient, PageServer};
+use driftwatch_test_support::{Backend, McpClient, PageServer, Receiver};
 use serde_json::{Value, json};
 
 use crate::support::TestApp;
@@ -271,4 +271,41 @@ pub async fn the_rate_limit_holds_through_mcp(backend: Backend) {
     assert!(!limited.is_empty(), "eight calls on a budget of five: {answers:?}");
     assert!(limited.iter().all(|a| a["is_error"] == true), "{limited:?}");
     assert_eq!(answers[0]["is_error"], false, "the first fits: {}", answers[0]);
+}
+
+/// Deliveries through the tools: the agent finds a dead letter and sends it again.
+pub async fn an_agent_redelivers_a_dead_letter(backend: Backend) {
+    let Some(mcp) = McpClient::find() else { return };
+    let app = TestApp::start(backend).await;
+    let token = app.account("acme").await;
+    let receiver = Receiver::start(404).await;
+    let (endpoint_id, _) = app.endpoint(&token, &receiver.url, json!({})).await;
+    let (status, delivery) = app.post(&format!("/endpoints/{endpoint_id}/test"), &token, json!({})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{delivery}");
+    let id = delivery["id"].as_str().expect("id");
+    // 404 is permanent: dead after one attempt.
+    app.wait_delivery(&token, id, "dead").await;
+
+    receiver.set_status(200);
+    let answers = mcp
+        .http(
+            &url(&app),
+            &token,
+            &json!([
+                call("list_dead_letters", json!({})),
+                call("redeliver", json!({"id": id})),
+                call("list_deliveries", json!({"status": "sent"})),
+            ]),
+        )
+        .await;
+    let dead: Vec<&str> = answers[0]["structured"]["items"]
+        .as_array()
+        .expect("dead letters")
+        .iter()
+        .filter_map(|d| d["id"].as_str())
+        .collect();
+    assert_eq!(dead, [id], "{}", answers[0]);
+    assert_eq!(answers[1]["structured"]["status"], "sent", "{}", answers[1]);
+    assert_eq!(answers[1]["structured"]["attempts"], 2, "{}", answers[1]);
+    assert_eq!(answers[2]["structured"]["items"][0]["id"], id, "{}", answers[2]);
 }
