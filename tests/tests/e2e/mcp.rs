@@ -213,7 +213,27 @@ pub async fn the_endpoint_refuses_strangers_before_the_protocol(backend: Backend
     assert_eq!(error["error"]["code"], -32600, "{error}");
     let fine = post(Some(&token), None, initialize.to_string()).await.expect("answer");
     assert_eq!(fine.status(), StatusCode::OK);
-    assert!(fine.headers().contains_key("mcp-session-id"));
+    let session = fine.headers()["mcp-session-id"].to_str().expect("session id").to_owned();
+    fine.bytes().await.expect("initialized");
+    // The session is bound to the token that opened it: another token cannot use it.
+    let other = app.account("globex").await;
+    let in_session = |token: &str, body: Value| {
+        app.http
+            .post(&url)
+            .bearer_auth(token)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", "2025-06-18")
+            .body(body.to_string())
+            .send()
+    };
+    in_session(&token, json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await.expect("answer");
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let hijacked = in_session(&other, list.clone()).await.expect("answer").text().await.expect("body");
+    assert!(hijacked.contains("opened with another token") && !hijacked.contains("create_watch"), "{hijacked}");
+    let own = in_session(&token, list).await.expect("answer").text().await.expect("body");
+    assert!(own.contains("create_watch"), "{own}");
     let malformed = post(Some(&token), None, "{not json".into()).await.expect("answer");
     assert_eq!(malformed.status(), StatusCode::BAD_REQUEST);
     let error: Value = malformed.json().await.expect("a JSON-RPC error");
