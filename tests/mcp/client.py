@@ -3,8 +3,9 @@
 Usage: client.py <url> <token> (Streamable HTTP at <url>), or
 client.py --stdio <driftwatch binary> <server url> <token> (`driftwatch mcp` as a
 subprocess, the way a desktop agent runs it), with a JSON plan on stdin; or
-client.py --listen|--subscribe <url> <token> <resource uri>: prints READY once subscribed,
-then the update notification as JSON. Plans:
+client.py --listen|--subscribe <url> <token> <resource uri>, or --stdio-listen <binary>
+<server url> <token> <resource uri>: prints READY once subscribed, then the update
+notification as JSON. Plans:
     [["list_tools"], ["call", "create_watch", {"url": "..."}], ["list_resources"],
      ["read_resource", "driftwatch://watches/wat_..."], ...]
 Prints one JSON list: per step, the tool names, a call's {"is_error", "structured", "text"},
@@ -59,12 +60,10 @@ async def run(server, plan: list) -> list:
     return out
 
 
-async def wait_for_update(url: str, token: str, uri: str, legacy: bool) -> dict:
+async def wait_for_update(server, uri: str, legacy: bool) -> dict:
     """Subscribes to `uri`, prints READY, then waits for its update notification: with
     `subscriptions/listen` (2026-07-28), or with the session's `resources/subscribe` (legacy),
     whose raw notification shows its `_meta`."""
-    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
-    server = streamable_http_client(url, http_client=http)
     if legacy:
         got: asyncio.Queue = asyncio.Queue()
 
@@ -92,7 +91,16 @@ async def wait_for_update(url: str, token: str, uri: str, legacy: bool) -> dict:
 def main() -> None:
     if sys.argv[1] in ("--listen", "--subscribe"):
         url, token, uri = sys.argv[2], sys.argv[3], sys.argv[4]
-        print(json.dumps(asyncio.run(wait_for_update(url, token, uri, sys.argv[1] == "--subscribe"))))
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+        server = streamable_http_client(url, http_client=http)
+        print(json.dumps(asyncio.run(wait_for_update(server, uri, sys.argv[1] == "--subscribe"))))
+        return
+    if sys.argv[1] == "--stdio-listen":
+        binary, url, token, uri = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+        server = StdioServerParameters(
+            command=binary, args=["mcp"], env={"DRIFTWATCH_URL": url, "DRIFTWATCH_TOKEN": token}
+        )
+        print(json.dumps(asyncio.run(wait_for_update(server, uri, False))))
         return
     if sys.argv[1] == "--stdio":
         binary, url, token = sys.argv[2], sys.argv[3], sys.argv[4]

@@ -5,7 +5,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use driftwatch_test_support::McpClient;
+use driftwatch_test_support::{McpClient, PageServer};
 use serde_json::{Value, json};
 
 fn names(answer: &Value) -> Vec<&str> {
@@ -22,7 +22,8 @@ async fn a_local_agent_uses_the_tools_over_stdio() {
         .last()
         .expect("token")
         .to_owned();
-    let (_server, base) = common::serve(dir.path(), &[]).await;
+    let page = PageServer::start("<p id=stock>Sold out</p>").await;
+    let (_server, base) = common::serve(dir.path(), &[("DRIFTWATCH_ALLOW_PRIVATE_TARGETS", "true")]).await;
     let binary = PathBuf::from(env!("CARGO_BIN_EXE_driftwatch"));
 
     let plan = json!([
@@ -45,4 +46,21 @@ async fn a_local_agent_uses_the_tools_over_stdio() {
     let tools = names(&answers[0]);
     assert!(tools.contains(&"get_watch") && !tools.contains(&"create_watch"), "{tools:?}");
     assert_eq!(answers[1]["structured"]["name"], "Kettle", "{}", answers[1]);
+
+    // Push on stdio: the agent listens to a watch of a local page; the page changes and the
+    // server checks it; `driftwatch mcp` tells the agent from the changes feed.
+    let answers = mcp
+        .stdio(&binary, &base, &token, &json!([["call", "create_watch", {"url": page.url, "selector": "#stock"}]]))
+        .await;
+    let watch_id = answers[0]["structured"]["id"].as_str().expect("created").to_owned();
+    let http = reqwest::Client::new();
+    let check = || http.post(format!("{base}/api/v1/watches/{watch_id}/check")).bearer_auth(&token).send();
+    check().await.expect("baseline").error_for_status().expect("checked");
+    let uri = format!("driftwatch://watches/{watch_id}");
+    let listening = mcp.subscribe_stdio(&binary, &base, &token, &uri).await;
+    page.set("<p id=stock>In stock</p>");
+    let run: Value = serde_json::from_slice(&check().await.expect("check").bytes().await.expect("body")).expect("json");
+    assert_eq!(run["outcome"], "changed", "{run}");
+    let told = listening.update().await;
+    assert_eq!(told["uri"], uri.as_str(), "{told}");
 }

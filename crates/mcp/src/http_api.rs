@@ -43,6 +43,49 @@ impl HttpApi {
     }
 }
 
+/// How often `driftwatch mcp` asks the server what changed while its agent listens.
+const POLL: std::time::Duration = std::time::Duration::from_secs(1);
+
+impl HttpApi {
+    /// Feeds `hub` the changes the server records (`GET /changes`, from now on), asked every
+    /// [`POLL`] while the agent listens: push on stdio, a poll away from the server.
+    pub async fn feed(&self, token: &str, hub: &crate::push::Hub) {
+        let mut since = now();
+        loop {
+            tokio::time::sleep(POLL).await;
+            if !hub.is_listened_to() {
+                since = now();
+                continue;
+            }
+            let path = format!("/changes?limit=500&since={since}");
+            let request = ApiRequest { method: http::Method::GET, path, body: None, idempotency_key: None };
+            let Ok((200, answer)) = self.call(token, request).await else { continue };
+            let pushed: Vec<crate::push::Pushed> = answer["items"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|e| {
+                    Some(crate::push::Pushed {
+                        event_id: e["id"].as_str()?.to_owned(),
+                        account_id: String::new(),
+                        watch_id: e["watch_id"].as_str().map(str::to_owned),
+                        event_type: e["type"].as_str().or(e["event_type"].as_str()).unwrap_or_default().to_owned(),
+                    })
+                })
+                .collect();
+            hub.publish(&pushed).await;
+            if let Some(cursor) = answer["next_cursor"].as_str() {
+                since = cursor.to_owned();
+            }
+        }
+    }
+}
+
+/// Now as RFC 3339 (UTC), for the changes feed's `since`.
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
 impl Api for HttpApi {
     fn call<'a>(&'a self, token: &'a str, request: ApiRequest) -> BoxFuture<'a, Result<(u16, Value), String>> {
         Box::pin(async move {

@@ -74,9 +74,10 @@ impl Server {
         Server { session: hub.id(), hub: Some(hub), ..Server::new(api, tools) }
     }
 
-    /// A server for one caller known at start (stdio: one local agent, one token).
-    pub fn for_caller(api: Arc<dyn Api>, tools: Arc<Vec<tools::Tool>>, grant: Grant) -> Server {
-        Server { fixed: Some(grant), ..Server::new(api, tools) }
+    /// A server for one caller known at start (stdio: one local agent, one token), pushing
+    /// what `hub` is fed.
+    pub fn for_caller(api: Arc<dyn Api>, tools: Arc<Vec<tools::Tool>>, grant: Grant, hub: Arc<push::Hub>) -> Server {
+        Server { fixed: Some(grant), ..Server::with_hub(api, tools, hub) }
     }
 
     /// The caller of this request, held to the session's token.

@@ -61,9 +61,18 @@ impl McpClient {
     /// update is then awaited with [`Subscribed::update`].
     pub async fn subscribe(&self, url: &str, token: &str, uri: &str, legacy: bool) -> Subscribed {
         let mode = if legacy { "--subscribe" } else { "--listen" };
+        self.subscribed(&[mode, url, token, uri]).await
+    }
+
+    /// [`McpClient::subscribe`] through `driftwatch mcp` (the `binary`) on stdio, calling `server`.
+    pub async fn subscribe_stdio(&self, binary: &Path, server: &str, token: &str, uri: &str) -> Subscribed {
+        self.subscribed(&["--stdio-listen", &binary.to_string_lossy(), server, token, uri]).await
+    }
+
+    async fn subscribed(&self, args: &[&str]) -> Subscribed {
         let mut child = tokio::process::Command::new(&self.python)
             .arg(root().join("tests/mcp/client.py"))
-            .args([mode, url, token, uri])
+            .args(args)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::inherit())
             .kill_on_drop(true)

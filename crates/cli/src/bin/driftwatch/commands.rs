@@ -367,8 +367,25 @@ pub(crate) async fn mcp(url: &str, token: String) -> anyhow::Result<()> {
     tracing::info!(url, may_write, "serving MCP on stdio");
     // No subscriptions on stdio (nothing to push from): the account is not needed.
     let grant = driftwatch_mcp::Grant { token, account_id: String::new(), may_write };
-    let server = driftwatch_mcp::Server::for_caller(std::sync::Arc::new(api), std::sync::Arc::new(tools), grant);
+    let api = std::sync::Arc::new(api);
+    let hub = std::sync::Arc::new(driftwatch_mcp::push::Hub::default());
+    // Push on stdio: the server's changes feed, asked while the agent listens.
+    let feed = {
+        let (api, hub, token) = (std::sync::Arc::clone(&api), std::sync::Arc::clone(&hub), grant.token.clone());
+        tokio::spawn(async move { api.feed(&token, &hub).await })
+    };
+    let server = driftwatch_mcp::Server::for_caller(api, std::sync::Arc::new(tools), grant, hub);
     let running = server.serve(rmcp::transport::stdio()).await.context("the MCP session did not start")?;
+    let _feed = AbortOnDrop(feed);
     running.waiting().await.context("the MCP session ended badly")?;
     Ok(())
+}
+
+/// Stops a background task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
