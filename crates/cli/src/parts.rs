@@ -149,6 +149,7 @@ pub(crate) fn app_state(
             min_interval_seconds: settings.min_interval_seconds,
             secret_rotation_overlap: settings.secret_rotation_overlap.into(),
             rate_limit_per_minute: settings.rate_limit_per_minute,
+            mcp_max_sessions: settings.mcp_max_sessions,
             browser_available,
             ..driftwatch_web::ApiLimits::default()
         },

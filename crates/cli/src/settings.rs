@@ -240,6 +240,11 @@ pub struct Settings {
     #[arg(long, env = "DRIFTWATCH_RATE_LIMIT_PER_MINUTE", default_value_t = 600)]
     pub rate_limit_per_minute: u32,
 
+    /// Open MCP sessions at most (each idle one lapses after 5 minutes); past it, opening one
+    /// is refused until another closes.
+    #[arg(long, env = "DRIFTWATCH_MCP_MAX_SESSIONS", default_value_t = 1000)]
+    pub mcp_max_sessions: usize,
+
     /// Database connections kept in the pool.
     #[arg(long, env = "DRIFTWATCH_POOL_SIZE", default_value_t = 16)]
     pub pool_size: u32,

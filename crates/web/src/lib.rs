@@ -43,6 +43,8 @@ pub struct ApiLimits {
     pub rate_limit_per_minute: u32,
     /// Whether this node has a browser (watches with the `browser` engine need one).
     pub browser_available: bool,
+    /// Open MCP sessions at most.
+    pub mcp_max_sessions: usize,
 }
 
 impl ApiLimits {
@@ -63,6 +65,7 @@ impl Default for ApiLimits {
             default_interval_seconds: 3600,
             secret_rotation_overlap: std::time::Duration::from_secs(86_400),
             rate_limit_per_minute: 600,
+            mcp_max_sessions: 1000,
             browser_available: false,
         }
     }

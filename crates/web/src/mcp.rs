@@ -3,11 +3,12 @@
 //! The bearer token is checked here, before the protocol (401 otherwise), and handed to the
 //! session as a [`Grant`]; each tool call then goes through the REST API router in-process
 //! ([`InProcess`]) with that token, so every rule of the API holds for MCP too. The transport
-//! checks `Host` and `Origin` against this server's own names (DNS rebinding), caps the body
-//! of a message, and this module caps the open sessions.
+//! checks `Host` and `Origin` against this server's own names (DNS rebinding); this module
+//! answers a malformed or oversized message with a JSON-RPC error and caps the requests in
+//! flight and the open sessions.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
@@ -111,8 +112,10 @@ pub(crate) fn routes(state: AppState, app: Router) -> Router {
         config,
     );
     let in_flight = Arc::new(AtomicUsize::new(0));
+    let sessions = Arc::new(Sessions { max: state.limits.mcp_max_sessions, seen: Mutex::default() });
     Router::new()
         .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn_with_state(sessions, count_sessions))
         .layer(axum::middleware::from_fn(well_formed))
         .layer(axum::middleware::from_fn_with_state(in_flight, limit))
         .layer(axum::middleware::from_fn_with_state(state, authenticate))
@@ -213,10 +216,65 @@ async fn well_formed(request: Request, next: Next) -> Response {
             return rpc_error(StatusCode::PAYLOAD_TOO_LARGE, -32600, &message);
         }
     };
-    if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
-        return rpc_error(StatusCode::BAD_REQUEST, -32700, &format!("parse error: {e}"));
+    let message: serde_json::Value = match serde_json::from_slice(&bytes) {
+        Ok(message) => message,
+        Err(e) => return rpc_error(StatusCode::BAD_REQUEST, -32700, &format!("parse error: {e}")),
+    };
+    let mut request = Request::from_parts(parts, Body::from(bytes));
+    if message["method"] == "initialize" {
+        request.extensions_mut().insert(Initialize);
     }
-    next.run(Request::from_parts(parts, Body::from(bytes))).await
+    next.run(request).await
+}
+
+/// Marks a request that opens a session.
+#[derive(Debug, Clone, Copy)]
+struct Initialize;
+
+/// How long a session may sit idle before it lapses (rmcp's default keep-alive).
+const SESSION_IDLE: Duration = Duration::from_secs(300);
+
+/// The open sessions, by id, with when each was last used.
+struct Sessions {
+    max: usize,
+    seen: Mutex<std::collections::HashMap<String, std::time::Instant>>,
+}
+
+/// Caps the open sessions: a session is counted from the answer that opens it until its DELETE
+/// or [`SESSION_IDLE`] without a request; past the cap, `initialize` is refused.
+async fn count_sessions(State(sessions): State<Arc<Sessions>>, request: Request, next: Next) -> Response {
+    let id = request.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    {
+        let mut seen = sessions.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let now = std::time::Instant::now();
+        match &id {
+            Some(id) if request.method() == axum::http::Method::DELETE => {
+                seen.remove(id);
+            }
+            Some(id) => {
+                if let Some(at) = seen.get_mut(id) {
+                    *at = now;
+                }
+            }
+            None if request.extensions().get::<Initialize>().is_some() => {
+                seen.retain(|_, at| now.duration_since(*at) < SESSION_IDLE);
+                if seen.len() >= sessions.max {
+                    let message =
+                        format!("{} MCP sessions are open, the most this server keeps: close one", seen.len());
+                    return rpc_error(StatusCode::SERVICE_UNAVAILABLE, -32000, &message);
+                }
+            }
+            None => {}
+        }
+    }
+    let response = next.run(request).await;
+    if id.is_none()
+        && let Some(opened) = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok())
+    {
+        let mut seen = sessions.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        seen.insert(opened.to_owned(), std::time::Instant::now());
+    }
+    response
 }
 
 /// A JSON-RPC error answer with no request id (the request could not be read).

@@ -147,6 +147,7 @@ on_both_backends!(
     mcp::a_subscribed_agent_is_told_when_the_page_changes,
     mcp::the_rate_limit_holds_through_mcp,
     mcp::an_agent_redelivers_a_dead_letter,
+    mcp::open_sessions_are_capped,
 );
 
 /// The browser harness tested on its own pages: no application or database involved.

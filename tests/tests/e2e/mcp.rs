@@ -329,3 +329,44 @@ pub async fn an_agent_redelivers_a_dead_letter(backend: Backend) {
     assert_eq!(answers[1]["structured"]["attempts"], 2, "{}", answers[1]);
     assert_eq!(answers[2]["structured"]["items"][0]["id"], id, "{}", answers[2]);
 }
+
+/// Open sessions are capped: past the cap `initialize` gets a JSON-RPC error, and closing a
+/// session (DELETE) makes room.
+pub async fn open_sessions_are_capped(backend: Backend) {
+    let app = TestApp::start_with(backend, |s| s.mcp_max_sessions = 2).await;
+    let token = app.account("acme").await;
+    let url = format!("{}/mcp", app.root());
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+    .to_string();
+    let open = || {
+        app.http
+            .post(&url)
+            .bearer_auth(&token)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(initialize.clone())
+            .send()
+    };
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let opened = open().await.expect("answer");
+        assert_eq!(opened.status(), StatusCode::OK);
+        ids.push(opened.headers()["mcp-session-id"].to_str().expect("id").to_owned());
+    }
+    let refused = open().await.expect("answer");
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let error: Value = refused.json().await.expect("a JSON-RPC error");
+    assert_eq!(error["error"]["code"], -32000, "{error}");
+    let closed = app
+        .http
+        .delete(&url)
+        .bearer_auth(&token)
+        .header("mcp-session-id", &ids[0])
+        .header("mcp-protocol-version", "2025-06-18")
+        .send()
+        .await
+        .expect("answer");
+    assert!(closed.status().is_success(), "{}", closed.status());
+    assert_eq!(open().await.expect("answer").status(), StatusCode::OK, "room again");
+}
