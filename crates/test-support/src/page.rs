@@ -25,6 +25,7 @@ struct PageState {
     html: String,
     etag: Option<String>,
     delay: Duration,
+    content_type: String,
 }
 
 /// A web page whose status and content the test changes; it answers conditional requests when
@@ -39,8 +40,13 @@ pub struct PageServer {
 impl PageServer {
     /// Serves `html` with status 200 on a loopback port of its own.
     pub async fn start(html: &str) -> PageServer {
-        let state =
-            Arc::new(Mutex::new(PageState { status: 200, html: html.to_owned(), etag: None, delay: Duration::ZERO }));
+        let state = Arc::new(Mutex::new(PageState {
+            status: 200,
+            html: html.to_owned(),
+            etag: None,
+            delay: Duration::ZERO,
+            content_type: "text/html; charset=utf-8".to_owned(),
+        }));
         let requests = Arc::new(Mutex::new(Vec::new()));
         let (shared, log) = (Arc::clone(&state), Arc::clone(&requests));
         let app = axum::Router::new().route(
@@ -68,7 +74,7 @@ impl PageServer {
                     }
                     let mut response = axum::response::IntoResponse::into_response((
                         StatusCode::from_u16(if not_modified { 304 } else { page.status }).expect("status"),
-                        [("content-type", "text/html; charset=utf-8")],
+                        [("content-type", page.content_type)],
                         if not_modified { String::new() } else { page.html },
                     ));
                     if let Some(etag) = page.etag {
@@ -85,6 +91,11 @@ impl PageServer {
     /// Serves `html` from now on.
     pub fn set(&self, html: &str) {
         self.state.lock().expect("lock").html = html.to_owned();
+    }
+
+    /// Serves its content as `content_type` from now on (`application/json` for an API).
+    pub fn set_content_type(&self, content_type: &str) {
+        self.state.lock().expect("lock").content_type = content_type.to_owned();
     }
 
     /// Answers with `status` from now on.

@@ -120,6 +120,7 @@ on_both_backends!(
     values::a_value_that_moved_is_in_the_alert_without_conditions,
     values::presets_are_saved_as_the_rules_they_stand_for,
     values::a_value_that_keeps_failing_turns_the_watch_value_missing,
+    values::each_source_reads_a_local_page,
     delivery::per_endpoint_settings_are_validated_and_used,
     delivery::retention_purges_bodies_but_keeps_rows,
     delivery::a_long_failing_endpoint_is_disabled,

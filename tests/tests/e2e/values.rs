@@ -326,3 +326,52 @@ pub async fn a_value_that_keeps_failing_turns_the_watch_value_missing(backend: B
     assert_eq!(app.ok(&format!("/watches/{id}"), &token).await["health"], "ok");
     assert_eq!(events(&app, &token, id, "check.recovered").await.len(), 1);
 }
+
+/// Every kind of source on local pages: microdata only, the price only in the text, and a JSON
+/// API through a pointer, JSONPath and jq; the readings are stored with the snapshot.
+pub async fn each_source_reads_a_local_page(backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let token = app.account("acme").await;
+    let microdata = PageServer::start(
+        r#"<div itemscope itemtype="https://schema.org/Product"><h1 itemprop="name">Kettle</h1>
+        <div itemprop="offers" itemscope itemtype="https://schema.org/Offer">
+        <span itemprop="price" content="1299.00">1.299,00 €</span><meta itemprop="priceCurrency" content="EUR">
+        <link itemprop="availability" href="https://schema.org/OutOfStock">Sold out</div></div>"#,
+    )
+    .await;
+    let text = PageServer::start(r#"<p class="price">Now only CHF 1'299.– incl. VAT</p>"#).await;
+    let api = PageServer::start(
+        r#"{"items": [{"sku": "A1", "price": 19.5, "stock": 0}, {"sku": "B2", "price": "12,50 €", "stock": 4}]}"#,
+    )
+    .await;
+    api.set_content_type("application/json");
+    let cases = [
+        (
+            &microdata,
+            json!([{"name": "price", "type": "money", "structured": "price"},
+                   {"name": "stock", "type": "availability", "structured": "availability"}]),
+            json!({"price": {"type": "money", "amount": 1299.0, "currency": "EUR"},
+                   "stock": {"type": "availability", "value": "out_of_stock"}}),
+        ),
+        (
+            &text,
+            json!([{"name": "price", "type": "money", "selector": ".price"}]),
+            json!({"price": {"type": "money", "amount": 1299.0, "currency": "CHF"}}),
+        ),
+        (
+            &api,
+            json!([{"name": "first", "type": "money", "json_pointer": "/items/0/price", "currency": "EUR"},
+                   {"name": "mug", "type": "money", "jsonpath": "$.items[?@.sku=='B2'].price"},
+                   {"name": "stock", "type": "number", "jq": ".items | map(.stock) | add"}]),
+            json!({"first": {"type": "money", "amount": 19.5, "currency": "EUR"},
+                   "mug": {"type": "money", "amount": 12.5, "currency": "EUR"},
+                   "stock": {"type": "number", "value": 4.0}}),
+        ),
+    ];
+    for (page, values, expected) in cases {
+        let watch = app.watch_with_baseline(&token, json!({"url": page.url, "options": {"values": values}})).await;
+        let id = watch["id"].as_str().expect("id");
+        let snapshots = app.ok(&format!("/watches/{id}/snapshots"), &token).await;
+        assert_eq!(snapshots["items"][0]["values"], expected, "{}: {snapshots}", page.url);
+    }
+}
