@@ -48,7 +48,7 @@ const POLL: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl HttpApi {
     /// Feeds `hub` the changes the server records (`GET /changes`, from now on), asked every
-    /// [`POLL`] while the agent listens: push on stdio, a poll away from the server.
+    /// second while the agent listens: push on stdio, a poll away from the server.
     pub async fn feed(&self, token: &str, hub: &crate::push::Hub) {
         let mut since = now();
         loop {
