@@ -5,7 +5,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use driftwatch_test_support::{McpClient, PageServer};
+use driftwatch_test_support::{McpClient, PageServer, Receiver, eventually};
 use serde_json::{Value, json};
 
 fn names(answer: &Value) -> Vec<&str> {
@@ -63,4 +63,54 @@ async fn a_local_agent_uses_the_tools_over_stdio() {
     assert_eq!(run["outcome"], "changed", "{run}");
     let told = listening.update().await;
     assert_eq!(told["uri"], uri.as_str(), "{told}");
+
+    // The diff, and a dead letter redelivered, through the tools on stdio too.
+    let receiver = Receiver::start(404).await;
+    let endpoint_id = common::endpoint(&http, &base, &token, &receiver.url).await;
+    let queued: Value = serde_json::from_slice(
+        &http
+            .post(format!("{base}/api/v1/endpoints/{endpoint_id}/test"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .expect("test event")
+            .bytes()
+            .await
+            .expect("body"),
+    )
+    .expect("json");
+    let delivery = queued["id"].as_str().expect("delivery id").to_owned();
+    eventually("the delivery goes dead (404 is permanent)", || async {
+        let seen: Value = serde_json::from_slice(
+            &http
+                .get(format!("{base}/api/v1/deliveries/{delivery}"))
+                .bearer_auth(&token)
+                .send()
+                .await
+                .ok()?
+                .bytes()
+                .await
+                .ok()?,
+        )
+        .ok()?;
+        (seen["status"] == "dead").then_some(())
+    })
+    .await;
+    receiver.set_status(200);
+    let answers = mcp
+        .stdio(
+            &binary,
+            &base,
+            &token,
+            &json!([
+                ["call", "get_diff", {"id": watch_id}],
+                ["call", "list_dead_letters", {}],
+                ["call", "redeliver", {"id": delivery}],
+            ]),
+        )
+        .await;
+    let unified = answers[0]["structured"]["unified"].as_str().unwrap_or_default();
+    assert!(unified.contains("+In stock") && unified.contains("-Sold out"), "{}", answers[0]);
+    assert_eq!(answers[1]["structured"]["items"][0]["id"], delivery.as_str(), "{}", answers[1]);
+    assert_eq!(answers[2]["structured"]["status"], "sent", "{}", answers[2]);
 }
