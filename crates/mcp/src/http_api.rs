@@ -100,12 +100,7 @@ impl Api for HttpApi {
             let answer = builder.send().await.map_err(|e| format!("{} unreachable: {e}", self.base))?;
             let status = answer.status().as_u16();
             let bytes = answer.bytes().await.map_err(|e| e.to_string())?;
-            let body = match bytes.is_empty() {
-                true => Value::Null,
-                false => serde_json::from_slice(&bytes)
-                    .unwrap_or_else(|_| serde_json::json!({"text": String::from_utf8_lossy(&bytes)})),
-            };
-            Ok((status, body))
+            Ok((status, crate::answer_body(&bytes)))
         })
     }
 }

@@ -37,6 +37,15 @@ pub trait Api: Send + Sync + 'static {
     fn call<'a>(&'a self, token: &'a str, request: ApiRequest) -> BoxFuture<'a, Result<(u16, Value), String>>;
 }
 
+/// An API answer's body as JSON: `null` when empty, `{"text": ...}` when not JSON (such as the
+/// unified diff's `text/x-diff`).
+pub fn answer_body(bytes: &[u8]) -> Value {
+    if bytes.is_empty() {
+        return Value::Null;
+    }
+    serde_json::from_slice(bytes).unwrap_or_else(|_| json!({"text": String::from_utf8_lossy(bytes)}))
+}
+
 /// The caller, as the host's authentication found it; put in the HTTP request's extensions.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Grant {

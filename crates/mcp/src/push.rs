@@ -133,10 +133,10 @@ impl Hub {
                     .collect();
                 (sessions, sinks)
             };
-            let mut gone = Vec::new();
+            let mut gone = false;
             for (peer, uri) in sessions {
                 if peer.is_transport_closed() || peer.notify_resource_updated(param(&uri)).await.is_err() {
-                    gone.push(uri);
+                    gone = true;
                 }
             }
             for (id, sink) in sinks {
@@ -150,7 +150,7 @@ impl Hub {
                     }
                 }
             }
-            if !gone.is_empty() {
+            if gone {
                 self.lock().retain(|l| match &l.target {
                     Target::Session { peer, .. } => !peer.is_transport_closed(),
                     Target::Listen { .. } => true,

@@ -63,13 +63,7 @@ impl Api for InProcess {
             let answer = self.api.clone().oneshot(request).await.map_err(|e| e.to_string())?;
             let status = answer.status().as_u16();
             let bytes = answer.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
-            let body = if bytes.is_empty() {
-                serde_json::Value::Null
-            } else {
-                serde_json::from_slice(&bytes)
-                    .unwrap_or_else(|_| serde_json::json!({"text": String::from_utf8_lossy(&bytes)}))
-            };
-            Ok((status, body))
+            Ok((status, driftwatch_mcp::answer_body(&bytes)))
         })
     }
 }
