@@ -5,8 +5,7 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use driftwatch_core::EventType;
-use driftwatch_diff::{LineOp, TextChange};
-use serde_json::json;
+use driftwatch_diff::TextChange;
 
 mod noise;
 pub mod payload;
@@ -188,125 +187,10 @@ pub struct EndpointRef<'a> {
     pub description: &'a str,
 }
 
-/// Most diff lines shown in a Slack message.
-const SLACK_DIFF_LINES: usize = 12;
-/// Most characters of diff shown in a Slack message (Slack caps a text block at 3000).
-const SLACK_DIFF_CHARS: usize = 2500;
-
-/// A Slack message (`text` and `blocks`) for an event payload made by this crate.
-///
-/// For `change.detected`: the watch name linked to its URL, the counts, and the first changed
-/// lines of the diff; for endpoint events, one line saying what happened.
-pub fn slack_message(payload: &str) -> String {
-    let message = match v1::Payload::parse(payload) {
-        Some(v1::Payload::Change(event)) => slack_change(&event.data),
-        Some(v1::Payload::Check(event)) => {
-            let v1::CheckEvent { watch, check, .. } = event.data;
-            let (name, url) = (watch.name, watch.url);
-            let error = check.error.as_deref().unwrap_or("unknown error");
-            let failures = check.consecutive_failures;
-            let text = match event.event_type {
-                EventType::CheckRecovered => format!("{name} ({url}) is being checked successfully again."),
-                EventType::SelectorMissing => {
-                    format!("{name} ({url}): the watched element is missing ({failures} checks in a row): {error}")
-                }
-                EventType::ValueMissing => {
-                    format!("{name} ({url}): a value could not be read ({failures} checks in a row): {error}")
-                }
-                _ => format!("{name} ({url}) is failing ({failures} checks in a row): {error}"),
-            };
-            slack_text(&text)
-        }
-        Some(v1::Payload::Endpoint(event)) => {
-            let url = &event.data.endpoint.url;
-            let text = match event.event_type {
-                EventType::EndpointDisabled => format!(
-                    "driftwatch disabled the endpoint {url}: {}",
-                    event.data.reason.as_deref().unwrap_or("no reason given")
-                ),
-                _ => "driftwatch test event: this endpoint receives driftwatch notifications.".to_owned(),
-            };
-            slack_text(&text)
-        }
-        Some(v1::Payload::Condition(event)) => slack_text(&condition_sentence(event.event_type, &event.data)),
-        None => slack_text("driftwatch event"),
-    };
-    message.to_string()
-}
-
-/// The values that moved, in words: `price 67 → 45 EUR (-32.84%); stock in_stock → out_of_stock`.
-pub fn value_changes_sentence(changes: &[v1::ValueChange]) -> String {
-    let shown = |v: &serde_json::Value| match v {
-        serde_json::Value::Null => "none".to_owned(),
-        serde_json::Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
-    changes
-        .iter()
-        .map(|c| {
-            let currency = c.currency.as_deref().map(|c| format!(" {c}")).unwrap_or_default();
-            let percent = c.change_percent.map(|p| format!(" ({p:+}%)")).unwrap_or_default();
-            format!("{} {} → {}{currency}{percent}", c.name, shown(&c.from), shown(&c.to))
-        })
-        .collect::<Vec<_>>()
-        .join("; ")
-}
-
-/// One sentence for `condition.met` / `condition.cleared`: "Widget (https://…): conditions
-/// met: price 44.00 EUR is below 45".
-pub fn condition_sentence(event_type: EventType, data: &v1::ConditionEvent) -> String {
-    let state = if event_type == EventType::ConditionMet { "conditions met" } else { "conditions no longer met" };
-    format!("{} ({}): {state}: {}", data.watch.name, data.watch.url, data.reasons.join("; "))
-}
-
-/// A `change.detected` message: the watch linked to its URL, the counts, the first changed lines.
-fn slack_change(change: &v1::ChangeDetected) -> serde_json::Value {
-    let (name, url) = (change.watch.name.as_str(), change.watch.url.as_str());
-    let (added, removed) = (change.diff.added, change.diff.removed);
-    let mut excerpt = String::new();
-    let changed = change.diff.hunks.iter().flat_map(|h| &h.lines).filter_map(|l| match l.op {
-        LineOp::Added => Some(format!("+ {}", l.text)),
-        LineOp::Removed => Some(format!("- {}", l.text)),
-        LineOp::Context => None,
-    });
-    for line in changed.take(SLACK_DIFF_LINES) {
-        if excerpt.len() + line.len() > SLACK_DIFF_CHARS {
-            break;
-        }
-        excerpt.push_str(&line);
-        excerpt.push('\n');
-    }
-    let text = format!("Change detected on {name} ({url}): +{added} / -{removed} lines");
-    let mut message = json!({
-        "text": text,
-        "blocks": [
-            {"type": "section", "text": {"type": "mrkdwn", "text": format!("*Change detected:* <{url}|{}>", slack_escape(name))}},
-            {"type": "context", "elements": [{"type": "mrkdwn", "text": format!("+{added} lines, -{removed} lines")}]},
-            {"type": "section", "text": {"type": "mrkdwn", "text": format!("```{}```", slack_escape(excerpt.trim_end()))}},
-        ]
-    });
-    // Values that moved, in their own block; a watch without values keeps the message it had.
-    if !change.values.is_empty()
-        && let Some(blocks) = message["blocks"].as_array_mut()
-    {
-        let moved = slack_escape(&value_changes_sentence(&change.values));
-        blocks.insert(2, json!({"type": "section", "text": {"type": "mrkdwn", "text": format!("*Values:* {moved}")}}));
-    }
-    message
-}
-
-/// A one-line message.
-fn slack_text(text: &str) -> serde_json::Value {
-    json!({"text": text, "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": slack_escape(text)}}]})
-}
-
-/// Escapes the three characters Slack's mrkdwn treats as control characters.
-fn slack_escape(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
-}
-
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -444,30 +328,11 @@ mod tests {
     }
 
     #[test]
-    fn slack_messages_show_the_change() {
-        let change = driftwatch_diff::diff_texts("price 10\n", "price 12\n", "snp_a", "snp_b");
-        let body = change_payload(
-            "evt_1",
-            WatchRef { id: "wat_1", name: "Prices", url: "https://example.com/" },
-            &change,
-            SnapshotPair { previous: "snp_a", current: "snp_b" },
-            Utc::now(),
-        );
-        let slack: serde_json::Value = serde_json::from_str(&slack_message(&body)).expect("json");
-        assert_eq!(slack["text"], "Change detected on Prices (https://example.com/): +1 / -1 lines");
-        let excerpt = slack["blocks"][2]["text"]["text"].as_str().expect("excerpt");
-        assert_eq!(excerpt, "```- price 10\n+ price 12```");
-    }
-
-    #[test]
-    fn endpoint_events_render_for_webhooks_and_slack() {
+    fn endpoint_events_carry_the_endpoint_and_reason() {
         let endpoint = EndpointRef { id: "end_1", url: "https://hooks.example/x", description: "ops" };
         let body = endpoint_payload(EventType::EndpointDisabled, "evt_2", endpoint, Some("410 <Gone>"), Utc::now());
         let v: serde_json::Value = serde_json::from_str(&body).expect("json");
         assert_eq!(v["type"], "endpoint.disabled");
         assert_eq!(v["data"]["reason"], "410 <Gone>");
-        let slack: serde_json::Value = serde_json::from_str(&slack_message(&body)).expect("json");
-        assert!(slack["text"].as_str().is_some_and(|t| t.contains("disabled the endpoint https://hooks.example/x")));
-        assert!(slack["blocks"][0]["text"]["text"].as_str().is_some_and(|t| t.contains("&lt;Gone&gt;")));
     }
 }

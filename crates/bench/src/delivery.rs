@@ -25,7 +25,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use diesel::Connection as _;
-use driftwatch_core::{Clock as _, EndpointKind, EventType, IdKind, SystemClock, new_id};
+use driftwatch_channels::EndpointKind;
+use driftwatch_core::{Clock as _, EventType, IdKind, SystemClock, new_id};
 use driftwatch_delivery::{DeliveryConfig, DeliveryWorker, RetryPolicy};
 use driftwatch_store::outbox::NewEvent;
 use driftwatch_store::render::{Recipient, Render as _, WatchFacts};
@@ -318,7 +319,7 @@ async fn receiver(kind: EndpointKind, capacity: usize, endpoints: usize) -> anyh
 mod standin {
     use axum::http::{HeaderMap, Method, StatusCode};
     use axum::response::{IntoResponse as _, Response};
-    use driftwatch_core::EndpointKind;
+    use driftwatch_channels::EndpointKind;
     use serde_json::{Map, Value, json};
 
     /// One request as received.
@@ -872,6 +873,8 @@ fn render(channels: &driftwatch_channels::Channels, to: &Endpoint, event: &Event
         title_template: to.title_template.as_deref(),
         body_template: to.body_template.as_deref(),
     };
+    let event =
+        driftwatch_store::render::EventRef { id: &event.id, event_type: &event.event_type, payload: &event.payload };
     channels.body(&recipient, event, WatchFacts::default())
 }
 

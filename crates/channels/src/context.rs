@@ -147,7 +147,7 @@ impl Context {
                     format!("{} changed: +{} / -{} lines", change.watch.name, change.diff.added, change.diff.removed);
                 if !change.values.is_empty() {
                     context.summary.push_str("; ");
-                    context.summary.push_str(&driftwatch_alert::value_changes_sentence(&change.values));
+                    context.summary.push_str(&crate::message::value_changes_sentence(&change.values));
                 }
             }
             Some(v1::Payload::Check(envelope)) => {
@@ -199,7 +199,7 @@ impl Context {
             }
             Some(v1::Payload::Condition(envelope)) => {
                 context.event.time = envelope.timestamp.clone();
-                context.summary = driftwatch_alert::condition_sentence(envelope.event_type, &envelope.data);
+                context.summary = crate::message::condition_sentence(envelope.event_type, &envelope.data);
                 let data = envelope.data;
                 context.watch = watch_vars(&data.watch, tags);
                 context.link = match public {

@@ -1,29 +1,31 @@
-//! Where events go. Each endpoint kind (webhook, Slack, email, Discord, Telegram, Teams, ntfy,
-//! Pushover, Gotify, Matrix, generic HTTP) has:
-//! - its settings and secrets, checked at save ([`settings`]);
-//! - its message, rendered once at enqueue from the event and the endpoint's templates
-//!   ([`message`], [`email`], [`template`]), stored and re-sent byte for byte;
-//! - the request that carries it, built at send with the opened secrets ([`outgoing`]).
+//! Where events go. Each endpoint kind (webhook, Slack, email, Discord, Telegram, Teams,
+//! Mattermost, ntfy, Pushover, Gotify, Matrix, generic HTTP) lives in one file under
+//! [`kinds`], behind the [`Kind`] trait: its spec (what the UI form and the API's documents
+//! are made of), its rules, its message, the request that carries it, and its Apprise URL.
+//! Around them:
+//! - settings and secrets, checked at save against the kind's spec ([`settings`]);
+//! - what every message is made of ([`context`], [`message`], [`template`]): rendered once at
+//!   enqueue from the event and the endpoint's templates, stored and re-sent byte for byte;
+//! - the request, built at send with the opened secrets ([`outgoing`]);
+//! - Apprise URLs as endpoints ([`apprise`]).
 //!
-//! [`Channels`] is the store's [`Render`]: the outbox asks it for each delivery's body.
+//! [`Channels`] is the outbox's [`Render`]. Pure: no IO, and no database (the seam is
+//! `driftwatch_core::render`).
 
 pub mod apprise;
 pub mod context;
-pub mod email;
+pub mod kinds;
 pub mod message;
 pub mod outgoing;
 pub mod settings;
 pub mod template;
 
-use std::str::FromStr;
-
-use driftwatch_core::EndpointKind;
-use driftwatch_store::Event;
-use driftwatch_store::render::{Recipient, Render, WatchFacts};
+use driftwatch_core::render::{EventRef, Recipient, Render, WatchFacts};
 
 pub use context::Context;
+pub use kinds::{EndpointKind, Kind, Security, Spec, Transport};
 pub use message::Templates;
-pub use settings::{FieldError, Secrets, Security, Settings};
+pub use settings::{FieldError, Secrets, Settings};
 pub use template::TemplateError;
 
 /// Renders every kind's body. Cheap to clone.
@@ -40,8 +42,8 @@ impl Channels {
     }
 
     /// The variables of `event` for an endpoint (what templates see).
-    pub fn context(&self, event: &Event, tags: &str) -> Context {
-        Context::new(&event.id, &event.event_type, &event.payload, tags, self.public_url.as_deref())
+    pub fn context(&self, event: EventRef<'_>, tags: &str) -> Context {
+        Context::new(event.id, event.event_type, event.payload, tags, self.public_url.as_deref())
     }
 
     /// The sample event's variables.
@@ -58,16 +60,13 @@ impl Channels {
         context: &Context,
         templates: Templates<'_>,
     ) -> Result<Vec<u8>, String> {
-        match kind {
-            EndpointKind::Email => email::message(settings, context, templates, endpoint_id),
-            kind => message::body(kind, settings, context, templates),
-        }
+        kind.kind().message(kinds::Message { endpoint_id, settings, context, templates })
     }
 }
 
 impl Render for Channels {
-    fn body(&self, to: &Recipient<'_>, event: &Event, watch: WatchFacts<'_>) -> Result<Vec<u8>, String> {
-        let kind = EndpointKind::from_str(to.kind).map_err(|_| format!("unknown endpoint kind `{}`", to.kind))?;
+    fn body(&self, to: &Recipient<'_>, event: EventRef<'_>, watch: WatchFacts<'_>) -> Result<Vec<u8>, String> {
+        let kind: EndpointKind = to.kind.parse().map_err(|_| format!("unknown endpoint kind `{}`", to.kind))?;
         if kind == EndpointKind::Webhook {
             // The payload as it is: no parse, no context.
             return Ok(event.payload.as_bytes().to_vec());

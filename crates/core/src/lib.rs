@@ -6,10 +6,12 @@
 
 mod clock;
 pub mod duration;
+mod field_error;
 mod id;
 mod options;
 pub mod password;
 mod regexes;
+pub mod render;
 mod sealed;
 mod secret;
 mod status;
@@ -19,6 +21,7 @@ pub mod values;
 
 pub use clock::{Clock, SystemClock};
 pub use duration::{format_duration, parse_duration, parse_schedule};
+pub use field_error::FieldError;
 pub use id::{IdKind, id_floor, new_id};
 pub use options::{
     Compare, DEFAULT_MIN_VISUAL_CHANGE_PERCENT, Engine, ExtractOptions, FetchSpec, MAX_STEPS, NoiseRules, Region,
@@ -33,8 +36,8 @@ pub use secret::{
     API_TOKEN_PREFIX, WEBHOOK_SECRET_PREFIX, hash_token, hex, new_api_token, new_random_key, new_webhook_secret,
 };
 pub use status::{
-    AttemptErrorKind, AttemptTrigger, DeliveryStatus, EndpointKind, EventType, ParseEnumError, RecoveryState,
-    RunOutcome, WatchHealth, WatchState,
+    AttemptErrorKind, AttemptTrigger, DeliveryStatus, EventType, ParseEnumError, RecoveryState, RunOutcome,
+    WatchHealth, WatchState,
 };
 pub use text::{storable, storable_opt};
 pub use timing::{Backoff, Timing, TimingError};

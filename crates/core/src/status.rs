@@ -11,6 +11,13 @@ pub struct ParseEnumError {
     value: String,
 }
 
+impl ParseEnumError {
+    /// `value` is not a `kind` (an enum declared outside this crate, such as endpoint kinds).
+    pub fn new(kind: &'static str, value: &str) -> ParseEnumError {
+        ParseEnumError { kind, value: value.to_owned() }
+    }
+}
+
 /// Declares a text-backed enum: stored and serialised as its snake_case name.
 macro_rules! text_enum {
     ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
@@ -109,34 +116,6 @@ text_enum! {
         Sent => "sent",
         /// Given up (attempts exhausted or a permanent failure): in the dead-letter queue.
         Dead => "dead",
-    }
-}
-
-text_enum! {
-    /// How an endpoint receives events.
-    EndpointKind {
-        /// A Standard Webhooks signed POST of the event payload.
-        Webhook => "webhook",
-        /// A Slack incoming webhook: the event rendered as a Slack message.
-        Slack => "slack",
-        /// An email over SMTP: a plain-text and an HTML part.
-        Email => "email",
-        /// A Discord webhook: an embed.
-        Discord => "discord",
-        /// A Telegram bot message to one chat, in Telegram's HTML subset.
-        Telegram => "telegram",
-        /// A Microsoft Teams Workflows webhook: an Adaptive Card.
-        Teams => "teams",
-        /// An ntfy topic.
-        Ntfy => "ntfy",
-        /// A Pushover message.
-        Pushover => "pushover",
-        /// A Gotify message.
-        Gotify => "gotify",
-        /// A Matrix room message.
-        Matrix => "matrix",
-        /// Any HTTP API: method, URL, headers and a body template.
-        Http => "http",
     }
 }
 

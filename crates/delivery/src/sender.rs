@@ -4,8 +4,8 @@ use std::time::{Duration, Instant};
 
 use std::str::FromStr as _;
 
-use driftwatch_channels::{Secrets, Settings};
-use driftwatch_core::{AttemptErrorKind, EndpointKind};
+use driftwatch_channels::{EndpointKind, Secrets, Settings, Transport};
+use driftwatch_core::AttemptErrorKind;
 use driftwatch_net::{ClientOptions, Redirects, TargetPolicy, blocked_reason, vet_url};
 use driftwatch_store::Endpoint;
 
@@ -135,7 +135,7 @@ impl Sender {
             Err(e) => return failure(AttemptErrorKind::Secret, e),
         };
         let settings = Settings::parse(&endpoint.settings);
-        if kind == EndpointKind::Email {
+        if kind.spec().transport == Transport::Smtp {
             return crate::smtp::send(&self.options, endpoint, &settings, &secrets, body, started).await;
         }
         let outgoing =

@@ -80,7 +80,7 @@ pub(crate) async fn send(
         retry_after: None,
     };
     let unsendable = |kind: AttemptErrorKind, error: String| result(Outcome::Unsendable, Some(kind), Some(error), None);
-    let Some((host, port)) = server(&endpoint.url, settings.security.unwrap_or_default()) else {
+    let Some((host, port)) = server(&endpoint.url, Security::of(settings)) else {
         return unsendable(AttemptErrorKind::Url, format!("not an SMTP server URL: {}", endpoint.url));
     };
     let envelope = match envelope(settings) {
@@ -103,7 +103,7 @@ pub(crate) async fn send(
         },
         Err(e) => return unsendable(AttemptErrorKind::Blocked, e.to_string()),
     };
-    let security = settings.security.unwrap_or_default();
+    let security = Security::of(settings);
     let tls = match security {
         Security::Plain => Tls::None,
         Security::Starttls | Security::Tls => match options
@@ -122,8 +122,9 @@ pub(crate) async fn send(
         .port(address.port())
         .timeout(Some(options.timeout))
         .tls(tls);
-    if let Some(username) = &settings.username {
-        builder = builder.credentials(Credentials::new(username.clone(), secrets.password.clone().unwrap_or_default()));
+    if let Some(username) = settings.text("username") {
+        let password = secrets.text("password").unwrap_or_default().to_owned();
+        builder = builder.credentials(Credentials::new(username.to_owned(), password));
     }
     let transport = builder.build();
     match transport.send_raw(&envelope, body).await {
@@ -172,9 +173,12 @@ fn server(url: &str, security: Security) -> Option<(String, u16)> {
 }
 
 fn envelope(settings: &Settings) -> Result<Envelope, String> {
-    let from: Mailbox = settings.from.as_deref().unwrap_or_default().parse().map_err(|e| format!("from: {e}"))?;
-    let to: Result<Vec<Address>, String> =
-        settings.to.iter().map(|to| to.parse::<Mailbox>().map(|m| m.email).map_err(|e| format!("to: {e}"))).collect();
+    let from: Mailbox = settings.text("from").unwrap_or_default().parse().map_err(|e| format!("from: {e}"))?;
+    let to: Result<Vec<Address>, String> = settings
+        .list("to")
+        .iter()
+        .map(|to| to.parse::<Mailbox>().map(|m| m.email).map_err(|e| format!("to: {e}")))
+        .collect();
     Envelope::new(Some(from.email), to?).map_err(|e| format!("envelope: {e}"))
 }
 

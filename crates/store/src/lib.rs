@@ -23,7 +23,9 @@ pub mod outbox;
 pub mod overview;
 mod predicates;
 pub mod recoveries;
-pub mod render;
+/// The seam through which the outbox renders bodies; it lives in `core` so that `channels`
+/// need not depend on the store.
+pub use driftwatch_core::render;
 pub mod retention;
 pub mod runs;
 pub mod screenshots;

@@ -227,7 +227,7 @@ fn delivery_row(
     let event = &new.event;
     let (body, status, last_error, finished_at) = match render.body(
         &to.as_render(),
-        event,
+        crate::render::EventRef { id: &event.id, event_type: &event.event_type, payload: &event.payload },
         crate::render::WatchFacts { tags },
     ) {
         Ok(body) => (body, DeliveryStatus::Queued, None, None),

@@ -2,7 +2,8 @@
 //! of a change.
 
 use chrono::{DateTime, Utc};
-use driftwatch_core::{EndpointKind, EventType};
+use driftwatch_channels::{EndpointKind, Transport};
+use driftwatch_core::EventType;
 use driftwatch_net::TargetPolicy;
 use driftwatch_store::Endpoint;
 use driftwatch_store::endpoints::EndpointChanges;
@@ -123,11 +124,11 @@ pub fn valid_channel(
     policy: TargetPolicy,
 ) -> Result<Channel, Vec<FieldError>> {
     let mut errors = Vec::new();
-    let url = match (url.trim(), driftwatch_channels::settings::default_url(kind)) {
+    let url = match (url.trim(), kind.spec().default_url) {
         ("", Some(default)) => default.to_owned(),
         (url, _) => url.to_owned(),
     };
-    let url = if kind == EndpointKind::Email {
+    let url = if kind.spec().transport == Transport::Smtp {
         // smtp://host:port, with the host held to the same guard as any other target.
         match url::Url::parse(&url) {
             Ok(parsed) if parsed.scheme() == "smtp" && parsed.host_str().is_some() => {
@@ -159,7 +160,7 @@ pub fn valid_channel(
         match driftwatch_channels::settings::validate(kind, &url, input.settings.as_ref(), input.secrets.as_ref()) {
             Ok(parsed) => Some(parsed),
             Err(e) => {
-                errors.push(FieldError::new(e.field, e.message));
+                errors.push(e);
                 None
             }
         };

@@ -25,21 +25,8 @@ pub use watch::{
     watch_changes,
 };
 
-/// One invalid field.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct FieldError {
-    /// The field's name (`url`, `selector`, `options.fetch.timeout_seconds`, ...).
-    pub field: String,
-    /// What is wrong with it, for people.
-    pub message: String,
-}
-
-impl FieldError {
-    /// `field` is wrong: `message`.
-    pub fn new(field: impl Into<String>, message: impl Into<String>) -> FieldError {
-        FieldError { field: field.into(), message: message.into() }
-    }
-}
+/// One invalid field: the workspace's one shape of it.
+pub use driftwatch_core::FieldError;
 
 /// One or more invalid fields of a request, in the order of the fields.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

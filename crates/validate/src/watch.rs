@@ -122,10 +122,7 @@ pub fn valid_options(options: &WatchOptions, limits: &Limits) -> Result<String, 
         .map_err(|e| FieldError::new(format!("options.{}", e.field), e.message))?;
     driftwatch_alert::Noise::new(&options.noise)
         .map_err(|e| FieldError::new(format!("options.{}", e.field), e.message))?;
-    let within = |e: driftwatch_values::FieldError, prefix: &str| {
-        let e = e.within(prefix);
-        FieldError::new(e.field, e.message)
-    };
+    let within = |e: FieldError, prefix: &str| e.within(prefix);
     // A preset is saved as the rules it stands for (and may add the value it is about).
     let mut options = std::borrow::Cow::Borrowed(options);
     if options.conditions.as_ref().is_some_and(Conditions::names_a_preset) {

@@ -22,24 +22,4 @@ pub use typed::{Typed, ValueChange, Values, changes};
 
 /// A field at fault and why, named within what was checked (`values[0].regex`,
 /// `rules[1].operand`); callers put their own prefix before it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{field}: {message}")]
-pub struct FieldError {
-    /// The field.
-    pub field: String,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl FieldError {
-    /// A field at fault.
-    pub fn new(field: impl Into<String>, message: impl Into<String>) -> FieldError {
-        FieldError { field: field.into(), message: message.into() }
-    }
-
-    /// The same error with the field inside `prefix` (`values[0]` + `regex`).
-    pub fn within(mut self, prefix: &str) -> FieldError {
-        self.field = if self.field.is_empty() { prefix.to_owned() } else { format!("{prefix}.{}", self.field) };
-        self
-    }
-}
+pub use driftwatch_core::FieldError;

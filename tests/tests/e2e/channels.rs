@@ -14,6 +14,7 @@ const WAIT: Duration = Duration::from_secs(20);
 const BOT_TOKEN: &str = "424242:SECRET-bot-token-for-tests";
 const PUSHOVER_TOKEN: &str = "azGDORePK8gMaC0QOYAMyEEuzJnyUi";
 const PUSHOVER_USER: &str = "uQiRzpo4DXghDmr9QzzfQu27cmVRsG";
+const MATTERMOST_HOOK: &str = "/hooks/xq8sd3ne7tfdzq9u1wyk5ebhwr";
 
 /// Each chat kind's endpoint body against `chat`, and whose path it lands on.
 fn chat_kinds(chat: &ChatServer) -> Vec<(Provider, Value)> {
@@ -28,6 +29,10 @@ fn chat_kinds(chat: &ChatServer) -> Vec<(Provider, Value)> {
             json!({"kind": "telegram", "url": base, "settings": {"chat_id": -1001234}, "secrets": {"bot_token": BOT_TOKEN}}),
         ),
         (Provider::Teams, json!({"kind": "teams", "url": chat.url("/teams/workflow-1")})),
+        (
+            Provider::Mattermost,
+            json!({"kind": "mattermost", "url": chat.url(MATTERMOST_HOOK), "settings": {"channel": "shop-alerts", "username": "driftwatch"}}),
+        ),
         (
             Provider::Ntfy,
             json!({"kind": "ntfy", "url": base, "settings": {"topic": "shop-alerts", "priority": 4, "tags": ["warning"]}, "secrets": {"token": "tk_ntfy"}}),
@@ -98,6 +103,14 @@ pub async fn every_chat_kind_is_delivered_in_its_providers_shape(backend: Backen
     assert_eq!(telegram["chat_id"], -1001234);
     let teams = json_of(Provider::Teams);
     assert_eq!(teams["attachments"][0]["content"]["type"], "AdaptiveCard");
+    let mattermost = json_of(Provider::Mattermost);
+    let text = mattermost["text"].as_str().expect("text");
+    assert!(text.starts_with("#### Widget <b> changed\n") && text.contains("```diff\n"), "{mattermost}");
+    assert!(text.contains("- Price: 10 EUR") && text.contains("+ Price: 12 EUR"), "{text}");
+    assert_eq!(
+        (mattermost["channel"].as_str(), mattermost["username"].as_str()),
+        (Some("shop-alerts"), Some("driftwatch"))
+    );
     let ntfy = chat.accepted(Provider::Ntfy)[0].clone();
     assert_eq!(ntfy.header("authorization"), "Bearer tk_ntfy");
     assert_eq!((ntfy.json.as_ref().expect("json")["priority"].as_i64()), Some(4));
@@ -489,6 +502,7 @@ pub async fn apprise_urls_become_endpoints(backend: Backend) {
         (format!("ntfy://{host}/shop-alerts"), "ntfy", Provider::Ntfy),
         (format!("gotify://{host}/AbCdEf123"), "gotify", Provider::Gotify),
         (format!("json://{host}/hook/n8n"), "http", Provider::Generic),
+        (format!("mmost://{host}{MATTERMOST_HOOK}?channel=shop-alerts"), "mattermost", Provider::Mattermost),
     ] {
         let (status, created) = app.post("/endpoints/import", &token, json!({"apprise_url": apprise})).await;
         assert_eq!((status, created["kind"].as_str()), (StatusCode::CREATED, Some(kind)), "{created}");

@@ -11,14 +11,13 @@
 //! token's colon would read as a port, and a Matrix room's `#` as a fragment. The URLs built
 //! from it go through [`url::Url`].
 
-use driftwatch_core::EndpointKind;
 use serde_json::Value;
 
-mod schemes;
+use crate::kinds::EndpointKind;
+
+pub(crate) mod schemes;
 #[cfg(test)]
 mod tests;
-
-use schemes::{discord, email, gotify, http, matrix, native, ntfy, pushover, telegram};
 
 /// An endpoint as an Apprise URL describes it.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,7 +38,7 @@ pub struct Imported {
 pub struct ImportError(pub String);
 
 /// A refusal of a `scheme://` URL.
-fn fail<T>(scheme: &str, message: impl std::fmt::Display) -> Result<T, ImportError> {
+pub(crate) fn fail<T>(scheme: &str, message: impl std::fmt::Display) -> Result<T, ImportError> {
     Err(ImportError(format!("`{scheme}://`: {message}")))
 }
 
@@ -48,32 +47,18 @@ pub fn parse(apprise_url: &str) -> Result<Imported, ImportError> {
     let parts = split(apprise_url)?;
     let scheme = parts.scheme.as_str();
     let imported = match scheme {
-        "mailto" | "mailtos" => email(&parts)?,
-        "discord" => discord(&parts)?,
-        "http" | "https" => native(&parts)?,
-        "tgram" => telegram(&parts)?,
-        "ntfy" | "ntfys" => ntfy(&parts)?,
-        "pover" => pushover(&parts)?,
-        "gotify" | "gotifys" => gotify(&parts)?,
-        "matrix" | "matrixs" => matrix(&parts)?,
-        "json" | "jsons" => http(&parts)?,
-        "slack" => {
-            return Err(ImportError(
-                "`slack://` cannot be imported yet: add it as a slack endpoint with its webhook URL".into(),
-            ));
-        }
-        "msteams" | "workflow" | "workflows" => {
-            return Err(ImportError(format!(
-                "`{scheme}://` cannot be imported yet: add it as a teams endpoint with its webhook URL"
-            )));
-        }
+        // A provider's own webhook URL (Discord's), as Apprise takes it.
+        "http" | "https" => schemes::native(&parts)?,
         "form" | "forms" | "xml" | "xmls" => {
             return Err(ImportError(format!(
                 "`{scheme}://` cannot be imported: driftwatch's http endpoints send the body of their template; \
                  add one with a body template in the shape the receiver expects"
             )));
         }
-        other => return Err(ImportError(format!("`{other}://` is not a notification driftwatch can map"))),
+        _ => match EndpointKind::of_apprise_scheme(scheme) {
+            Some(kind) => kind.kind().from_apprise(&parts)?,
+            None => return Err(ImportError(format!("`{scheme}://` is not a notification driftwatch can map"))),
+        },
     };
     // What comes out must be what an endpoint accepts; the check names fields, not values.
     crate::settings::validate(imported.kind, &imported.url, Some(&imported.settings), Some(&imported.secrets))
@@ -85,42 +70,42 @@ pub fn parse(apprise_url: &str) -> Result<Imported, ImportError> {
 /// no fragment (Matrix rooms and Slack channels start with it), `+` in a value is no space
 /// (tokens hold it).
 #[derive(Debug)]
-struct Parts {
+pub struct Parts {
     /// Lower case.
-    scheme: String,
+    pub(crate) scheme: String,
     /// `user:password@host:port` as written.
-    authority: String,
+    pub(crate) authority: String,
     /// Decoded.
-    user: String,
+    pub(crate) user: String,
     /// Decoded.
-    password: String,
+    pub(crate) password: String,
     /// Decoded; with its port when that port is not a number (a Telegram token).
-    host: String,
-    port: Option<u16>,
+    pub(crate) host: String,
+    pub(crate) port: Option<u16>,
     /// Decoded segments, empty ones dropped.
-    path: Vec<String>,
+    pub(crate) path: Vec<String>,
     /// Whether the path as written ends with `/`.
-    trailing_slash: bool,
+    pub(crate) trailing_slash: bool,
     /// Keys as written (`+Header` keeps its case), values decoded and trimmed; a later key
     /// wins, as in Apprise.
-    query: Vec<(String, String)>,
+    pub(crate) query: Vec<(String, String)>,
 }
 
 impl Parts {
     /// The non-empty value of `key` (case-insensitive; no `+`, `-` or `:` prefix).
-    fn query(&self, key: &str) -> Option<&str> {
+    pub(crate) fn query(&self, key: &str) -> Option<&str> {
         self.query.iter().rev().find(|(k, v)| k.eq_ignore_ascii_case(key) && !v.is_empty()).map(|(_, v)| v.as_str())
     }
 
     /// Path segments and the entries of `?to=`: the targets of most plugins.
-    fn targets(&self) -> Vec<String> {
+    pub(crate) fn targets(&self) -> Vec<String> {
         let mut targets = self.path.clone();
         targets.extend(list(self.query("to")));
         targets
     }
 
     /// `http(s)://host[:port]` followed by `segments`, the host checked.
-    fn http_url<'a>(
+    pub(crate) fn http_url<'a>(
         &self,
         secure: bool,
         segments: impl IntoIterator<Item = &'a String>,
@@ -143,14 +128,18 @@ impl Parts {
     }
 
     /// The API server, `http(s)://host[:port][/prefix]`, without a trailing slash.
-    fn base_url<'a>(&self, secure: bool, prefix: impl IntoIterator<Item = &'a String>) -> Result<String, ImportError> {
+    pub(crate) fn base_url<'a>(
+        &self,
+        secure: bool,
+        prefix: impl IntoIterator<Item = &'a String>,
+    ) -> Result<String, ImportError> {
         let url = self.http_url(secure, prefix)?;
         Ok(url.as_str().trim_end_matches('/').to_owned())
     }
 }
 
 /// Percent-decodes `text`, a `+` staying a `+`.
-fn decode(text: &str) -> String {
+pub(crate) fn decode(text: &str) -> String {
     url::form_urlencoded::parse(format!("x={}", text.replace('+', "%2B")).as_bytes())
         .next()
         .map(|(_, v)| v.into_owned())
@@ -158,7 +147,7 @@ fn decode(text: &str) -> String {
 }
 
 /// Apprise's lists: items between commas, semicolons or spaces.
-fn list(value: Option<&str>) -> Vec<String> {
+pub(crate) fn list(value: Option<&str>) -> Vec<String> {
     value
         .unwrap_or_default()
         .split([',', ';', ' ', '\t'])
@@ -222,7 +211,7 @@ fn split(raw: &str) -> Result<Parts, ImportError> {
 }
 
 /// Maps a priority the way Apprise does: the first key the given value starts with.
-fn priority(value: Option<&str>, map: &[(&str, i64)]) -> Option<i64> {
+pub(crate) fn priority(value: Option<&str>, map: &[(&str, i64)]) -> Option<i64> {
     let value = value?.to_ascii_lowercase();
     map.iter().find(|(prefix, _)| value.starts_with(prefix)).map(|(_, p)| *p)
 }

@@ -1,12 +1,12 @@
 //! Each scheme's form, as Apprise's plugins read it.
 
 use base64::Engine as _;
-use driftwatch_core::EndpointKind;
 use serde_json::{Map, Value, json};
 
 use super::{ImportError, Imported, Parts, decode, fail, list, priority};
+use crate::kinds::EndpointKind;
 
-pub(super) fn email(p: &Parts) -> Result<Imported, ImportError> {
+pub(crate) fn email(p: &Parts) -> Result<Imported, ImportError> {
     let scheme = p.scheme.as_str();
     let user = p.query("user").map_or_else(|| p.user.clone(), str::to_owned);
     let password = p.query("pass").map_or_else(|| p.password.clone(), str::to_owned);
@@ -121,14 +121,14 @@ fn discord_webhook(scheme: &str, id: &str, token: &str, p: &Parts) -> Result<Imp
     Ok(Imported { kind: EndpointKind::Discord, url, settings: json!({}), secrets: json!({}) })
 }
 
-pub(super) fn discord(p: &Parts) -> Result<Imported, ImportError> {
+pub(crate) fn discord(p: &Parts) -> Result<Imported, ImportError> {
     // discord://webhook_id/webhook_token, or discord://botname@webhook_id/webhook_token.
     let token = p.path.first().map_or("", String::as_str);
     discord_webhook(&p.scheme, &p.host, token, p)
 }
 
 /// A service's own `https://` URL, which Apprise also takes: Discord's webhooks.
-pub(super) fn native(p: &Parts) -> Result<Imported, ImportError> {
+pub(crate) fn native(p: &Parts) -> Result<Imported, ImportError> {
     let host = p.host.to_ascii_lowercase();
     let discord_host = ["discord.com", "discordapp.com", "canary.discord.com", "ptb.discord.com"];
     match (host.as_str(), p.path.as_slice()) {
@@ -151,7 +151,7 @@ pub(super) fn native(p: &Parts) -> Result<Imported, ImportError> {
     }
 }
 
-pub(super) fn telegram(p: &Parts) -> Result<Imported, ImportError> {
+pub(crate) fn telegram(p: &Parts) -> Result<Imported, ImportError> {
     let scheme = p.scheme.as_str();
     // tgram://bot_token/chat_id: the token's colon is no port, so read the authority as
     // written, as Apprise does (`bot` before it and `name@` are allowed).
@@ -197,7 +197,7 @@ pub(super) fn telegram(p: &Parts) -> Result<Imported, ImportError> {
     })
 }
 
-pub(super) fn ntfy(p: &Parts) -> Result<Imported, ImportError> {
+pub(crate) fn ntfy(p: &Parts) -> Result<Imported, ImportError> {
     let scheme = p.scheme.as_str();
     let mut topics = p.targets();
     let host_ok = !p.host.is_empty() && url::Host::parse(&p.host).is_ok();
@@ -268,7 +268,7 @@ pub(super) fn ntfy(p: &Parts) -> Result<Imported, ImportError> {
     Ok(Imported { kind: EndpointKind::Ntfy, url, settings: Value::Object(settings), secrets })
 }
 
-pub(super) fn pushover(p: &Parts) -> Result<Imported, ImportError> {
+pub(crate) fn pushover(p: &Parts) -> Result<Imported, ImportError> {
     let scheme = p.scheme.as_str();
     // pover://user_key@app_token[/device…]
     if p.user.is_empty() || p.host.is_empty() {
@@ -304,7 +304,7 @@ pub(super) fn pushover(p: &Parts) -> Result<Imported, ImportError> {
     })
 }
 
-pub(super) fn gotify(p: &Parts) -> Result<Imported, ImportError> {
+pub(crate) fn gotify(p: &Parts) -> Result<Imported, ImportError> {
     let scheme = p.scheme.as_str();
     // gotify://host[:port][/path]/app_token
     let Some((token, prefix)) = p.path.split_last() else {
@@ -341,7 +341,7 @@ pub(super) fn gotify(p: &Parts) -> Result<Imported, ImportError> {
     })
 }
 
-pub(super) fn matrix(p: &Parts) -> Result<Imported, ImportError> {
+pub(crate) fn matrix(p: &Parts) -> Result<Imported, ImportError> {
     let scheme = p.scheme.as_str();
     match p.query("mode").map(str::to_ascii_lowercase).as_deref() {
         None | Some("off") => {}
@@ -391,7 +391,7 @@ fn secret_header(name: &str) -> bool {
         || ["auth", "token", "key", "secret", "pass", "session", "signature"].iter().any(|s| name.contains(s))
 }
 
-pub(super) fn http(p: &Parts) -> Result<Imported, ImportError> {
+pub(crate) fn http(p: &Parts) -> Result<Imported, ImportError> {
     let scheme = p.scheme.as_str();
     let mut segments = p.path.clone();
     if p.trailing_slash && !segments.is_empty() {

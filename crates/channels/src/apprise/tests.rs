@@ -214,7 +214,7 @@ fn what_cannot_be_mapped_names_its_scheme() {
         ("slack://TokenA/TokenB/TokenC/#chan", "`slack://` cannot be imported yet: add it as a slack endpoint"),
         ("msteams://a/b/c", "`msteams://` cannot be imported yet: add it as a teams endpoint"),
         ("form://h.example/x", "`form://` cannot be imported"),
-        ("mmost://h.example/token", "`mmost://` is not a notification driftwatch can map"),
+        ("rocket://h.example/token", "`rocket://` is not a notification driftwatch can map"),
         ("XYZ://whatever", "`xyz://` is not a notification driftwatch can map"),
         ("https://hooks.slack.com/services/T/B/X", "slack endpoint"),
         ("https://example.com/hook", "webhook or http endpoint"),

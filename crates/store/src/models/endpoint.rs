@@ -13,7 +13,7 @@ pub struct Endpoint {
     pub id: String,
     /// Owner.
     pub account_id: String,
-    /// [`driftwatch_core::EndpointKind`].
+    /// The kind's stored name (`webhook`, `slack`, ...; `driftwatch_channels::EndpointKind`).
     pub kind: String,
     /// Receiver URL.
     pub url: String,
@@ -114,7 +114,7 @@ impl Endpoint {
         Endpoint {
             id: driftwatch_core::new_id(driftwatch_core::IdKind::Endpoint),
             account_id: account_id.to_owned(),
-            kind: driftwatch_core::EndpointKind::Webhook.as_str().to_owned(),
+            kind: "webhook".to_owned(),
             url: url.to_owned(),
             description: String::new(),
             secret: driftwatch_core::new_webhook_secret(),

@@ -6,6 +6,7 @@ mod common;
 mod discord;
 mod gotify;
 mod matrix;
+mod mattermost;
 mod ntfy;
 mod provider;
 mod pushover;
@@ -230,6 +231,7 @@ impl Shared {
 /// | [`Provider::Discord`] | `POST /api/webhooks/{id}/{token}` (also `/api/v10/…`; `?wait=true` answers the message) |
 /// | [`Provider::Telegram`] | `POST /bot{token}/sendMessage` |
 /// | [`Provider::Teams`] | `POST /teams/{anything}` |
+/// | [`Provider::Mattermost`] | `POST /hooks/{id}` (26 lower-case letters and digits) |
 /// | [`Provider::Ntfy`] | `POST /` (JSON publishing) |
 /// | [`Provider::Pushover`] | `POST /1/messages.json` |
 /// | [`Provider::Gotify`] | `POST /message` |

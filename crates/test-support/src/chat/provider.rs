@@ -3,7 +3,7 @@
 use axum::response::Response;
 
 use super::common::{self, Check, Incoming};
-use super::{Tokens, discord, gotify, matrix, ntfy, pushover, teams, telegram};
+use super::{Tokens, discord, gotify, matrix, mattermost, ntfy, pushover, teams, telegram};
 
 /// The service a request was meant for, told by its path (see [`ChatServer`](crate::ChatServer)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -14,6 +14,8 @@ pub enum Provider {
     Telegram,
     /// A Microsoft Teams Workflows webhook.
     Teams,
+    /// A Mattermost incoming webhook.
+    Mattermost,
     /// ntfy.
     Ntfy,
     /// Pushover.
@@ -39,6 +41,7 @@ impl Provider {
             p if p.starts_with("/api/") && p.contains("/webhooks/") => Provider::Discord,
             p if p.starts_with("/bot") => Provider::Telegram,
             p if p.starts_with("/teams/") => Provider::Teams,
+            p if p.starts_with("/hooks/") => Provider::Mattermost,
             p if p.starts_with("/_matrix/") => Provider::Matrix,
             _ => Provider::Unknown,
         }
@@ -50,6 +53,7 @@ impl Provider {
             Provider::Discord => discord::check(req),
             Provider::Telegram => telegram::check(req),
             Provider::Teams => teams::check(req),
+            Provider::Mattermost => mattermost::check(req),
             Provider::Ntfy => ntfy::check(req, tokens.ntfy.as_deref()),
             Provider::Pushover => pushover::check(req),
             Provider::Gotify => gotify::check(req, tokens.gotify.as_deref()),
@@ -67,6 +71,7 @@ impl Provider {
             Provider::Discord => discord::ok(req, id),
             Provider::Telegram => telegram::ok(req, id),
             Provider::Teams => teams::ok(),
+            Provider::Mattermost => mattermost::ok(),
             Provider::Ntfy => ntfy::ok(req, id),
             Provider::Pushover => pushover::ok(id),
             Provider::Gotify => gotify::ok(req, id),
@@ -81,6 +86,7 @@ impl Provider {
             Provider::Discord => discord::error(status, reason),
             Provider::Telegram => telegram::error(status, reason),
             Provider::Teams => teams::error(status, reason),
+            Provider::Mattermost => mattermost::error(status, code, reason),
             Provider::Ntfy => ntfy::error(status, reason),
             Provider::Pushover => pushover::error(status, reason),
             Provider::Gotify => gotify::error(status, reason),
@@ -95,6 +101,7 @@ impl Provider {
             Provider::Discord => discord::rate_limited(secs),
             Provider::Telegram => telegram::rate_limited(secs),
             Provider::Teams => teams::rate_limited(secs),
+            Provider::Mattermost => mattermost::rate_limited(),
             Provider::Ntfy => ntfy::rate_limited(),
             Provider::Pushover => pushover::rate_limited(),
             Provider::Gotify => gotify::rate_limited(),

@@ -3,7 +3,8 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, TimeDelta, Utc};
-use driftwatch_core::{DeliveryStatus, EndpointKind, EventType, new_webhook_secret};
+use driftwatch_channels::EndpointKind;
+use driftwatch_core::{DeliveryStatus, EventType, new_webhook_secret};
 use driftwatch_store::endpoints;
 use driftwatch_validate::RecoveryInput;
 use serde::Deserialize;
@@ -21,9 +22,8 @@ use driftwatch_validate::{ChannelInput, Current, EndpointInput, EndpointPatch, R
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateEndpoint {
-    /// Where to send: the webhook URL (`webhook`, `slack`, `discord`, `teams`, `http`); the API
-    /// server (`telegram`, `ntfy`, `pushover`, `gotify`, `matrix`; the public one when left
-    /// empty for all but gotify and matrix); the SMTP server `smtp://host:port` for `email`.
+    /// Where to send; what it is depends on the kind (a webhook URL, an API server, or the SMTP
+    /// server `smtp://host:port`: see `kind`). Kinds with a public service use it when left empty.
     #[serde(default)]
     #[schema(
         pattern = "^(\\s*([Hh][Tt][Tt][Pp][Ss]?|[Ss][Mm][Tt][Pp])://[^/?#\\s]+([/?#][\\s\\S]*)?)?$",
@@ -33,8 +33,7 @@ pub struct CreateEndpoint {
     /// A note for people.
     #[schema(max_length = 500)]
     description: Option<String>,
-    /// `webhook` (default, signed Standard Webhooks), `slack`, `email`, `discord`, `telegram`,
-    /// `teams`, `ntfy`, `pushover`, `gotify`, `matrix` or `http` (a body of your own).
+    /// The kind (`webhook`, signed Standard Webhooks, when left out).
     kind: Option<EndpointKind>,
     /// Delays between attempts, e.g. `30s,5m,1h` (at most 20, each at most 7 days); the global one when left out.
     #[schema(pattern = "^\\s*([0-9]{1,9}\\s*(ms|s|m|h|d)?\\s*(,\\s*[0-9]{1,9}\\s*(ms|s|m|h|d)?\\s*){0,19})?$")]
@@ -51,15 +50,11 @@ pub struct CreateEndpoint {
     /// Receive only these event types (a test event is always delivered); all of them when left out.
     #[schema(min_items = 1)]
     event_types: Option<Vec<EventType>>,
-    /// The kind's settings: `email` {from, to[], security, username}; `telegram` {chat_id};
-    /// `ntfy` {topic, priority, tags}; `pushover` {priority, device}; `gotify` {priority};
-    /// `matrix` {room_id}; `http` {method, headers, content_type}.
-    #[schema(value_type = Option<Object>)]
+    /// The kind's settings (see `KindFields`).
+    #[schema(value_type = Option<driftwatch_channels::kinds::KindFields>)]
     settings: Option<serde_json::Value>,
-    /// The kind's secrets, stored encrypted and never shown again: `email` {password};
-    /// `telegram` {bot_token}; `ntfy` {token}; `pushover` {token, user_key}; `gotify` {token};
-    /// `matrix` {access_token}; `http` {headers}.
-    #[schema(value_type = Option<Object>)]
+    /// The kind's secrets, stored encrypted and never shown again (see `KindFields`).
+    #[schema(value_type = Option<driftwatch_channels::kinds::KindFields>)]
     secrets: Option<serde_json::Value>,
     /// A title template (MiniJinja; see the README for the variables); the kind's default when left out.
     #[schema(max_length = 16384)]
@@ -122,11 +117,11 @@ pub struct UpdateEndpoint {
     #[serde(default, deserialize_with = "crate::api::extract::present")]
     #[schema(min_items = 1)]
     event_types: Option<Option<Vec<EventType>>>,
-    /// New settings (all of them).
-    #[schema(value_type = Option<Object>)]
+    /// New settings (all of them; see `KindFields`).
+    #[schema(value_type = Option<driftwatch_channels::kinds::KindFields>)]
     settings: Option<serde_json::Value>,
-    /// New secrets (all of them); the stored ones are kept when left out.
-    #[schema(value_type = Option<Object>)]
+    /// New secrets (all of them; see `KindFields`); the stored ones are kept when left out.
+    #[schema(value_type = Option<driftwatch_channels::kinds::KindFields>)]
     secrets: Option<serde_json::Value>,
     /// A new title template, or `null` for the default.
     #[serde(default, deserialize_with = "crate::api::extract::present")]

@@ -5,13 +5,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 /// One invalid field of a request.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct FieldError {
-    /// The field's name (`url`, `selector`, ...).
-    pub field: String,
-    /// What is wrong with it.
-    pub message: String,
-}
+pub use driftwatch_core::FieldError;
 
 /// An error answered as `application/problem+json` (RFC 9457).
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -117,7 +111,7 @@ impl From<driftwatch_validate::Invalid> for ApiError {
     fn from(invalid: driftwatch_validate::Invalid) -> ApiError {
         let Some(first) = invalid.first() else { return ApiError::bad_request("the request is invalid") };
         let mut error = ApiError::invalid(&first.field, first.message.clone());
-        error.errors = invalid.0.into_iter().map(|e| FieldError { field: e.field, message: e.message }).collect();
+        error.errors = invalid.0;
         error
     }
 }

@@ -3,50 +3,34 @@
 
 use std::collections::BTreeMap;
 
-use driftwatch_channels::{Channels, Context, Secrets, Settings, Templates};
-use driftwatch_core::EndpointKind;
+use driftwatch_channels::kinds::{Field, Input};
+use driftwatch_channels::{Context, EndpointKind, Secrets, Settings, Templates};
 use driftwatch_store::Endpoint;
 use driftwatch_validate::{ChannelInput, FieldError, RouteInput};
 use serde_json::{Value, json};
 
 use super::form::{self, pairs};
 
-/// The kinds offered, with what each is for.
-pub const KINDS: [(&str, &str); 11] = [
-    ("webhook", "Webhook: a signed JSON POST (Standard Webhooks)"),
-    ("slack", "Slack: a message to an incoming-webhook URL"),
-    ("email", "Email over SMTP"),
-    ("discord", "Discord: a message to a channel webhook"),
-    ("telegram", "Telegram: a bot's message to a chat"),
-    ("teams", "Microsoft Teams: a Workflows webhook"),
-    ("ntfy", "ntfy: a push notification to a topic"),
-    ("pushover", "Pushover"),
-    ("gotify", "Gotify"),
-    ("matrix", "Matrix: a message to a room"),
-    ("http", "HTTP: a request with a body of your own (n8n, Home Assistant, Zapier)"),
-];
+/// The kinds offered, with what each is for: every kind's spec, in order.
+pub fn kinds() -> Vec<(&'static str, &'static str)> {
+    EndpointKind::ALL.iter().map(|k| (k.as_str(), k.spec().label)).collect()
+}
 
-/// What the URL field means for a kind.
-pub fn url_hint(kind: &str) -> &'static str {
+/// What the URL field means for a kind (`None`: the kind is still to be chosen).
+pub fn url_hint(kind: Option<EndpointKind>) -> &'static str {
     match kind {
-        "email" => "The SMTP server: smtp://host:port.",
-        "telegram" => "The Bot API server; leave empty for api.telegram.org.",
-        "ntfy" => "The ntfy server; leave empty for ntfy.sh.",
-        "pushover" => "The API server; leave empty for api.pushover.net.",
-        "gotify" => "Your Gotify server, like https://gotify.example.com.",
-        "matrix" => "Your homeserver, like https://matrix.example.org.",
-        "" => {
+        Some(kind) => kind.spec().url_hint,
+        None => {
             "The webhook URL (https://…); for email the SMTP server (smtp://host:port); for Telegram, ntfy and Pushover leave empty for the public service."
         }
-        _ => "Where to send: the webhook URL, http:// or https://.",
     }
 }
 
 /// The kind-specific fields as posted: every one as text, so what was typed comes back.
 #[derive(Debug, Clone, Default)]
 pub struct ChannelForm {
-    /// `field name -> value` for the settings and secret fields below.
-    pub values: BTreeMap<&'static str, String>,
+    /// `form field name -> value` for every kind's settings and secret fields.
+    pub values: BTreeMap<String, String>,
     /// The title template.
     pub title_template: String,
     /// The body template.
@@ -58,95 +42,65 @@ pub struct ChannelForm {
     /// Chosen watch ids.
     pub route_watches: Vec<String>,
     /// Which secret fields are stored (shown as "set; leave empty to keep").
-    pub secrets_set: Vec<&'static str>,
+    pub secrets_set: Vec<String>,
 }
 
-/// One kind-specific field: (form name, label, input type, hint, secret).
-pub type FieldSpec = (&'static str, &'static str, &'static str, &'static str, bool);
+/// One field as the form shows it, from its kind's spec.
+#[derive(Debug, Clone)]
+pub struct FormField {
+    /// The form name: `{kind}_{key}`.
+    pub name: String,
+    /// The label.
+    pub label: &'static str,
+    /// `text`, `password`, `number`, `select` or `textarea`.
+    pub input: &'static str,
+    /// For a select: `(value, label)`.
+    pub choices: &'static [(&'static str, &'static str)],
+    /// The hint.
+    pub hint: &'static str,
+    /// A secret.
+    pub secret: bool,
+}
 
-/// Each kind's fields.
-pub fn fields(kind: &str) -> &'static [FieldSpec] {
-    match kind {
-        "email" => &[
-            ("email_from", "From", "text", "The sender, like driftwatch <alerts@example.com>.", false),
-            ("email_to", "To", "text", "Recipients, separated by commas.", false),
-            (
-                "email_security",
-                "Security",
-                "select",
-                "STARTTLS (587), TLS (465), or none for a local relay (25).",
-                false,
-            ),
-            ("email_username", "SMTP user", "text", "Leave empty when the server needs no sign-in.", false),
-            ("email_password", "SMTP password", "password", "Stored encrypted; never shown again.", true),
-        ],
-        "telegram" => &[
-            ("telegram_chat_id", "Chat id", "text", "A number like -1001234567890, or @channelname.", false),
-            (
-                "telegram_bot_token",
-                "Bot token",
-                "password",
-                "From @BotFather, like 123456:ABC…; stored encrypted.",
-                true,
-            ),
-        ],
-        "ntfy" => &[
-            ("ntfy_topic", "Topic", "text", "Letters, digits, - and _.", false),
-            ("ntfy_priority", "Priority", "number", "1 (min) to 5 (max); empty for the default (3).", false),
-            ("ntfy_tags", "Tags", "text", "Separated by commas; emoji short codes work (warning, tada).", false),
-            ("ntfy_token", "Access token", "password", "For a protected topic; stored encrypted.", true),
-        ],
-        "pushover" => &[
-            (
-                "pushover_user_key",
-                "User key",
-                "password",
-                "Your user or group key (30 characters); stored encrypted.",
-                true,
-            ),
-            (
-                "pushover_token",
-                "Application token",
-                "password",
-                "Your application's API token; stored encrypted.",
-                true,
-            ),
-            ("pushover_priority", "Priority", "number", "-2 to 1; empty for normal.", false),
-            ("pushover_device", "Device", "text", "One device only; empty for all.", false),
-        ],
-        "gotify" => &[
-            ("gotify_token", "Application token", "password", "Stored encrypted.", true),
-            ("gotify_priority", "Priority", "number", "0 to 10; empty for 5.", false),
-        ],
-        "matrix" => &[
-            ("matrix_room_id", "Room id", "text", "Like !abcdef:example.org (Room settings › Advanced).", false),
-            (
-                "matrix_access_token",
-                "Access token",
-                "password",
-                "The bot account's access token; stored encrypted.",
-                true,
-            ),
-        ],
-        "http" => &[
-            ("http_method", "Method", "select", "", false),
-            ("http_content_type", "Content type", "text", "Empty for application/json.", false),
-            ("http_headers", "Headers", "textarea", "One per line, Name: value.", false),
-            (
-                "http_secret_headers",
-                "Secret headers",
-                "textarea",
-                "Like Authorization: Bearer …; stored encrypted, never shown again.",
-                true,
-            ),
-        ],
-        _ => &[],
+/// Each kind's fields, as the form shows them.
+pub fn fields(kind: EndpointKind) -> Vec<FormField> {
+    kind.spec()
+        .fields
+        .iter()
+        .map(|f| FormField {
+            name: kind.form_name(f),
+            label: f.label,
+            input: match f.input {
+                Input::Password => "password",
+                Input::Number { .. } => "number",
+                Input::Select(_) => "select",
+                Input::Headers => "textarea",
+                Input::Text | Input::List { .. } | Input::NumberOrText => "text",
+            },
+            choices: match f.input {
+                Input::Select(choices) => choices,
+                _ => &[],
+            },
+            hint: f.hint,
+            secret: f.secret,
+        })
+        .collect()
+}
+
+/// Every kind's fields with their form names.
+fn all_fields() -> impl Iterator<Item = (EndpointKind, &'static Field, String)> {
+    EndpointKind::ALL.iter().flat_map(|k| k.spec().fields.iter().map(move |f| (*k, f, k.form_name(f))))
+}
+
+/// A stored value as the form shows it: text as it is, a list joined by commas, headers a line each.
+fn shown(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items.iter().map(shown).collect::<Vec<_>>().join(", "),
+        Value::Object(map) => map.iter().map(|(k, v)| format!("{k}: {}", shown(v))).collect::<Vec<_>>().join("\n"),
+        Value::Null => String::new(),
+        other => other.to_string(),
     }
-}
-
-/// Every kind-specific field name.
-fn all_fields() -> impl Iterator<Item = &'static FieldSpec> {
-    KINDS.iter().flat_map(|(kind, _)| fields(kind).iter())
 }
 
 impl ChannelForm {
@@ -154,7 +108,7 @@ impl ChannelForm {
     pub fn from_pairs(pairs: &[(String, String)]) -> ChannelForm {
         let get = |name: &str| form::value(pairs, name);
         ChannelForm {
-            values: all_fields().map(|(name, ..)| (*name, get(name))).collect(),
+            values: all_fields().map(|(.., name)| (name.clone(), get(&name))).collect(),
             title_template: get("title_template"),
             body_template: get("body_template"),
             route: get("route"),
@@ -166,58 +120,26 @@ impl ChannelForm {
 
     /// The form of a stored endpoint (secret fields empty; which are set is noted).
     pub fn of(e: &Endpoint, secrets: Option<&str>) -> ChannelForm {
-        let s = Settings::parse(&e.settings);
+        let settings = Settings::parse(&e.settings);
         let secrets = Secrets::parse(secrets.unwrap_or_default());
-        let text = |v: &Option<String>| v.clone().unwrap_or_default();
-        let number = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_default();
-        let chat_id = match &s.chat_id {
-            Some(Value::String(s)) => s.clone(),
-            Some(other) => other.to_string(),
-            None => String::new(),
-        };
-        let header_lines =
-            |h: &BTreeMap<String, String>| h.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join("\n");
-        let mut values: BTreeMap<&'static str, String> =
-            all_fields().map(|(name, ..)| (*name, String::new())).collect();
-        for (name, value) in [
-            ("email_from", text(&s.from)),
-            ("email_to", s.to.join(", ")),
-            ("email_security", s.security.map(|s| format!("{s:?}").to_lowercase()).unwrap_or_default()),
-            ("email_username", text(&s.username)),
-            ("telegram_chat_id", chat_id),
-            ("ntfy_topic", text(&s.topic)),
-            ("ntfy_priority", number(s.priority)),
-            ("ntfy_tags", s.tags.join(", ")),
-            ("pushover_priority", number(s.priority)),
-            ("pushover_device", text(&s.device)),
-            ("gotify_priority", number(s.priority)),
-            ("matrix_room_id", text(&s.room_id)),
-            ("http_method", text(&s.method)),
-            ("http_content_type", text(&s.content_type)),
-            ("http_headers", header_lines(&s.headers)),
-        ] {
-            values.insert(name, value);
+        let kind = e.kind.parse::<EndpointKind>().ok();
+        let mut values = BTreeMap::new();
+        let mut secrets_set = Vec::new();
+        for (of, field, name) in all_fields() {
+            let mine = Some(of) == kind;
+            let value = if mine && !field.secret { settings.value(field.key).map(shown) } else { None };
+            if mine && field.secret && secrets.has(field.key) {
+                secrets_set.push(name.clone());
+            }
+            values.insert(name, value.unwrap_or_default());
         }
-        let set: Vec<&'static str> = [
-            ("email_password", secrets.password.is_some()),
-            ("telegram_bot_token", secrets.bot_token.is_some()),
-            ("ntfy_token", secrets.token.is_some() && e.kind == "ntfy"),
-            ("pushover_token", secrets.token.is_some() && e.kind == "pushover"),
-            ("pushover_user_key", secrets.user_key.is_some()),
-            ("gotify_token", secrets.token.is_some() && e.kind == "gotify"),
-            ("matrix_access_token", secrets.access_token.is_some()),
-            ("http_secret_headers", !secrets.headers.is_empty()),
-        ]
-        .into_iter()
-        .filter_map(|(name, on)| on.then_some(name))
-        .collect();
         let split = |v: &Option<String>| -> Vec<String> {
             v.as_deref().unwrap_or_default().split(',').filter(|s| !s.is_empty()).map(str::to_owned).collect()
         };
         ChannelForm {
             values,
-            title_template: text(&e.title_template),
-            body_template: text(&e.body_template),
+            title_template: e.title_template.clone().unwrap_or_default(),
+            body_template: e.body_template.clone().unwrap_or_default(),
             route: match (&e.route_tags, &e.route_watches) {
                 (None, None) => "all",
                 (Some(_), _) => "tags",
@@ -226,7 +148,7 @@ impl ChannelForm {
             .to_owned(),
             route_tags: split(&e.route_tags).join(", "),
             route_watches: split(&e.route_watches),
-            secrets_set: set,
+            secrets_set,
         }
     }
 
@@ -234,115 +156,39 @@ impl ChannelForm {
         self.values.get(name).map_or("", |v| v.trim())
     }
 
-    /// The settings and secrets of `kind` as the API takes them. `stored` is the endpoint's
-    /// opened secrets when editing: a secret field left empty keeps its stored value, and
-    /// `None` comes back for secrets when nothing secret was typed.
-    pub fn channel(&self, kind: &str, stored: Option<&str>, errors: &mut Vec<FieldError>) -> ChannelInput {
+    /// The settings and secrets of `kind` as the API takes them, read field by field as the
+    /// kind's spec says. `stored` is the endpoint's opened secrets when editing: a secret field
+    /// left empty keeps its stored value, and `None` comes back for secrets when nothing secret
+    /// was typed.
+    pub fn channel(&self, kind: EndpointKind, stored: Option<&str>, errors: &mut Vec<FieldError>) -> ChannelInput {
         let mut settings = serde_json::Map::new();
         let mut secrets = serde_json::Map::new();
         let mut typed_secret = false;
-        let put = |map: &mut serde_json::Map<String, Value>, key: &str, value: Value| {
-            map.insert(key.to_owned(), value);
-        };
-        let opt = |name: &str| Some(self.get(name)).filter(|v| !v.is_empty());
-        let int = |name: &str, errors: &mut Vec<FieldError>| -> Option<i64> {
-            form::number::<i64>(name, self.get(name), errors)
-        };
-        for (name, .., secret) in fields(kind) {
-            if *secret && !self.get(name).is_empty() {
-                typed_secret = true;
+        for field in kind.spec().fields {
+            let name = kind.form_name(field);
+            let text = self.get(&name);
+            if text.is_empty() {
+                continue;
             }
-        }
-        match kind {
-            "email" => {
-                if let Some(v) = opt("email_from") {
-                    put(&mut settings, "from", json!(v));
+            typed_secret |= field.secret;
+            let value = match field.input {
+                Input::Text | Input::Password | Input::Select(_) => Some(json!(text)),
+                Input::Number { .. } => form::number::<i64>(&name, text, errors).map(|n| json!(n)),
+                Input::NumberOrText => Some(text.parse::<i64>().map_or_else(|_| json!(text), |n| json!(n))),
+                Input::List { .. } => {
+                    let items: Vec<&str> =
+                        text.split([',', ';', '\n']).map(str::trim).filter(|t| !t.is_empty()).collect();
+                    (!items.is_empty()).then(|| json!(items))
                 }
-                let to: Vec<&str> =
-                    self.get("email_to").split([',', ';', '\n']).map(str::trim).filter(|t| !t.is_empty()).collect();
-                if !to.is_empty() {
-                    put(&mut settings, "to", json!(to));
+                Input::Headers => {
+                    let headers = pairs(&name, text, ':', errors);
+                    (!headers.is_empty()).then(|| json!(headers))
                 }
-                put(&mut settings, "security", json!(opt("email_security").unwrap_or("starttls")));
-                if let Some(v) = opt("email_username") {
-                    put(&mut settings, "username", json!(v));
-                }
-                if let Some(v) = opt("email_password") {
-                    put(&mut secrets, "password", json!(v));
-                }
+            };
+            if let Some(value) = value {
+                let group = if field.secret { &mut secrets } else { &mut settings };
+                group.insert(field.key.to_owned(), value);
             }
-            "telegram" => {
-                if let Some(v) = opt("telegram_chat_id") {
-                    let id = v.parse::<i64>().map_or_else(|_| json!(v), |n| json!(n));
-                    put(&mut settings, "chat_id", id);
-                }
-                if let Some(v) = opt("telegram_bot_token") {
-                    put(&mut secrets, "bot_token", json!(v));
-                }
-            }
-            "ntfy" => {
-                if let Some(v) = opt("ntfy_topic") {
-                    put(&mut settings, "topic", json!(v));
-                }
-                if let Some(p) = int("ntfy_priority", errors) {
-                    put(&mut settings, "priority", json!(p));
-                }
-                let tags: Vec<&str> =
-                    self.get("ntfy_tags").split(',').map(str::trim).filter(|t| !t.is_empty()).collect();
-                if !tags.is_empty() {
-                    put(&mut settings, "tags", json!(tags));
-                }
-                if let Some(v) = opt("ntfy_token") {
-                    put(&mut secrets, "token", json!(v));
-                }
-            }
-            "pushover" => {
-                if let Some(p) = int("pushover_priority", errors) {
-                    put(&mut settings, "priority", json!(p));
-                }
-                if let Some(v) = opt("pushover_device") {
-                    put(&mut settings, "device", json!(v));
-                }
-                if let Some(v) = opt("pushover_token") {
-                    put(&mut secrets, "token", json!(v));
-                }
-                if let Some(v) = opt("pushover_user_key") {
-                    put(&mut secrets, "user_key", json!(v));
-                }
-            }
-            "gotify" => {
-                if let Some(p) = int("gotify_priority", errors) {
-                    put(&mut settings, "priority", json!(p));
-                }
-                if let Some(v) = opt("gotify_token") {
-                    put(&mut secrets, "token", json!(v));
-                }
-            }
-            "matrix" => {
-                if let Some(v) = opt("matrix_room_id") {
-                    put(&mut settings, "room_id", json!(v));
-                }
-                if let Some(v) = opt("matrix_access_token") {
-                    put(&mut secrets, "access_token", json!(v));
-                }
-            }
-            "http" => {
-                if let Some(v) = opt("http_method") {
-                    put(&mut settings, "method", json!(v));
-                }
-                if let Some(v) = opt("http_content_type") {
-                    put(&mut settings, "content_type", json!(v));
-                }
-                let headers = pairs("http_headers", self.get("http_headers"), ':', errors);
-                if !headers.is_empty() {
-                    put(&mut settings, "headers", json!(headers));
-                }
-                let secret_headers = pairs("http_secret_headers", self.get("http_secret_headers"), ':', errors);
-                if !secret_headers.is_empty() {
-                    put(&mut secrets, "headers", json!(secret_headers));
-                }
-            }
-            _ => {}
         }
         // Editing: what was not typed again keeps its stored value.
         let secrets = match stored.and_then(|s| serde_json::from_str::<Value>(s).ok()) {
@@ -377,7 +223,7 @@ impl ChannelForm {
 }
 
 /// The form field that shows an error about validation field `field` of a `kind` endpoint.
-pub fn form_field(kind: &str, field: &str) -> String {
+pub fn form_field(kind: EndpointKind, field: &str) -> String {
     let base = field.split('[').next().unwrap_or(field);
     let (group, name) = match base.split_once('.') {
         Some((group, rest)) => (group, rest.split('.').next().unwrap_or(rest)),
@@ -386,13 +232,13 @@ pub fn form_field(kind: &str, field: &str) -> String {
     match (group, name) {
         ("route", "tags") => "route_tags".into(),
         ("route", _) => "route_watches".into(),
-        ("settings", "headers") => "http_headers".into(),
-        ("secrets", "headers") => "http_secret_headers".into(),
         ("settings" | "secrets", "") | ("", "settings" | "secrets") => format!("{kind}_fields"),
-        ("settings" | "secrets", name) => {
-            let candidate = format!("{kind}_{name}");
-            if fields(kind).iter().any(|(n, ..)| *n == candidate) { candidate } else { format!("{kind}_fields") }
-        }
+        ("settings" | "secrets", name) => kind
+            .spec()
+            .fields
+            .iter()
+            .find(|f| f.key == name && f.secret == (group == "secrets"))
+            .map_or_else(|| format!("{kind}_fields"), |f| kind.form_name(f)),
         _ => base.to_owned(),
     }
 }
@@ -410,29 +256,18 @@ pub struct Preview {
 }
 
 /// Renders the message an endpoint of `kind` would send for `context`.
-pub fn preview(
-    channels: &Channels,
-    kind: EndpointKind,
-    input: &ChannelInput,
-    context: &Context,
-    real: bool,
-) -> Preview {
-    let settings: Settings = input.settings.clone().and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default();
+pub fn preview(kind: EndpointKind, input: &ChannelInput, context: &Context, real: bool) -> Preview {
+    let settings = match &input.settings {
+        Some(Value::Object(map)) => Settings::from_map(map.clone()),
+        _ => Settings::default(),
+    };
     let templates = Templates {
         title: input.title_template.as_deref().filter(|t| !t.trim().is_empty()),
         body: input.body_template.as_deref().filter(|t| !t.trim().is_empty()),
     };
-    let body = match kind {
-        EndpointKind::Email => driftwatch_channels::email::preview(context, templates),
-        kind => channels.render_body(kind, "end_preview", &settings, context, templates).map(|bytes| {
-            let text = String::from_utf8_lossy(&bytes).into_owned();
-            serde_json::from_str::<Value>(&text)
-                .ok()
-                .and_then(|v| serde_json::to_string_pretty(&v).ok())
-                .unwrap_or(text)
-        }),
-    };
-    match body {
+    let message =
+        driftwatch_channels::kinds::Message { endpoint_id: "end_preview", settings: &settings, context, templates };
+    match kind.kind().preview(message) {
         Ok(body) => Preview { real_event: real, body, error: None },
         Err(e) => Preview { real_event: real, body: String::new(), error: Some(e) },
     }
@@ -444,23 +279,25 @@ mod tests {
 
     #[test]
     fn errors_land_beside_their_fields() {
-        assert_eq!(form_field("telegram", "settings.chat_id"), "telegram_chat_id");
-        assert_eq!(form_field("telegram", "secrets.bot_token"), "telegram_bot_token");
-        assert_eq!(form_field("email", "settings.to[1]"), "email_to");
-        assert_eq!(form_field("http", "secrets.headers.Authorization"), "http_secret_headers");
-        assert_eq!(form_field("ntfy", "settings.colour"), "ntfy_fields");
-        assert_eq!(form_field("http", "route.watches[0]"), "route_watches");
-        assert_eq!(form_field("http", "body_template"), "body_template");
+        use EndpointKind::{Email, Http, Ntfy, Telegram};
+        assert_eq!(form_field(Telegram, "settings.chat_id"), "telegram_chat_id");
+        assert_eq!(form_field(Telegram, "secrets.bot_token"), "telegram_bot_token");
+        assert_eq!(form_field(Email, "settings.to[1]"), "email_to");
+        assert_eq!(form_field(Http, "settings.headers.X-A"), "http_headers");
+        assert_eq!(form_field(Http, "secrets.headers.Authorization"), "http_secret_headers");
+        assert_eq!(form_field(Ntfy, "settings.colour"), "ntfy_fields");
+        assert_eq!(form_field(Http, "route.watches[0]"), "route_watches");
+        assert_eq!(form_field(Http, "body_template"), "body_template");
     }
 
     #[test]
     fn empty_secret_fields_keep_what_is_stored() {
         let mut form = ChannelForm::default();
-        form.values.insert("pushover_token", "t".repeat(30));
+        form.values.insert("pushover_token".to_owned(), "t".repeat(30));
         let stored = r#"{"token":"old","user_key":"kept"}"#;
-        let input = form.channel("pushover", Some(stored), &mut Vec::new());
+        let input = form.channel(EndpointKind::Pushover, Some(stored), &mut Vec::new());
         assert_eq!(input.secrets, Some(json!({"token": "t".repeat(30), "user_key": "kept"})));
-        let untouched = ChannelForm::default().channel("pushover", Some(stored), &mut Vec::new());
+        let untouched = ChannelForm::default().channel(EndpointKind::Pushover, Some(stored), &mut Vec::new());
         assert_eq!(untouched.secrets, None, "nothing typed: the stored secrets stay as they are");
     }
 }

@@ -8,11 +8,12 @@ use askama::Template;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use driftwatch_core::{EndpointKind, EventType};
+use driftwatch_channels::EndpointKind;
+use driftwatch_core::EventType;
 use driftwatch_store::{Endpoint, endpoints};
 use driftwatch_validate::{ChannelInput, Current, EndpointInput, EndpointPatch, FieldError, Invalid};
 
-use super::endpoint_channel::{self, ChannelForm, KINDS, Preview};
+use super::endpoint_channel::{self, ChannelForm, FormField, Preview};
 use super::error::UiError;
 use super::flash;
 use super::form::{self, Field};
@@ -117,7 +118,7 @@ struct EndpointFormPage {
     errors: HashMap<String, String>,
     types: Vec<(&'static str, bool)>,
     /// The kinds offered (at creation).
-    kinds: &'static [(&'static str, &'static str)],
+    kinds: Vec<(&'static str, &'static str)>,
     /// The account's watches (id, name) for routing.
     watches: Vec<(String, String)>,
     /// The message as it would be sent, after "Preview".
@@ -136,24 +137,26 @@ impl EndpointFormPage {
 
     /// The kinds whose fields to render: all of them at creation (the chosen one shows), the
     /// endpoint's own when editing.
-    fn shown_kinds(&self) -> Vec<&'static str> {
+    fn shown_kinds(&self) -> Vec<EndpointKind> {
+        let chosen = self.form.kind.parse::<EndpointKind>().ok();
         match &self.endpoint_id {
-            Some(_) => KINDS.iter().map(|(k, _)| *k).filter(|k| *k == self.form.kind).collect(),
-            None => KINDS.iter().map(|(k, _)| *k).collect(),
+            Some(_) => chosen.into_iter().collect(),
+            None => EndpointKind::ALL.to_vec(),
         }
     }
 
-    fn kind_fields(&self, kind: &str) -> &'static [endpoint_channel::FieldSpec] {
-        endpoint_channel::fields(kind)
+    fn kind_fields(&self, kind: &EndpointKind) -> Vec<FormField> {
+        endpoint_channel::fields(*kind)
     }
 
     fn url_hint(&self) -> &'static str {
-        endpoint_channel::url_hint(if self.endpoint_id.is_some() { &self.form.kind } else { "" })
+        endpoint_channel::url_hint(self.endpoint_id.as_ref().and_then(|_| self.form.kind.parse().ok()))
     }
 
     /// A field's hint; a stored secret's says it is kept when left empty.
-    fn hint_for(&self, field: &str, hint: &str, secret: &bool) -> String {
-        if *secret && self.form.channel.secrets_set.contains(&field) {
+    fn hint_for(&self, field: &FormField) -> String {
+        let hint = field.hint;
+        if field.secret && self.form.channel.secrets_set.contains(&field.name) {
             format!("Set. Leave empty to keep it. {hint}")
         } else {
             hint.to_owned()
@@ -161,7 +164,7 @@ impl EndpointFormPage {
     }
 
     /// An error about the kind's settings as a whole.
-    fn kind_error(&self, kind: &str) -> Option<&String> {
+    fn kind_error(&self, kind: &EndpointKind) -> Option<&String> {
         self.errors.get(&format!("{kind}_fields"))
     }
 
@@ -178,7 +181,8 @@ fn page(
 ) -> EndpointFormPage {
     let mut errors = HashMap::new();
     for e in invalid {
-        let field = endpoint_channel::form_field(&form.kind, &e.field);
+        let kind = form.kind.parse().unwrap_or(EndpointKind::Webhook);
+        let field = endpoint_channel::form_field(kind, &e.field);
         errors.entry(field).or_insert(e.message);
     }
     let types = SUBSCRIBABLE.iter().map(|t| (t.as_str(), form.event_types.iter().any(|s| s == t.as_str()))).collect();
@@ -189,7 +193,7 @@ fn page(
         form,
         errors,
         types,
-        kinds: &KINDS,
+        kinds: endpoint_channel::kinds(),
         watches: Vec::new(),
         preview: None,
     }
@@ -233,9 +237,14 @@ async fn preview_of(
     let channels = driftwatch_channels::Channels::new(state.ui.public_url.clone());
     Ok(match latest {
         Some((event, tags)) => {
-            endpoint_channel::preview(&channels, kind, input, &channels.context(&event, &tags), true)
+            let event = driftwatch_core::render::EventRef {
+                id: &event.id,
+                event_type: &event.event_type,
+                payload: &event.payload,
+            };
+            endpoint_channel::preview(kind, input, &channels.context(event, &tags), true)
         }
-        None => endpoint_channel::preview(&channels, kind, input, &channels.sample(), false),
+        None => endpoint_channel::preview(kind, input, &channels.sample(), false),
     })
 }
 
@@ -267,7 +276,7 @@ pub async fn create(State(state): State<AppState>, post: Post<Vec<(String, Strin
         errors.push(FieldError::new("kind", "choose a kind"));
         EndpointKind::Webhook
     });
-    let channel = form.channel.channel(kind.as_str(), None, &mut errors);
+    let channel = form.channel.channel(kind, None, &mut errors);
     if form.action == "preview" {
         return preview_page(&state, &post.viewer, None, form, kind, channel, errors).await;
     }
@@ -319,8 +328,8 @@ pub async fn update(
     let mut errors = Vec::new();
     let opened = current.secrets.as_deref().and_then(|s| state.open(s));
     form.channel.secrets_set = ChannelForm::of(&current, opened.as_deref()).secrets_set;
-    let channel = form.channel.channel(&current.kind, opened.as_deref(), &mut errors);
     let kind = current.kind.parse::<EndpointKind>().unwrap_or(EndpointKind::Webhook);
+    let channel = form.channel.channel(kind, opened.as_deref(), &mut errors);
     if form.action == "preview" {
         return preview_page(&state, &post.viewer, Some(id), form, kind, channel, errors).await;
     }

@@ -1,7 +1,8 @@
 //! Endpoints, their health and circuit, and recoveries.
 
 use chrono::{DateTime, NaiveDateTime, Utc};
-use driftwatch_core::{DeliveryStatus, EndpointKind, EventType, RecoveryState};
+use driftwatch_channels::EndpointKind;
+use driftwatch_core::{DeliveryStatus, EventType, RecoveryState};
 use driftwatch_store as store;
 use serde::Serialize;
 use utoipa::ToSchema;

@@ -63,7 +63,7 @@ pub struct DeliveredTo {
     /// `end_...`.
     id: String,
     /// Its kind.
-    #[schema(value_type = driftwatch_core::EndpointKind)]
+    #[schema(value_type = driftwatch_channels::EndpointKind)]
     kind: String,
     /// Its note for people.
     description: String,

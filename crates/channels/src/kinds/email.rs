@@ -3,13 +3,106 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
-use lettre::Message;
+use driftwatch_core::FieldError;
 use lettre::message::{Mailbox, MultiPart};
 
+use super::{Field, Input, Kind, Message, Spec, Target, Transport};
+use crate::apprise::{ImportError, Imported, Parts};
 use crate::context::{Context, cut_lines};
 use crate::message::{Templates, escape_html};
-use crate::settings::Settings;
+use crate::outgoing::Outgoing;
+use crate::settings::{Secrets, Settings};
 use crate::template;
+
+/// Email over SMTP.
+pub struct Email;
+
+/// How an email endpoint talks to its SMTP server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Security {
+    /// Plain connection upgraded with STARTTLS, which is required (port 587).
+    #[default]
+    Starttls,
+    /// TLS from the first byte (port 465).
+    Tls,
+    /// No TLS at all: only for a relay on the same machine or network (port 25).
+    Plain,
+}
+
+impl Security {
+    /// The endpoint's choice (STARTTLS when none is set).
+    pub fn of(settings: &Settings) -> Security {
+        match settings.text("security") {
+            Some("tls") => Security::Tls,
+            Some("plain") => Security::Plain,
+            _ => Security::Starttls,
+        }
+    }
+}
+
+static SPEC: Spec = Spec {
+    label: "Email over SMTP",
+    url_hint: "The SMTP server: smtp://host:port.",
+    default_url: None,
+    fields: &[
+        Field::setting("from", "From", Input::Text, "The sender, like driftwatch <alerts@example.com>.").required(),
+        Field::setting("to", "To", Input::List { max: 50 }, "Recipients, separated by commas.").required(),
+        Field::setting(
+            "security",
+            "Security",
+            Input::Select(&[("starttls", "STARTTLS"), ("tls", "TLS"), ("plain", "None (local relay only)")]),
+            "STARTTLS (587), TLS (465), or none for a local relay (25).",
+        ),
+        Field::setting("username", "SMTP user", Input::Text, "Leave empty when the server needs no sign-in."),
+        Field::secret("password", "SMTP password", Input::Password, "Stored encrypted; never shown again."),
+    ],
+    transport: Transport::Smtp,
+    signed: false,
+    apprise: &["mailto", "mailtos"],
+};
+
+impl Kind for Email {
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+
+    fn check(&self, url: &str, settings: &Settings, secrets: &Secrets) -> Result<(), FieldError> {
+        let parsed = url::Url::parse(url).map_err(|e| FieldError::new("url", format!("not a URL: {e}")))?;
+        if parsed.scheme() != "smtp" || parsed.host_str().is_none_or(str::is_empty) {
+            return Err(FieldError::new("url", "an email endpoint's URL is its SMTP server: smtp://host:port"));
+        }
+        let from = settings.text("from").unwrap_or_default();
+        from.parse::<Mailbox>().map_err(|e| FieldError::new("settings.from", format!("not an email address: {e}")))?;
+        let to = settings.list("to");
+        if to.is_empty() {
+            return Err(FieldError::new("settings.to", "one to 50 recipients"));
+        }
+        for (i, to) in to.iter().enumerate() {
+            to.parse::<Mailbox>()
+                .map_err(|e| FieldError::new(format!("settings.to[{i}]"), format!("not an email address: {e}")))?;
+        }
+        if secrets.has("password") && settings.text("username").is_none() {
+            return Err(FieldError::new("settings.username", "a password needs a username"));
+        }
+        Ok(())
+    }
+
+    fn message(&self, m: Message<'_>) -> Result<Vec<u8>, String> {
+        message(m.settings, m.context, m.templates, m.endpoint_id)
+    }
+
+    fn preview(&self, m: Message<'_>) -> Result<String, String> {
+        preview(m.context, m.templates)
+    }
+
+    fn request<'a>(&self, _: Target<'_>, _: &str, _: &'a [u8]) -> Result<Outgoing<'a>, String> {
+        Err("email is sent over SMTP, not HTTP".to_owned())
+    }
+
+    fn from_apprise(&self, parts: &Parts) -> Result<Imported, ImportError> {
+        crate::apprise::schemes::email(parts)
+    }
+}
 
 /// Most diff lines in an email.
 const MAX_LINES: usize = 300;
@@ -18,13 +111,13 @@ const MAX_CHARS: usize = 60_000;
 
 /// The message for one event, formatted. `endpoint_id` makes its `Message-ID` unique per
 /// recipient endpoint and stable across retries.
-pub fn message(
+fn message(
     settings: &Settings,
     context: &Context,
     templates: Templates<'_>,
     endpoint_id: &str,
 ) -> Result<Vec<u8>, String> {
-    let from: Mailbox = settings.from.as_deref().unwrap_or_default().parse().map_err(|e| format!("from: {e}"))?;
+    let from: Mailbox = settings.text("from").unwrap_or_default().parse().map_err(|e| format!("from: {e}"))?;
     let subject = subject(context, templates)?;
     let (text, html) = match templated_text(context, templates)? {
         Some(text) => {
@@ -33,14 +126,14 @@ pub fn message(
         }
         None => (default_text(context), default_html(context, &subject)),
     };
-    let mut builder = Message::builder()
+    let mut builder = lettre::Message::builder()
         .from(from)
         .subject(subject)
         .message_id(Some(format!("<{}.{}@driftwatch>", context.event.id, endpoint_id)));
     if let Ok(at) = chrono::DateTime::parse_from_rfc3339(&context.event.time) {
         builder = builder.date(UNIX_EPOCH + Duration::from_secs(u64::try_from(at.timestamp()).unwrap_or(0)));
     }
-    for to in &settings.to {
+    for to in settings.list("to") {
         builder = builder.to(to.parse::<Mailbox>().map_err(|e| format!("to: {e}"))?);
     }
     let message = builder
@@ -50,7 +143,7 @@ pub fn message(
 }
 
 /// What the email would say, for a preview: its subject, a blank line, its text part.
-pub fn preview(context: &Context, templates: Templates<'_>) -> Result<String, String> {
+fn preview(context: &Context, templates: Templates<'_>) -> Result<String, String> {
     let subject = subject(context, templates)?;
     let text = templated_text(context, templates)?.unwrap_or_else(|| default_text(context));
     Ok(format!("Subject: {subject}\n\n{text}"))
@@ -179,11 +272,7 @@ mod tests {
 
     #[test]
     fn builds_a_multipart_message_with_both_parts() {
-        let settings = Settings {
-            from: Some("driftwatch <dw@example.com>".into()),
-            to: vec!["ops@example.com".into()],
-            ..Settings::default()
-        };
+        let settings = Settings::parse(r#"{"from":"driftwatch <dw@example.com>","to":["ops@example.com"]}"#);
         let context = Context::sample(Some("https://dw.example"));
         let raw = message(&settings, &context, Templates::default(), "end_1").expect("builds");
         let text = String::from_utf8(raw).expect("utf-8");
@@ -195,8 +284,7 @@ mod tests {
 
     #[test]
     fn a_subject_template_cannot_inject_headers() {
-        let settings =
-            Settings { from: Some("dw@example.com".into()), to: vec!["ops@example.com".into()], ..Settings::default() };
+        let settings = Settings::parse(r#"{"from":"dw@example.com","to":["ops@example.com"]}"#);
         let context = Context::sample(None);
         let raw =
             message(&settings, &context, Templates { title: Some("Hi\r\nBcc: x@evil.example"), body: None }, "end_1")

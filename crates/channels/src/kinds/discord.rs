@@ -1,0 +1,81 @@
+//! `discord`: a channel webhook, one embed per message (title ≤ 256, description ≤ 4096, all ≤
+//! 6000), coloured by what changed.
+
+use serde_json::{Value, json};
+
+use super::{Kind, Message, Spec, Target, Transport, json_post, with_query};
+use crate::apprise::{ImportError, Imported, Parts};
+use crate::context::{Context, cut_chars, cut_lines};
+use crate::message::{Parts as Said, parts};
+use crate::outgoing::Outgoing;
+
+/// Discord.
+pub struct Discord;
+
+static SPEC: Spec = Spec {
+    label: "Discord: a message to a channel webhook",
+    url_hint: "The channel's webhook URL (https://discord.com/api/webhooks/…).",
+    default_url: None,
+    fields: &[],
+    transport: Transport::Http,
+    signed: false,
+    apprise: &["discord"],
+};
+
+impl Kind for Discord {
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+
+    fn message(&self, m: Message<'_>) -> Result<Vec<u8>, String> {
+        Ok(embed(m.context, parts(m.context, m.templates)?).to_string().into_bytes())
+    }
+
+    fn request<'a>(&self, to: Target<'_>, _: &str, body: &'a [u8]) -> Result<Outgoing<'a>, String> {
+        // Wait for the message to be stored, so a 2xx means it exists.
+        Ok(json_post(with_query(to.url, "wait=true"), body))
+    }
+
+    fn from_apprise(&self, parts: &Parts) -> Result<Imported, ImportError> {
+        crate::apprise::schemes::discord(parts)
+    }
+}
+
+/// One embed, green when only lines were added, red when only removed, amber for both.
+fn embed(context: &Context, parts: Said) -> Value {
+    let description = match parts.text {
+        Some(text) => cut_chars(&text, 4000),
+        None if context.diff.lines.is_empty() => cut_chars(&context.summary, 4000),
+        None => format!("```diff\n{}\n```", cut_lines(&context.changed_lines(), 60, 3900).replace("```", "'''")),
+    };
+    let color = match (context.diff.added, context.diff.removed) {
+        (0, 0) if context.event.event_type == "check.recovered" => 0x2e7d32,
+        (0, 0) if context.event.event_type.starts_with("check") || context.event.event_type.starts_with("selector") => {
+            0xc62828
+        }
+        (0, 0) => 0x546e7a,
+        (_, 0) => 0x2e7d32,
+        (0, _) => 0xc62828,
+        _ => 0xf9a825,
+    };
+    let mut embed = json!({
+        "title": cut_chars(&parts.title, 256),
+        "description": description,
+        "color": color,
+        "footer": {"text": "driftwatch"},
+    });
+    if context.link.starts_with("http") {
+        embed["url"] = json!(context.link);
+    }
+    if !context.event.time.is_empty() {
+        embed["timestamp"] = json!(context.event.time);
+    }
+    if context.event.event_type == "change.detected" {
+        embed["fields"] = json!([
+            {"name": "Added", "value": format!("{} lines", context.diff.added), "inline": true},
+            {"name": "Removed", "value": format!("{} lines", context.diff.removed), "inline": true},
+            {"name": "Page", "value": cut_chars(&context.watch.url, 1024), "inline": false},
+        ]);
+    }
+    json!({"username": "driftwatch", "embeds": [embed]})
+}

@@ -1,0 +1,81 @@
+//! `matrix`: a message to a room, sent with the delivery id as the transaction id so that a
+//! retry the homeserver already took is not posted twice.
+
+use driftwatch_core::FieldError;
+use serde_json::{Value, json};
+
+use super::{Field, Input, Kind, Message, Spec, Target, Transport, json_post, need};
+use crate::apprise::{ImportError, Imported, Parts};
+use crate::message::{default_text, escape_html, parts};
+use crate::outgoing::Outgoing;
+use crate::settings::{Secrets, Settings};
+
+/// Matrix.
+pub struct Matrix;
+
+static SPEC: Spec = Spec {
+    label: "Matrix: a message to a room",
+    url_hint: "Your homeserver, like https://matrix.example.org.",
+    default_url: None,
+    fields: &[
+        Field::setting("room_id", "Room id", Input::Text, "Like !abcdef:example.org (Room settings › Advanced).")
+            .required(),
+        Field::secret(
+            "access_token",
+            "Access token",
+            Input::Password,
+            "The bot account's access token; stored encrypted.",
+        )
+        .required(),
+    ],
+    transport: Transport::Http,
+    signed: false,
+    apprise: &["matrix", "matrixs"],
+};
+
+impl Kind for Matrix {
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+
+    fn check(&self, _: &str, settings: &Settings, _: &Secrets) -> Result<(), FieldError> {
+        let room = settings.text("room_id").unwrap_or_default();
+        if !room.starts_with('!') || !room.contains(':') {
+            return Err(FieldError::new("settings.room_id", "a room id such as !abcdef:example.org (not an alias)"));
+        }
+        Ok(())
+    }
+
+    fn message(&self, m: Message<'_>) -> Result<Vec<u8>, String> {
+        let parts = parts(m.context, m.templates)?;
+        let text = parts.text.unwrap_or_else(|| default_text(m.context, 16_000, 200));
+        let html = format!("<strong>{}</strong><br><pre>{}</pre>", escape_html(&parts.title), escape_html(&text));
+        let body = json!({
+            "msgtype": "m.text",
+            "body": format!("{}\n{text}", parts.title),
+            "format": "org.matrix.custom.html",
+            "formatted_body": html,
+        });
+        Ok(body.to_string().into_bytes())
+    }
+
+    fn request<'a>(&self, to: Target<'_>, delivery_id: &str, body: &'a [u8]) -> Result<Outgoing<'a>, String> {
+        let token = need(to.secrets, "access_token", "access token")?;
+        let room = to.settings.text("room_id").ok_or("the endpoint has no room id")?;
+        let room = url::form_urlencoded::byte_serialize(room.as_bytes()).collect::<String>();
+        let base = to.url.trim_end_matches('/');
+        let mut out =
+            json_post(format!("{base}/_matrix/client/v3/rooms/{room}/send/m.room.message/{delivery_id}"), body);
+        out.method = "PUT";
+        out.headers.push(("Authorization".into(), format!("Bearer {token}")));
+        Ok(out)
+    }
+
+    fn retry_after_in_body(&self, body: &Value) -> Option<f64> {
+        Some(body.get("retry_after_ms")?.as_f64()? / 1000.0)
+    }
+
+    fn from_apprise(&self, parts: &Parts) -> Result<Imported, ImportError> {
+        crate::apprise::schemes::matrix(parts)
+    }
+}
