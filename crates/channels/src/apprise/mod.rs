@@ -1,7 +1,9 @@
 //! Apprise notification URLs (what changedetection.io stores) as endpoints: `mailto://`,
 //! `mailtos://`, `discord://` (and Discord's own `https://` webhook URL), `tgram://`, `ntfy://`,
-//! `ntfys://`, `pover://`, `gotify://`, `gotifys://`, `matrix://`, `matrixs://`, `json://`,
-//! `jsons://`. The forms and defaults are Apprise's (its `apprise/plugins/*.py`).
+//! `ntfys://`, `pover://`, `gotify://`, `gotifys://`, `matrix://`, `matrixs://`, `mmost://`,
+//! `mmosts://`, `json://`, `jsons://`. The forms and defaults are Apprise's (its
+//! `apprise/plugins/*.py`). Each kind reads its own schemes (`Kind::parse_apprise`, in its file
+//! under `kinds/`); this module splits the URL and finds the kind by its spec's schemes.
 //!
 //! What cannot be mapped is refused naming the scheme and the part at fault, never a secret
 //! value. Whatever is imported passes [`crate::settings::validate`] as a hand-made endpoint
@@ -15,7 +17,6 @@ use serde_json::Value;
 
 use crate::kinds::EndpointKind;
 
-pub(crate) mod schemes;
 #[cfg(test)]
 mod tests;
 
@@ -48,7 +49,7 @@ pub fn parse(apprise_url: &str) -> Result<Imported, ImportError> {
     let scheme = parts.scheme.as_str();
     let imported = match scheme {
         // A provider's own webhook URL (Discord's), as Apprise takes it.
-        "http" | "https" => schemes::native(&parts)?,
+        "http" | "https" => native(&parts)?,
         "form" | "forms" | "xml" | "xmls" => {
             return Err(ImportError(format!(
                 "`{scheme}://` cannot be imported: driftwatch's http endpoints send the body of their template; \
@@ -56,7 +57,7 @@ pub fn parse(apprise_url: &str) -> Result<Imported, ImportError> {
             )));
         }
         _ => match EndpointKind::of_apprise_scheme(scheme) {
-            Some(kind) => kind.kind().from_apprise(&parts)?,
+            Some(kind) => kind.kind().parse_apprise(&parts)?,
             None => return Err(ImportError(format!("`{scheme}://` is not a notification driftwatch can map"))),
         },
     };
@@ -64,6 +65,30 @@ pub fn parse(apprise_url: &str) -> Result<Imported, ImportError> {
     crate::settings::validate(imported.kind, &imported.url, Some(&imported.settings), Some(&imported.secrets))
         .map_err(|e| ImportError(format!("`{scheme}://`: {e}")))?;
     Ok(imported)
+}
+
+/// A service's own `https://` URL, which Apprise also takes: Discord's webhooks.
+fn native(p: &Parts) -> Result<Imported, ImportError> {
+    let host = p.host.to_ascii_lowercase();
+    let discord_host = ["discord.com", "discordapp.com", "canary.discord.com", "ptb.discord.com"];
+    match (host.as_str(), p.path.as_slice()) {
+        (h, [api, webhooks, id, token]) if discord_host.contains(&h) && api == "api" && webhooks == "webhooks" => {
+            crate::kinds::discord::webhook("https", id, token, p)
+        }
+        (h, _) if discord_host.contains(&h) => fail(&p.scheme, "not a Discord webhook URL (…/api/webhooks/id/token)"),
+        ("hooks.slack.com", _) => Err(ImportError(format!(
+            "`{}://`: a Slack webhook URL is not imported: add it as a slack endpoint with this URL",
+            p.scheme
+        ))),
+        (h, _) if h.ends_with(".webhook.office.com") || h.ends_with(".logic.azure.com") => Err(ImportError(format!(
+            "`{}://`: a Teams webhook URL is not imported: add it as a teams endpoint with this URL",
+            p.scheme
+        ))),
+        _ => Err(ImportError(format!(
+            "`{}://` is not a notification driftwatch can map: add it as a webhook or http endpoint",
+            p.scheme
+        ))),
+    }
 }
 
 /// The parts of `scheme://user:password@host:port/path?query`, as Apprise reads them: `#` is
@@ -136,6 +161,11 @@ impl Parts {
         let url = self.http_url(secure, prefix)?;
         Ok(url.as_str().trim_end_matches('/').to_owned())
     }
+}
+
+/// Whether `text` is a token: letters, digits, `-` and `_`.
+pub(crate) fn is_token(text: &str) -> bool {
+    !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 /// Percent-decodes `text`, a `+` staying a `+`.

@@ -3,8 +3,8 @@
 
 use serde_json::{Value, json};
 
-use super::{Kind, Message, Spec, Target, Transport, json_post, with_query};
-use crate::apprise::{ImportError, Imported, Parts};
+use super::{EndpointKind, Kind, Message, Spec, Target, Transport, json_post, with_query};
+use crate::apprise::{ImportError, Imported, Parts, fail, is_token};
 use crate::context::{Context, cut_chars, cut_lines};
 use crate::message::{Parts as Said, parts};
 use crate::outgoing::Outgoing;
@@ -36,8 +36,8 @@ impl Kind for Discord {
         Ok(json_post(with_query(to.url, "wait=true"), body))
     }
 
-    fn from_apprise(&self, parts: &Parts) -> Result<Imported, ImportError> {
-        crate::apprise::schemes::discord(parts)
+    fn parse_apprise(&self, parts: &Parts) -> Result<Imported, ImportError> {
+        apprise(parts)
     }
 }
 
@@ -78,4 +78,32 @@ fn embed(context: &Context, parts: Said) -> Value {
         ]);
     }
     json!({"username": "driftwatch", "embeds": [embed]})
+}
+
+/// Discord's webhook URL, with the thread of `?thread=` when one is given.
+pub(crate) fn webhook(scheme: &str, id: &str, token: &str, p: &Parts) -> Result<Imported, ImportError> {
+    if id.is_empty() || !id.bytes().all(|b| b.is_ascii_digit()) {
+        return fail(scheme, "the webhook id is not a number (discord://webhook_id/webhook_token)");
+    }
+    if !is_token(token) {
+        return fail(
+            scheme,
+            "no webhook token, or not one of letters, digits, - and _ (discord://webhook_id/webhook_token)",
+        );
+    }
+    let mut url = format!("https://discord.com/api/webhooks/{id}/{token}");
+    if let Some(thread) = p.query("thread").or_else(|| p.query("thread_id")) {
+        if !thread.bytes().all(|b| b.is_ascii_digit()) {
+            return fail(scheme, "thread= is not a thread id (a number)");
+        }
+        url.push_str("?thread_id=");
+        url.push_str(thread);
+    }
+    Ok(Imported { kind: EndpointKind::Discord, url, settings: json!({}), secrets: json!({}) })
+}
+
+fn apprise(p: &Parts) -> Result<Imported, ImportError> {
+    // discord://webhook_id/webhook_token, or discord://botname@webhook_id/webhook_token.
+    let token = p.path.first().map_or("", String::as_str);
+    webhook(&p.scheme, &p.host, token, p)
 }

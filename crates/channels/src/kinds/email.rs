@@ -6,13 +6,14 @@ use std::time::{Duration, UNIX_EPOCH};
 use driftwatch_core::FieldError;
 use lettre::message::{Mailbox, MultiPart};
 
-use super::{Field, Input, Kind, Message, Spec, Target, Transport};
-use crate::apprise::{ImportError, Imported, Parts};
+use super::{EndpointKind, Field, Input, Kind, Message, Spec, Target, Transport};
+use crate::apprise::{ImportError, Imported, Parts, fail};
 use crate::context::{Context, cut_lines};
 use crate::message::{Templates, escape_html};
 use crate::outgoing::Outgoing;
 use crate::settings::{Secrets, Settings};
 use crate::template;
+use serde_json::{Map, Value, json};
 
 /// Email over SMTP.
 pub struct Email;
@@ -99,8 +100,8 @@ impl Kind for Email {
         Err("email is sent over SMTP, not HTTP".to_owned())
     }
 
-    fn from_apprise(&self, parts: &Parts) -> Result<Imported, ImportError> {
-        crate::apprise::schemes::email(parts)
+    fn parse_apprise(&self, parts: &Parts) -> Result<Imported, ImportError> {
+        apprise(parts)
     }
 }
 
@@ -264,6 +265,95 @@ fn default_html(context: &Context, subject: &str) -> String {
     }
     html.push_str(FOOT);
     html
+}
+
+fn apprise(p: &Parts) -> Result<Imported, ImportError> {
+    let scheme = p.scheme.as_str();
+    let user = p.query("user").map_or_else(|| p.user.clone(), str::to_owned);
+    let password = p.query("pass").map_or_else(|| p.password.clone(), str::to_owned);
+    // The sender's domain: the URL's host, or the user's when the user is an address.
+    let domain = match (p.host.is_empty(), user.rsplit_once('@')) {
+        (false, _) => p.host.clone(),
+        (true, Some((_, domain))) => domain.to_owned(),
+        (true, None) => String::new(),
+    };
+    let server = p.query("smtp").map_or_else(|| domain.clone(), str::to_owned);
+    if server.is_empty() {
+        return fail(scheme, "no mail server (give user:password@domain, or ?smtp=host)");
+    }
+    let Ok(server) = url::Host::parse(&server) else {
+        return fail(scheme, "the mail server is not a host name or IP address");
+    };
+    // Apprise: `mailto` is plain (25), `mailtos` STARTTLS (587), `mode=` overrides. A `mailto`
+    // without a port is taken as STARTTLS on 587 here, so that no password crosses in the clear
+    // unless port 25 says so; port 465 is always TLS from the first byte.
+    let (security, default_port) = match (p.query("mode").map(str::to_ascii_lowercase).as_deref(), p.port) {
+        (Some("ssl" | "tls"), _) => ("tls", 465),
+        (Some("starttls"), _) => ("starttls", 587),
+        (Some("insecure" | "plain"), _) => ("plain", 25),
+        (Some(_), _) => return fail(scheme, "mode= is not ssl, starttls or insecure"),
+        (None, Some(465)) => ("tls", 465),
+        (None, Some(25)) if scheme == "mailto" => ("plain", 25),
+        (None, _) => ("starttls", 587),
+    };
+    let port = p.port.unwrap_or(default_port);
+    // The sender: ?from= (an address, or just a name for the derived address), ?name=.
+    let derived = if user.contains('@') {
+        user.clone()
+    } else if !user.is_empty() && !domain.is_empty() {
+        format!("{user}@{domain}")
+    } else {
+        String::new()
+    };
+    let (name, address) = match p.query("from") {
+        Some(from) if from.contains('@') => (None, from.to_owned()),
+        Some(name) => (Some(name.to_owned()), derived),
+        None => (None, derived),
+    };
+    if address.is_empty() {
+        return fail(scheme, "no sender (give user@domain, or ?from=address)");
+    }
+    let from = match (name.or_else(|| p.query("name").map(str::to_owned)), address.parse::<lettre::Address>()) {
+        (Some(name), Ok(address)) => lettre::message::Mailbox::new(Some(name), address).to_string(),
+        _ => address,
+    };
+    if p.query("bcc").is_some() {
+        return fail(scheme, "blind copies (bcc=) are not supported; create one endpoint for them");
+    }
+    let mut to = Vec::new();
+    for target in p.path.iter().map(String::as_str).chain(p.query("to")).chain(p.query("cc")) {
+        for piece in target.split([',', ';']).map(str::trim).filter(|s| !s.is_empty()) {
+            if piece.contains('<') {
+                to.push(piece.to_owned());
+            } else {
+                to.extend(piece.split_whitespace().map(str::to_owned));
+            }
+        }
+    }
+    if to.is_empty() {
+        // Apprise mails the sender when no one else is named.
+        let bare = from.rsplit_once('<').map_or(from.as_str(), |(_, a)| a.trim_end_matches('>'));
+        to.push(bare.to_owned());
+    }
+    let mut settings = Map::new();
+    settings.insert("from".into(), json!(from));
+    settings.insert("to".into(), json!(to));
+    settings.insert("security".into(), json!(security));
+    let mut secrets = Map::new();
+    if !user.is_empty() {
+        settings.insert("username".into(), json!(user));
+        if !password.is_empty() {
+            secrets.insert("password".into(), json!(password));
+        }
+    } else if !password.is_empty() {
+        return fail(scheme, "a password without a user (give user:password@domain or ?user=)");
+    }
+    Ok(Imported {
+        kind: EndpointKind::Email,
+        url: format!("smtp://{server}:{port}"),
+        settings: Value::Object(settings),
+        secrets: Value::Object(secrets),
+    })
 }
 
 #[cfg(test)]

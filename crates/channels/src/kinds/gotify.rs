@@ -1,9 +1,9 @@
 //! `gotify`: a message to a Gotify server, with a click-through link.
 
-use serde_json::json;
+use serde_json::{Map, Value, json};
 
-use super::{Field, Input, Kind, Message, Spec, Target, Transport, json_post, need};
-use crate::apprise::{ImportError, Imported, Parts};
+use super::{EndpointKind, Field, Input, Kind, Message, Spec, Target, Transport, json_post, need};
+use crate::apprise::{ImportError, Imported, Parts, fail, priority};
 use crate::message::{default_text, parts};
 use crate::outgoing::Outgoing;
 
@@ -46,7 +46,44 @@ impl Kind for Gotify {
         Ok(out)
     }
 
-    fn from_apprise(&self, parts: &Parts) -> Result<Imported, ImportError> {
-        crate::apprise::schemes::gotify(parts)
+    fn parse_apprise(&self, parts: &Parts) -> Result<Imported, ImportError> {
+        apprise(parts)
     }
+}
+
+fn apprise(p: &Parts) -> Result<Imported, ImportError> {
+    let scheme = p.scheme.as_str();
+    // gotify://host[:port][/path]/app_token
+    let Some((token, prefix)) = p.path.split_last() else {
+        return fail(scheme, "no application token (gotify://host/app_token)");
+    };
+    let url = p.base_url(p.scheme == "gotifys", prefix)?;
+    let mut settings = Map::new();
+    let map = [
+        ("l", 0),
+        ("m", 3),
+        ("n", 5),
+        ("h", 8),
+        ("e", 10),
+        ("10", 10),
+        ("0", 0),
+        ("1", 0),
+        ("2", 0),
+        ("3", 3),
+        ("4", 3),
+        ("5", 5),
+        ("6", 5),
+        ("7", 5),
+        ("8", 8),
+        ("9", 8),
+    ];
+    if let Some(prio) = priority(p.query("priority"), &map) {
+        settings.insert("priority".into(), json!(prio));
+    }
+    Ok(Imported {
+        kind: EndpointKind::Gotify,
+        url,
+        settings: Value::Object(settings),
+        secrets: json!({"token": token}),
+    })
 }

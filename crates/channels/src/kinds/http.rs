@@ -5,11 +5,13 @@ use std::borrow::Cow;
 
 use driftwatch_core::FieldError;
 
-use super::{Field, Input, Kind, Message, Spec, Target, Transport};
-use crate::apprise::{ImportError, Imported, Parts};
+use super::{EndpointKind, Field, Input, Kind, Message, Spec, Target, Transport};
+use crate::apprise::{ImportError, Imported, Parts, fail};
 use crate::message::parts;
 use crate::outgoing::Outgoing;
 use crate::settings::{Secrets, Settings};
+use base64::Engine as _;
+use serde_json::{Map, Value, json};
 
 /// Any HTTP API.
 pub struct Http;
@@ -73,7 +75,68 @@ impl Kind for Http {
         })
     }
 
-    fn from_apprise(&self, parts: &Parts) -> Result<Imported, ImportError> {
-        crate::apprise::schemes::http(parts)
+    fn parse_apprise(&self, parts: &Parts) -> Result<Imported, ImportError> {
+        apprise(parts)
     }
+}
+
+/// Whether a header's value is likely secret, so kept sealed.
+fn secret_header(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    ["authorization", "cookie"].contains(&name.as_str())
+        || ["auth", "token", "key", "secret", "pass", "session", "signature"].iter().any(|s| name.contains(s))
+}
+
+fn apprise(p: &Parts) -> Result<Imported, ImportError> {
+    let scheme = p.scheme.as_str();
+    let mut segments = p.path.clone();
+    if p.trailing_slash && !segments.is_empty() {
+        segments.push(String::new());
+    }
+    let mut url = p.http_url(p.scheme == "jsons", &segments)?;
+    let mut settings = Map::new();
+    let mut headers = Map::new();
+    let mut secret_headers = Map::new();
+    for (key, value) in &p.query {
+        if let Some(name) = key.strip_prefix('+') {
+            // `+Header=value`: a header.
+            if name.eq_ignore_ascii_case("content-type") {
+                settings.insert("content_type".into(), json!(value));
+            } else if secret_header(name) {
+                secret_headers.insert(name.to_owned(), json!(value));
+            } else {
+                headers.insert(name.to_owned(), json!(value));
+            }
+        } else if let Some(name) = key.strip_prefix('-') {
+            // `-param=value`: a query parameter of the request.
+            url.query_pairs_mut().append_pair(name, value);
+        }
+        // `:key=value` reshapes Apprise's own payload: driftwatch sends its body template.
+    }
+    match p.query("method").map(str::to_ascii_uppercase).as_deref() {
+        None | Some("POST") => {}
+        Some(method @ ("PUT" | "PATCH")) => {
+            settings.insert("method".into(), json!(method));
+        }
+        Some(_) => return fail(scheme, "method= is not POST, PUT or PATCH, the methods driftwatch sends with"),
+    }
+    if !p.user.is_empty() {
+        // Basic authentication wins over an Authorization header, as in Apprise.
+        let basic = base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", p.user, p.password));
+        secret_headers.retain(|name, _| !name.eq_ignore_ascii_case("authorization"));
+        secret_headers.insert("Authorization".into(), json!(format!("Basic {basic}")));
+    }
+    if !headers.is_empty() {
+        settings.insert("headers".into(), Value::Object(headers));
+    }
+    let mut secrets = Map::new();
+    if !secret_headers.is_empty() {
+        secrets.insert("headers".into(), Value::Object(secret_headers));
+    }
+    Ok(Imported {
+        kind: EndpointKind::Http,
+        url: url.into(),
+        settings: Value::Object(settings),
+        secrets: Value::Object(secrets),
+    })
 }

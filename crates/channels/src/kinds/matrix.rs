@@ -4,8 +4,8 @@
 use driftwatch_core::FieldError;
 use serde_json::{Value, json};
 
-use super::{Field, Input, Kind, Message, Spec, Target, Transport, json_post, need};
-use crate::apprise::{ImportError, Imported, Parts};
+use super::{EndpointKind, Field, Input, Kind, Message, Spec, Target, Transport, json_post, need};
+use crate::apprise::{ImportError, Imported, Parts, fail};
 use crate::message::{default_text, escape_html, parts};
 use crate::outgoing::Outgoing;
 use crate::settings::{Secrets, Settings};
@@ -75,7 +75,50 @@ impl Kind for Matrix {
         Some(body.get("retry_after_ms")?.as_f64()? / 1000.0)
     }
 
-    fn from_apprise(&self, parts: &Parts) -> Result<Imported, ImportError> {
-        crate::apprise::schemes::matrix(parts)
+    fn parse_apprise(&self, parts: &Parts) -> Result<Imported, ImportError> {
+        apprise(parts)
     }
+}
+
+fn apprise(p: &Parts) -> Result<Imported, ImportError> {
+    let scheme = p.scheme.as_str();
+    match p.query("mode").map(str::to_ascii_lowercase).as_deref() {
+        None | Some("off") => {}
+        Some(_) => return fail(scheme, "webhook modes (mode=) are not supported: give an access token and a room id"),
+    }
+    if p.host.is_empty() {
+        return fail(scheme, "no homeserver (matrixs://token@host/!room:server)");
+    }
+    // The access token: ?token=, `token@host`, or `user:token@host`.
+    let token = p
+        .query("token")
+        .map(str::to_owned)
+        .unwrap_or_else(|| if p.password.is_empty() { p.user.clone() } else { p.password.clone() });
+    let rooms = p.targets();
+    if token.is_empty() {
+        return fail(scheme, "no access token (matrixs://token@host/!room:server or ?token=)");
+    }
+    let room = match rooms.as_slice() {
+        [room] => room.trim(),
+        [] => return fail(scheme, "no room (matrixs://token@host/!room:server)"),
+        _ => return fail(scheme, "only one room per endpoint is supported: create one per room"),
+    };
+    let room = room.strip_prefix("%21").map_or_else(|| room.to_owned(), |r| format!("!{r}"));
+    if room.starts_with('@') || room.starts_with("%40") {
+        return fail(scheme, "direct messages to a user are not supported: give the room id (!…:server)");
+    }
+    if !room.starts_with('!') {
+        return fail(
+            scheme,
+            "a room alias (#…) cannot be resolved when importing: give the room id (!…:server, in the room's settings)",
+        );
+    }
+    // Apprise adds the homeserver to a room id without one.
+    let room = if room.contains(':') { room } else { format!("{room}:{}", p.host) };
+    Ok(Imported {
+        kind: EndpointKind::Matrix,
+        url: p.base_url(p.scheme == "matrixs", [])?,
+        settings: json!({"room_id": room}),
+        secrets: json!({"access_token": token}),
+    })
 }

@@ -91,7 +91,7 @@ impl Kind for Mattermost {
 
     /// Apprise's `mmost://[botname@]host[:port][/path]/token[?channel=name]` (`mmosts://` for
     /// HTTPS; plain `mmost://` defaults to Mattermost's port 8065, as Apprise does).
-    fn from_apprise(&self, p: &Parts) -> Result<Imported, ImportError> {
+    fn parse_apprise(&self, p: &Parts) -> Result<Imported, ImportError> {
         let secure = p.scheme == "mmosts";
         let Some((token, prefix)) = p.path.split_last() else {
             return fail(&p.scheme, "no webhook key (mmost://host/key)");

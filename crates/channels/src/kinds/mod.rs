@@ -23,7 +23,7 @@ use crate::message::Templates;
 use crate::outgoing::Outgoing;
 use crate::settings::{Secrets, Settings};
 
-mod discord;
+pub(crate) mod discord;
 mod email;
 mod gotify;
 mod http;
@@ -185,7 +185,7 @@ pub trait Kind: Send + Sync + 'static {
     }
 
     /// The endpoint an Apprise URL of one of [`Spec::apprise`]'s schemes describes.
-    fn from_apprise(&self, parts: &Parts) -> Result<Imported, ImportError> {
+    fn parse_apprise(&self, parts: &Parts) -> Result<Imported, ImportError> {
         Err(ImportError(format!("`{}://` cannot be imported", parts.scheme)))
     }
 }

@@ -1,10 +1,10 @@
 //! `ntfy`: a push notification to a topic on ntfy.sh or a server of one's own.
 
 use driftwatch_core::FieldError;
-use serde_json::json;
+use serde_json::{Map, Value, json};
 
-use super::{Field, Input, Kind, Message, Spec, Target, Transport, json_post};
-use crate::apprise::{ImportError, Imported, Parts};
+use super::{EndpointKind, Field, Input, Kind, Message, Spec, Target, Transport, json_post};
+use crate::apprise::{ImportError, Imported, Parts, fail, list, priority};
 use crate::context::cut_chars;
 use crate::message::{cut_bytes, default_text, parts};
 use crate::outgoing::Outgoing;
@@ -82,7 +82,78 @@ impl Kind for Ntfy {
         Ok(out)
     }
 
-    fn from_apprise(&self, parts: &Parts) -> Result<Imported, ImportError> {
-        crate::apprise::schemes::ntfy(parts)
+    fn parse_apprise(&self, parts: &Parts) -> Result<Imported, ImportError> {
+        apprise(parts)
     }
+}
+
+fn apprise(p: &Parts) -> Result<Imported, ImportError> {
+    let scheme = p.scheme.as_str();
+    let mut topics = p.targets();
+    let host_ok = !p.host.is_empty() && url::Host::parse(&p.host).is_ok();
+    // Apprise: a server when the host is one and topics follow it, else ntfy.sh with the host
+    // as the first topic; `mode=` says which.
+    let private = match p.query("mode").map(str::to_ascii_lowercase).as_deref() {
+        Some("private") => true,
+        Some("cloud") => false,
+        Some(_) => return fail(scheme, "mode= is not cloud or private"),
+        None => host_ok && !topics.is_empty(),
+    };
+    let url = if private {
+        // The public server is https whatever the scheme said.
+        p.base_url(p.scheme == "ntfys" || p.host.eq_ignore_ascii_case("ntfy.sh"), [])?
+    } else {
+        if !p.host.to_ascii_lowercase().contains("ntfy.sh") && !p.host.is_empty() {
+            topics.insert(0, p.host.clone());
+        }
+        "https://ntfy.sh".to_owned()
+    };
+    let topic = match topics.as_slice() {
+        [topic] => topic.clone(),
+        [] => return fail(scheme, "no topic (ntfy://topic or ntfys://host/topic)"),
+        _ => return fail(scheme, "only one topic per endpoint is supported: create one per topic"),
+    };
+    // Access tokens only: `?token=`, `token@host`, or `auth=token` with the token as user or
+    // password. A user with a password is a basic sign-in.
+    let auth = p.query("auth").map(str::to_ascii_lowercase);
+    let token = match (p.query("token"), auth.as_deref()) {
+        (Some(token), _) => Some(token.to_owned()),
+        (None, Some("token")) if !p.password.is_empty() => Some(p.password.clone()),
+        (None, Some("token")) if !p.user.is_empty() => Some(p.user.clone()),
+        (None, Some("basic")) if !p.user.is_empty() => None,
+        (None, _) if !p.user.is_empty() && p.password.is_empty() => Some(p.user.clone()),
+        _ => None,
+    };
+    if token.is_none() && !p.user.is_empty() {
+        return fail(
+            scheme,
+            "a user and password sign-in is not supported, only access tokens: ntfy://tk_…@host/topic or ?token=",
+        );
+    }
+    let mut settings = Map::new();
+    settings.insert("topic".into(), json!(topic));
+    let map = [
+        ("l", 2),
+        ("mo", 2),
+        ("n", 3),
+        ("h", 4),
+        ("e", 5),
+        ("mi", 1),
+        ("ma", 5),
+        ("d", 3),
+        ("1", 1),
+        ("2", 2),
+        ("3", 3),
+        ("4", 4),
+        ("5", 5),
+    ];
+    if let Some(prio) = priority(p.query("priority"), &map) {
+        settings.insert("priority".into(), json!(prio));
+    }
+    let tags = list(p.query("xtags").or_else(|| p.query("tags")));
+    if !tags.is_empty() {
+        settings.insert("tags".into(), json!(tags));
+    }
+    let secrets = token.map_or_else(|| json!({}), |token| json!({"token": token}));
+    Ok(Imported { kind: EndpointKind::Ntfy, url, settings: Value::Object(settings), secrets })
 }

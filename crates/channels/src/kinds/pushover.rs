@@ -3,10 +3,10 @@
 use std::borrow::Cow;
 
 use driftwatch_core::FieldError;
-use serde_json::json;
+use serde_json::{Map, Value, json};
 
-use super::{Field, Input, Kind, Message, Spec, Target, Transport, json_post, need};
-use crate::apprise::{ImportError, Imported, Parts};
+use super::{EndpointKind, Field, Input, Kind, Message, Spec, Target, Transport, json_post, need};
+use crate::apprise::{ImportError, Imported, Parts, fail, priority};
 use crate::context::cut_chars;
 use crate::message::{default_text, parts};
 use crate::outgoing::Outgoing;
@@ -85,7 +85,43 @@ impl Kind for Pushover {
         Ok(Outgoing { body: Cow::Owned(value.to_string().into_bytes()), ..json_post(url, body) })
     }
 
-    fn from_apprise(&self, parts: &Parts) -> Result<Imported, ImportError> {
-        crate::apprise::schemes::pushover(parts)
+    fn parse_apprise(&self, parts: &Parts) -> Result<Imported, ImportError> {
+        apprise(parts)
     }
+}
+
+fn apprise(p: &Parts) -> Result<Imported, ImportError> {
+    let scheme = p.scheme.as_str();
+    // pover://user_key@app_token[/device…]
+    if p.user.is_empty() || p.host.is_empty() {
+        return fail(scheme, "expected pover://user_key@app_token");
+    }
+    let mut devices = Vec::new();
+    for target in p.targets() {
+        if target.starts_with('#') || target.starts_with("%23") {
+            return fail(scheme, "delivery groups (#…) are not supported: give the group key as the user key");
+        }
+        let device_ok =
+            target.len() <= 25 && target.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !device_ok {
+            return fail(scheme, "a device is not 1 to 25 letters, digits, - or _");
+        }
+        devices.push(target);
+    }
+    let mut settings = Map::new();
+    if !devices.is_empty() {
+        // Pushover takes several devices comma-separated.
+        settings.insert("device".into(), json!(devices.join(",")));
+    }
+    let map =
+        [("l", -2), ("m", -1), ("n", 0), ("h", 1), ("e", 2), ("-2", -2), ("-1", -1), ("0", 0), ("1", 1), ("2", 2)];
+    if let Some(prio) = priority(p.query("priority"), &map) {
+        settings.insert("priority".into(), json!(prio));
+    }
+    Ok(Imported {
+        kind: EndpointKind::Pushover,
+        url: "https://api.pushover.net".to_owned(),
+        settings: Value::Object(settings),
+        secrets: json!({"token": p.host, "user_key": p.user}),
+    })
 }

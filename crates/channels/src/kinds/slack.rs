@@ -44,7 +44,7 @@ impl Kind for Slack {
         Ok(json_post(to.url.to_owned(), body))
     }
 
-    fn from_apprise(&self, _: &Parts) -> Result<Imported, ImportError> {
+    fn parse_apprise(&self, _: &Parts) -> Result<Imported, ImportError> {
         Err(ImportError("`slack://` cannot be imported yet: add it as a slack endpoint with its webhook URL".into()))
     }
 }

@@ -63,7 +63,7 @@ impl Kind for Teams {
         Ok(json_post(to.url.to_owned(), body))
     }
 
-    fn from_apprise(&self, parts: &Parts) -> Result<Imported, ImportError> {
+    fn parse_apprise(&self, parts: &Parts) -> Result<Imported, ImportError> {
         Err(ImportError(format!(
             "`{}://` cannot be imported yet: add it as a teams endpoint with its webhook URL",
             parts.scheme

@@ -4,8 +4,8 @@
 use driftwatch_core::FieldError;
 use serde_json::{Value, json};
 
-use super::{Field, Input, Kind, Message, Spec, Target, Transport, json_post, need};
-use crate::apprise::{ImportError, Imported, Parts};
+use super::{EndpointKind, Field, Input, Kind, Message, Spec, Target, Transport, json_post, need};
+use crate::apprise::{ImportError, Imported, Parts, decode, fail, is_token};
 use crate::context::{cut_chars, cut_lines};
 use crate::message::{escape_html, parts};
 use crate::outgoing::Outgoing;
@@ -93,7 +93,53 @@ impl Kind for Telegram {
         body.get("parameters")?.get("retry_after")?.as_f64()
     }
 
-    fn from_apprise(&self, parts: &Parts) -> Result<Imported, ImportError> {
-        crate::apprise::schemes::telegram(parts)
+    fn parse_apprise(&self, parts: &Parts) -> Result<Imported, ImportError> {
+        apprise(parts)
     }
+}
+
+fn apprise(p: &Parts) -> Result<Imported, ImportError> {
+    let scheme = p.scheme.as_str();
+    // tgram://bot_token/chat_id: the token's colon is no port, so read the authority as
+    // written, as Apprise does (`bot` before it and `name@` are allowed).
+    let hostport = p.authority.rsplit_once('@').map_or(p.authority.as_str(), |(_, h)| h);
+    let hostport = decode(hostport);
+    let hostport = match hostport.get(..3) {
+        Some(bot) if bot.eq_ignore_ascii_case("bot") && hostport[3..].starts_with(|c: char| c.is_ascii_digit()) => {
+            &hostport[3..]
+        }
+        _ => hostport.as_str(),
+    };
+    let token_ok = hostport
+        .split_once(':')
+        .is_some_and(|(id, key)| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) && is_token(key));
+    if !token_ok {
+        return fail(scheme, "no bot token like 123456789:AAH… (digits, a colon, then letters, digits, - or _)");
+    }
+    let chats = p.targets();
+    let chat = match chats.as_slice() {
+        [chat] => chat.trim(),
+        [] => return fail(scheme, "no chat id (tgram://bot_token/chat_id)"),
+        _ => return fail(scheme, "only one chat per endpoint is supported: create one per chat"),
+    };
+    if p.query("topic").is_some() || p.query("thread").is_some() || chat.contains(':') || chat.contains("%3A") {
+        return fail(scheme, "posting to a topic (thread) of a chat is not supported: import the chat without it");
+    }
+    let name = chat.strip_prefix('@').or_else(|| chat.strip_prefix("%40")).unwrap_or(chat);
+    let chat_id = if let Ok(id) = chat.parse::<i64>() {
+        json!(id)
+    } else if name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_' || c == '-')
+        && name.len() > 1
+        && is_token(name)
+    {
+        json!(format!("@{name}"))
+    } else {
+        return fail(scheme, "the chat is not a chat id (like -1001234567890) or @channelname");
+    };
+    Ok(Imported {
+        kind: EndpointKind::Telegram,
+        url: "https://api.telegram.org".to_owned(),
+        settings: json!({"chat_id": chat_id}),
+        secrets: json!({"bot_token": hostport}),
+    })
 }
