@@ -5,7 +5,7 @@ use std::time::Duration;
 use driftwatch_core::{Engine, WatchOptions};
 use std::collections::HashMap;
 
-use driftwatch_scrape::{ExtractError, Fetched, PageRequest, Rules, extract_also};
+use driftwatch_scrape::{Also, ExtractError, Fetched, PageRequest, Rules, extract_also};
 use driftwatch_store::Watch;
 use driftwatch_values::{Reader, Readings};
 use tokio_util::sync::CancellationToken;
@@ -186,7 +186,7 @@ impl Runner {
                 Some(Ok(reader)) => reader.text_selectors().collect(),
                 _ => Vec::new(),
             };
-            let extracted = extract_also(&page, selector.as_deref(), &options.extract, &also);
+            let extracted = extract_also(&page, selector.as_deref(), &options.extract, Also::selectors(&also));
             let readings = reader.as_ref().map(|reader| match reader {
                 Ok(reader) => read_values(reader, &page, &also, extracted.also, &extracted.body),
                 Err(e) => Readings { failures: vec![("values".to_owned(), e.to_string())], ..Readings::default() },
