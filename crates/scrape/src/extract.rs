@@ -5,7 +5,8 @@
 //! - The **DOM path** ([`extract_with_dom`]) builds the full tree with html5ever (through
 //!   scraper), detaches the remove selectors' matches, then walks the document or each match
 //!   of the selector. It is the reference.
-//! - The **streaming path** (`lexer`, `tree`, `matching`, `stream`) tokenizes the page itself,
+//! - The **streaming path** (`driftwatch_html::build`, then `matching` and `stream` here)
+//!   tokenizes the page itself,
 //!   keeps the stack of open elements html5ever would keep, matches selectors against that
 //!   stack with scraper's own parser and the same `selectors` engine, and collects text as
 //!   elements open and close. No tree is built. [`extract_with`] tries it first.
@@ -65,15 +66,13 @@ use ego_tree::iter::Edge;
 use scraper::{ElementRef, Node, Selector};
 
 use driftwatch_core::ExtractOptions;
+use driftwatch_html::scripts::Scripts;
+use driftwatch_html::{BLOCKS, SKIPPED};
 
 use crate::Page;
 
-mod bounded;
-mod lexer;
 mod matching;
 mod stream;
-mod tags;
-mod tree;
 
 /// Why a page yielded no text to compare.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
@@ -103,8 +102,7 @@ pub enum ExtractError {
     TooMuchText(usize),
 }
 
-/// How deep elements may nest (`html` is at depth 1). Real pages stay under a few hundred.
-pub const MAX_DEPTH: usize = 1024;
+pub use driftwatch_html::MAX_DEPTH;
 
 /// The most text (bytes collected plus one per element visited, summed over matches) a page of
 /// `body_len` bytes may select: 16 MiB plus four times the page.
@@ -173,6 +171,23 @@ pub fn extract_with_path(
     (text.and_then(non_empty), path)
 }
 
+/// What [`extract_also`] reads besides the page text.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Also<'a> {
+    /// Selectors whose matches' text to read (a watch's values read by selector).
+    pub selectors: &'a [&'a str],
+    /// Whether to collect where the page states structured data (its JSON-LD scripts, whether
+    /// it has microdata), for a watch's structured values.
+    pub scripts: bool,
+}
+
+impl<'a> Also<'a> {
+    /// The text of each of `selectors`, nothing else.
+    pub fn selectors(selectors: &'a [&'a str]) -> Self {
+        Also { selectors, scripts: false }
+    }
+}
+
 /// What [`extract_also`] read in its one pass over a page.
 #[derive(Debug)]
 pub struct Extracted {
@@ -181,25 +196,32 @@ pub struct Extracted {
     /// The text of each extra selector's matches (read with default options), in the order
     /// asked; empty when the page is not HTML (JSON and plain text have no elements).
     pub also: Vec<Result<String, ExtractError>>,
+    /// The page's structured data scripts, when asked for and the page was read in one
+    /// streaming pass (else `None`: the caller reads them itself, see
+    /// [`driftwatch_html::scripts::Scripts::read`]).
+    pub scripts: Option<Scripts>,
     /// The body as text, decoded as extraction decodes it (see [`decoded_body`]).
     pub body: String,
 }
 
-/// [`extract_with`], and in the same pass over the page the text of each of `also` (a watch's
-/// values read by selector): the page is decoded and tokenized once, not once per selector.
-/// Each result is what [`extract_with`] would give for it alone.
-pub fn extract_also(page: &Page, selector: Option<&str>, options: &ExtractOptions, also: &[&str]) -> Extracted {
+/// [`extract_with`], and in the same pass over the page what `also` asks for: the text of each
+/// selector (a watch's values read by selector) and the structured data's scripts. The page is
+/// decoded and tokenized once, not once per selector. Each text is what [`extract_with`]
+/// would give for it alone.
+pub fn extract_also(page: &Page, selector: Option<&str>, options: &ExtractOptions, also: Also<'_>) -> Extracted {
     let (body, kind) = decode_page(page);
     if kind != BodyKind::Html {
         let text = other_text(&body, kind, options).and_then(non_empty);
-        return Extracted { text, also: Vec::new(), body };
+        return Extracted { text, also: Vec::new(), scripts: None, body };
     }
     let mut reads = vec![stream::Read { selector, remove: &options.remove_selectors, links: options.keep_links }];
-    reads.extend(also.iter().map(|s| stream::Read { selector: Some(s), remove: &[], links: false }));
-    let mut texts = match stream::html_texts(&body, &reads) {
+    reads.extend(also.selectors.iter().map(|s| stream::Read { selector: Some(s), remove: &[], links: false }));
+    let mut scripts = also.scripts.then(Scripts::default);
+    let mut texts = match stream::html_texts(&body, &reads, scripts.as_mut()) {
         Ok(texts) => texts,
         // One read the streaming path cannot be sure of: each on its own, as extract_with does.
         Err(_) => {
+            scripts = None;
             let defaults = ExtractOptions::default();
             reads
                 .iter()
@@ -214,7 +236,7 @@ pub fn extract_also(page: &Page, selector: Option<&str>, options: &ExtractOption
     .into_iter()
     .map(|text| text.and_then(non_empty));
     let text = texts.next().unwrap_or(Err(ExtractError::Empty));
-    Extracted { text, also: texts.collect(), body }
+    Extracted { text, also: texts.collect(), scripts, body }
 }
 
 /// [`extract_with`] with HTML always read through a full DOM (html5ever's tree builder): the
@@ -278,7 +300,7 @@ fn other_text(body: &str, kind: BodyKind, options: &ExtractOptions) -> Result<St
 }
 
 fn dom_text(body: &str, selector: Option<&str>, options: &ExtractOptions) -> Result<String, ExtractError> {
-    let mut document = bounded::parse(body)?;
+    let mut document = driftwatch_html::parse(body).map_err(|_| ExtractError::TooDeep(MAX_DEPTH))?;
     let mut budget = Budget { elements: 0, limit: text_limit(body.len()) };
     for remove in &options.remove_selectors {
         let parsed = parse_selector(remove)?;
@@ -367,55 +389,6 @@ fn canonical(value: serde_json::Value) -> serde_json::Value {
         other => other,
     }
 }
-
-/// Elements whose content is never page text.
-const SKIPPED: &[&str] = &["script", "style", "noscript", "template", "head", "title", "svg", "iframe", "object"];
-
-/// Elements that start and end a line of text.
-const BLOCKS: &[&str] = &[
-    "address",
-    "article",
-    "aside",
-    "blockquote",
-    "body",
-    "caption",
-    "dd",
-    "details",
-    "dialog",
-    "div",
-    "dl",
-    "dt",
-    "fieldset",
-    "figcaption",
-    "figure",
-    "footer",
-    "form",
-    "h1",
-    "h2",
-    "h3",
-    "h4",
-    "h5",
-    "h6",
-    "header",
-    "hr",
-    "html",
-    "legend",
-    "li",
-    "main",
-    "nav",
-    "ol",
-    "option",
-    "p",
-    "pre",
-    "section",
-    "summary",
-    "table",
-    "tbody",
-    "thead",
-    "tfoot",
-    "tr",
-    "ul",
-];
 
 /// Appends the text under `root`, with a line break around each block element and a space
 /// between table cells. Iterative, so a deeply nested page cannot overflow the stack. Fails once

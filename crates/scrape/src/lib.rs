@@ -9,7 +9,7 @@ mod fetch;
 mod rules;
 
 pub use extract::{
-    ExtractError, ExtractPath, Extracted, MAX_DEPTH, decoded_body, extract, extract_also, extract_with,
+    Also, ExtractError, ExtractPath, Extracted, MAX_DEPTH, decoded_body, extract, extract_also, extract_with,
     extract_with_dom, extract_with_path, text_limit, validate_selector,
 };
 pub use fetch::{FetchError, FetchOptions, Fetched, Fetcher, Page, PageRequest};

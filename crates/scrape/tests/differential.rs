@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use driftwatch_core::ExtractOptions;
-use driftwatch_scrape::{ExtractPath, Page, extract_also, extract_with_dom, extract_with_path};
+use driftwatch_html::scripts::Scripts;
+use driftwatch_scrape::{Also, ExtractPath, Page, decoded_body, extract_also, extract_with_dom, extract_with_path};
 
 /// Selectors every document is read through (besides none), covering each kind the streaming
 /// path accepts and some it must refuse.
@@ -91,7 +92,13 @@ impl Tally {
         // A watch's value selectors, read in the page text's pass, give what each gives alone
         // (all streamable here; with `li:first-child` each read falls back on its own).
         for also in [&SELECTORS[..11], &SELECTORS[9..13]] {
-            let read = extract_also(page, None, &both, also);
+            let read = extract_also(page, None, &both, Also { selectors: also, scripts: true });
+            // The structured data's scripts, when the shared pass streamed, as the DOM has them.
+            if let Some(scripts) = &read.scripts
+                && let Ok(dom) = driftwatch_html::parse(&decoded_body(page))
+            {
+                assert_eq!(*scripts, Scripts::of(&dom), "{name}: scripts");
+            }
             // Against each read alone (which `check` holds to the DOM path).
             let mut pairs = vec![(None, read.text, extract_with_path(page, None, &both).0)];
             for (selector, text) in also.iter().zip(read.also) {

@@ -9,6 +9,7 @@
 //! - [`typed`]: a value as read, and how two readings compare.
 
 pub mod conditions;
+mod document;
 pub mod json;
 pub mod parse;
 pub mod presets;

@@ -5,7 +5,8 @@ use std::time::Duration;
 use driftwatch_core::{Engine, WatchOptions};
 use std::collections::HashMap;
 
-use driftwatch_scrape::{ExtractError, Fetched, PageRequest, Rules, extract_also};
+use driftwatch_html::scripts::Scripts;
+use driftwatch_scrape::{Also, ExtractError, Fetched, PageRequest, Rules, extract_also};
 use driftwatch_store::Watch;
 use driftwatch_values::{Reader, Readings};
 use tokio_util::sync::CancellationToken;
@@ -186,9 +187,12 @@ impl Runner {
                 Some(Ok(reader)) => reader.text_selectors().collect(),
                 _ => Vec::new(),
             };
-            let extracted = extract_also(&page, selector.as_deref(), &options.extract, &also);
+            // Structured values' scripts ride the same pass.
+            let scripts = matches!(&reader, Some(Ok(reader)) if reader.reads_structured_data());
+            let extracted =
+                extract_also(&page, selector.as_deref(), &options.extract, Also { selectors: &also, scripts });
             let readings = reader.as_ref().map(|reader| match reader {
-                Ok(reader) => read_values(reader, &page, &also, extracted.also, &extracted.body),
+                Ok(reader) => read_values(reader, &page, &also, extracted.also, extracted.scripts, &extracted.body),
                 Err(e) => Readings { failures: vec![("values".to_owned(), e.to_string())], ..Readings::default() },
             });
             let text = ruled_text(extracted.text, &options, cap)?;
@@ -200,12 +204,14 @@ impl Runner {
 }
 
 /// The watch's values read from the page, with the text of each selector value (`also`) as the
-/// page text's pass read it (`selected`, empty when the page is not HTML).
+/// page text's pass read it (`selected`, empty when the page is not HTML), and the structured
+/// data's scripts when that pass collected them.
 fn read_values(
     reader: &Reader,
     page: &driftwatch_scrape::Page,
     also: &[&str],
     selected: Vec<Result<String, ExtractError>>,
+    scripts: Option<Scripts>,
     body: &str,
 ) -> Readings {
     let content_type = page.content_type.as_deref().unwrap_or("").to_ascii_lowercase();
@@ -221,7 +227,7 @@ fn read_values(
             }
         })
     };
-    reader.read_with(body, &text_of)
+    reader.read_with(body, &text_of, scripts)
 }
 
 /// Whether an HTML body loads or holds scripts (`<script`, any case).

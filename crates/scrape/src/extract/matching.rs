@@ -13,7 +13,7 @@ use selectors::matching::{
 };
 use selectors::parser::{Combinator, Component, ParseRelative, SelectorList};
 
-use super::tree::Element;
+use driftwatch_html::Element;
 
 const HTML_NAMESPACE: &str = "http://www.w3.org/1999/xhtml";
 
@@ -83,12 +83,6 @@ struct Candidate<'a, 's> {
     stack: &'a [Element<'s>],
     index: usize,
     detached_by: usize,
-}
-
-impl std::fmt::Debug for Element<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.name)
-    }
 }
 
 impl Candidate<'_, '_> {

@@ -1,15 +1,13 @@
 //! The streaming path: text collected while the page is tokenized, with the DOM path's rules
 //! (see `push_text`) applied to each selector match as its elements open and close.
 
-use std::borrow::Cow;
-
 use scraper::selector::Simple;
 use selectors::parser::SelectorList;
 
-use super::lexer::Bail;
+use driftwatch_html::scripts::Scripts;
+use driftwatch_html::{Bail, Element, Kind, Sink};
+
 use super::matching::{self, Matcher};
-use super::tags::Kind;
-use super::tree::{self, Element, Sink};
 use super::{ExtractError, normalise, parse_selector, text_limit};
 
 /// What one collector reads: the whole page or a selector's matches, with remove selectors
@@ -28,15 +26,20 @@ pub(super) fn html_text(
     remove: &[String],
     links: bool,
 ) -> Result<Result<String, ExtractError>, Bail> {
-    let mut texts = html_texts(body, &[Read { selector, remove, links }])?;
+    let mut texts = html_texts(body, &[Read { selector, remove, links }], None)?;
     Ok(texts.pop().unwrap_or(Err(ExtractError::Empty)))
 }
 
 /// [`html_text`] for several reads in one pass over the page: one tokenizer and tree builder
 /// feed a collector per read. Only the first read may have remove selectors (a removed element
-/// is marked on the shared stack, where the others must not see it). Bails when any read
-/// would (the caller then reads each on its own).
-pub(super) fn html_texts(body: &str, reads: &[Read<'_>]) -> Result<Vec<Result<String, ExtractError>>, Bail> {
+/// is marked on the shared stack, where the others must not see it). `scripts`, when given,
+/// rides the same pass. Bails when any read would (the caller then reads each on its own, and
+/// `scripts` holds only part of the page).
+pub(super) fn html_texts(
+    body: &str,
+    reads: &[Read<'_>],
+    scripts: Option<&mut Scripts>,
+) -> Result<Vec<Result<String, ExtractError>>, Bail> {
     debug_assert!(reads.iter().skip(1).all(|r| r.remove.is_empty()), "removes on the first read only");
     if body.contains('\0') {
         return Err(Bail("NUL character"));
@@ -68,13 +71,8 @@ pub(super) fn html_texts(body: &str, reads: &[Read<'_>]) -> Result<Vec<Result<St
         failures.push(failed);
     }
     let limit = text_limit(body.len());
-    // The tokenizer's input preprocessing: CR LF and lone CR become LF; a leading BOM goes.
-    let body = if body.contains('\r') {
-        Cow::Owned(body.replace("\r\n", "\n").replace('\r', "\n"))
-    } else {
-        Cow::Borrowed(body)
-    };
-    let body = body.strip_prefix('\u{feff}').unwrap_or(&body);
+    let body = driftwatch_html::prepare(body);
+    let body = &*body;
 
     let mut collectors: Vec<Collector<'_>> = reads
         .iter()
@@ -97,9 +95,9 @@ pub(super) fn html_texts(body: &str, reads: &[Read<'_>]) -> Result<Vec<Result<St
         .collect();
     // The first read (the one with removes) is fed last, so that the others open each element
     // before it is marked removed.
-    if !collectors.is_empty() {
+    if !collectors.is_empty() || scripts.is_some() {
         collectors.rotate_left(1);
-        tree::build(body, &mut Fan(&mut collectors))?;
+        driftwatch_html::build(body, &mut Fan { collectors: &mut collectors, scripts })?;
         collectors.rotate_right(1);
     }
     if collectors.iter().any(|c| c.over) {
@@ -122,20 +120,33 @@ pub(super) fn html_texts(body: &str, reads: &[Read<'_>]) -> Result<Vec<Result<St
         .collect())
 }
 
-/// Several collectors fed by one pass, in order.
-struct Fan<'c, 'a>(&'c mut [Collector<'a>]);
+/// Several collectors fed by one pass, in order, and the structured data's scripts (which
+/// ignore the removes' marks).
+struct Fan<'c, 'a> {
+    collectors: &'c mut [Collector<'a>],
+    scripts: Option<&'c mut Scripts>,
+}
 
 impl<'s> Sink<'s> for Fan<'_, '_> {
     fn open(&mut self, stack: &mut [Element<'s>]) -> Result<(), Bail> {
-        self.0.iter_mut().try_for_each(|c| c.open(stack))
+        if let Some(scripts) = self.scripts.as_deref_mut() {
+            scripts.open(stack)?;
+        }
+        self.collectors.iter_mut().try_for_each(|c| c.open(stack))
     }
 
     fn text(&mut self, text: &str) {
-        self.0.iter_mut().for_each(|c| c.text(text));
+        if let Some(scripts) = self.scripts.as_deref_mut() {
+            scripts.text(text);
+        }
+        self.collectors.iter_mut().for_each(|c| c.text(text));
     }
 
     fn close(&mut self, stack: &[Element<'s>]) {
-        self.0.iter_mut().for_each(|c| c.close(stack));
+        if let Some(scripts) = self.scripts.as_deref_mut() {
+            scripts.close(stack);
+        }
+        self.collectors.iter_mut().for_each(|c| c.close(stack));
     }
 }
 

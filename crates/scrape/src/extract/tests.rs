@@ -163,7 +163,7 @@ fn extra_selectors_read_in_the_same_pass_give_what_each_gives_alone() {
     // Streamable reads; a selector that needs siblings (each read falls back on its own); one
     // that matches nothing; one that does not parse.
     for also in [&[".price", "#stock", "#gone", "p[[", "p:first-child"][..], &[".price", "#stock", "#gone", "p[["]] {
-        let read = extract_also(&shop, Some("main"), &options, also);
+        let read = extract_also(&shop, Some("main"), &options, Also::selectors(also));
         assert_eq!(read.text, extract_with(&shop, Some("main"), &options));
         assert_eq!(read.text.as_deref(), Ok("12,50 €\nIn stock\nmore (/x)\n"), "removes and links on the text");
         assert_eq!(read.also.len(), also.len());
@@ -175,10 +175,12 @@ fn extra_selectors_read_in_the_same_pass_give_what_each_gives_alone() {
         assert!(matches!(read.also[3], Err(ExtractError::InvalidSelector { .. })));
         assert_eq!(read.body, decoded_body(&shop));
     }
-    let only = extract_also(&shop, None, &ExtractOptions::default(), &["#stock"]);
+    let only = extract_also(&shop, None, &ExtractOptions::default(), Also::selectors(&["#stock"]));
+    assert_eq!(only.scripts, None, "not asked for");
     assert_eq!(only.text, extract(&shop, None));
     assert_eq!(only.also[0].as_deref(), Ok("In stock\n"));
-    let json = extract_also(&page(r#"{"b":1,"a":2}"#, "application/json"), None, &options, &[".price"]);
+    let json =
+        extract_also(&page(r#"{"b":1,"a":2}"#, "application/json"), None, &options, Also::selectors(&[".price"]));
     assert_eq!(json.text.as_deref(), Ok("{\n  \"a\": 2,\n  \"b\": 1\n}\n"));
     assert!(json.also.is_empty(), "a JSON page has no elements to select");
 }

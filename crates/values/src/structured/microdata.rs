@@ -13,8 +13,7 @@ use super::{Item, Kind, Sink, Val, kind, local_name};
 const MAX_TEXT_BYTES: usize = 4096;
 
 /// Reads the offers of the page's microdata items into `sink`, in document order.
-pub(super) fn read(html: &str, sink: &mut Sink) {
-    let document = Html::parse_document(html);
+pub(super) fn read(document: &Html, sink: &mut Sink) {
     // Depth first, in document order. The flag: whether an item property here belongs to a
     // product or an offer (directly, or through items that are its properties), so that an item
     // here is read through that product, not on its own.

@@ -23,18 +23,20 @@
 //! - Products are looked for anywhere (`@graph`, `mainEntity`, an `ItemList`, …), but not inside
 //!   a product or an offer: a product's `isRelatedTo` products are not its offers.
 //!
+//! The page is read through `driftwatch_html`: its JSON-LD scripts and whether it has microdata
+//! come from [`Scripts`] (a streaming pass, which may ride the page text's own), and microdata
+//! from its bounded DOM, built only when the page has an `itemscope` attribute.
+//!
 //! Everything is bounded: 100 offers, 32 levels of nesting (JSON values, products in products,
 //! offers in offers), a budget of steps, JSON nested at most 128 deep (deeper scripts are skipped
-//! before they are parsed), and the DOM is built for microdata only when the page has an
-//! `itemscope` attribute and one pass over its tags estimates html5ever's work as reasonable:
-//! nesting within 1024 elements and formatting elements reopened at most 200,000 times (its tree
-//! builder is quadratic in both; see `depth`). No input panics.
+//! before they are parsed), and the DOM's nesting within `driftwatch_html::MAX_DEPTH` (a deeper
+//! page has its microdata left unread). No input panics.
 
-mod depth;
-mod elements;
+use driftwatch_html::scripts::Scripts;
+use scraper::Html;
+
 mod jsonld;
 mod microdata;
-mod scan;
 #[cfg(test)]
 mod tests;
 
@@ -64,33 +66,42 @@ const MAX_STEPS: usize = 1_000_000;
 /// Every product offer on the page, JSON-LD first then microdata, in document order; a Product
 /// with several offers gives one Offer per offer (each with the product's name).
 pub fn offers(html: &str) -> Vec<Offer> {
-    let scan = scan::scan(html, scan::Follow::Scripts);
+    let dom = std::cell::OnceCell::new();
+    offers_in(&Scripts::read(html), || dom.get_or_init(|| driftwatch_html::parse(html)).as_ref().ok())
+}
+
+/// [`offers`] from the page's `scripts` as a reader found them, and its bounded DOM, asked for
+/// only when the page has microdata (`None`: too deep to read).
+pub fn offers_in<'d>(scripts: &Scripts, dom: impl FnOnce() -> Option<&'d Html>) -> Vec<Offer> {
     let mut sink = Sink::default();
-    for script in &scan.jsonld {
+    for script in &scripts.jsonld {
         if sink.done() {
             break;
         }
         jsonld::read(script, &mut sink);
     }
-    // The tree is followed (a second pass) only for pages with microdata, which then also
-    // cost a DOM: most pages pay for the scripts alone.
-    if scan.itemscope && !sink.done() && dom_is_cheap(html) {
-        microdata::read(html, &mut sink);
+    // Only pages with microdata cost a DOM here: most pay for the scripts alone.
+    if scripts.itemscope
+        && !sink.done()
+        && let Some(document) = dom()
+    {
+        microdata::read(document, &mut sink);
     }
     sink.offers
-}
-
-/// Whether building the page's DOM is affordable: its nesting and the elements html5ever would
-/// re-create stay within bounds (a cheap pass over the tags, no DOM). Readers that need the DOM
-/// (CSS selectors, microdata) ask first: a hostile page can make the parse take seconds.
-pub fn dom_is_cheap(html: &str) -> bool {
-    scan::scan(html, scan::Follow::Tree).dom_is_cheap()
 }
 
 /// The first offer with a price (else the first offer), for watches that read
 /// `structured: price|availability|name`.
 pub fn first_offer(html: &str) -> Option<Offer> {
-    let mut all = offers(html);
+    pick(offers(html))
+}
+
+/// [`first_offer`] of what [`offers_in`] gives.
+pub fn first_offer_in<'d>(scripts: &Scripts, dom: impl FnOnce() -> Option<&'d Html>) -> Option<Offer> {
+    pick(offers_in(scripts, dom))
+}
+
+fn pick(mut all: Vec<Offer>) -> Option<Offer> {
     let at = all.iter().position(|offer| offer.price.is_some()).unwrap_or(0);
     (at < all.len()).then(|| all.swap_remove(at))
 }

@@ -12,11 +12,11 @@ use html5ever::tree_builder::{ElementFlags, NodeOrText, QuirksMode, TreeSink};
 use html5ever::{Attribute, QualName};
 use scraper::{Html, HtmlTreeSink};
 
-use super::{ExtractError, MAX_DEPTH};
+use crate::{MAX_DEPTH, TooDeep};
 
-/// [`Html::parse_document`], failing with [`ExtractError::TooDeep`] once an element is inserted
-/// deeper than [`MAX_DEPTH`]. The input goes to html5ever in chunks, so that it stops soon after.
-pub(super) fn parse(body: &str) -> Result<Html, ExtractError> {
+/// [`Html::parse_document`], failing with [`TooDeep`] once an element is inserted deeper than
+/// [`MAX_DEPTH`]. The input goes to html5ever in chunks, so that it stops soon after.
+pub fn parse(body: &str) -> Result<Html, TooDeep> {
     const CHUNK: usize = 8 * 1024;
     let too_deep = Rc::new(Cell::new(false));
     let sink = DepthSink {
@@ -35,11 +35,11 @@ pub(super) fn parse(body: &str) -> Result<Html, ExtractError> {
         parser.process(StrTendril::from_slice(&rest[..end]));
         rest = &rest[end..];
         if too_deep.get() {
-            return Err(ExtractError::TooDeep(MAX_DEPTH));
+            return Err(TooDeep);
         }
     }
     let document = parser.finish();
-    if too_deep.get() { Err(ExtractError::TooDeep(MAX_DEPTH)) } else { Ok(document) }
+    if too_deep.get() { Err(TooDeep) } else { Ok(document) }
 }
 
 /// scraper's tree sink, noting when an element is inserted deeper than [`MAX_DEPTH`].

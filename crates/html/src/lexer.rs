@@ -1,4 +1,4 @@
-//! The tokenizer half of the streaming extractor: the HTML tokenizer's common states (data,
+//! The tokenizer: the HTML tokenizer's common states (data,
 //! tags with attributes, comments, doctypes, raw text and RCDATA, character references), each
 //! refusing ([`Bail`]) whatever it cannot reproduce exactly instead of guessing.
 
@@ -7,14 +7,15 @@ use std::borrow::Cow;
 use html5ever::data::NAMED_ENTITIES;
 use memchr::{memchr, memmem};
 
-/// Why the streaming path gave up; the page then goes through the DOM.
+/// Why the streaming reader gave up (what it cannot reproduce exactly); the caller then reads
+/// the page through the bounded DOM ([`crate::parse`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Bail(pub(super) &'static str);
+pub struct Bail(pub &'static str);
 
 /// Attribute names (lowercased) and values (references decoded), first of duplicates only.
-pub(super) type Attrs<'s> = Vec<(Cow<'s, str>, Cow<'s, str>)>;
+pub type Attrs<'s> = Vec<(Cow<'s, str>, Cow<'s, str>)>;
 
-pub(super) enum Token<'s> {
+pub(crate) enum Token<'s> {
     Text(Cow<'s, str>),
     Start {
         name: Cow<'s, str>,
@@ -28,7 +29,7 @@ pub(super) enum Token<'s> {
 
 /// How the content of a raw element is read up to its end tag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum RawKind {
+pub(crate) enum RawKind {
     /// `<style>`, `<noscript>`, `<iframe>`, `<noframes>`: text as is.
     RawText,
     /// `<title>`, `<textarea>`: character references decoded.
@@ -37,7 +38,7 @@ pub(super) enum RawKind {
     Script,
 }
 
-pub(super) struct Lexer<'s> {
+pub(crate) struct Lexer<'s> {
     src: &'s str,
     pos: usize,
     raw: Option<(RawKind, &'static str)>,
@@ -53,16 +54,16 @@ fn lowercase(s: &str) -> Cow<'_, str> {
 
 impl<'s> Lexer<'s> {
     /// `src` must already be free of NUL and CR (the caller's preprocessing).
-    pub(super) fn new(src: &'s str) -> Self {
+    pub(crate) fn new(src: &'s str) -> Self {
         Self { src, pos: 0, raw: None }
     }
 
     /// The next token is the text of the raw element `name` just opened, then its end tag.
-    pub(super) fn enter_raw(&mut self, kind: RawKind, name: &'static str) {
+    pub(crate) fn enter_raw(&mut self, kind: RawKind, name: &'static str) {
         self.raw = Some((kind, name));
     }
 
-    pub(super) fn next_token(&mut self) -> Result<Token<'s>, Bail> {
+    pub(crate) fn next_token(&mut self) -> Result<Token<'s>, Bail> {
         if let Some((kind, name)) = self.raw.take() {
             return self.raw_text(kind, name);
         }
@@ -221,7 +222,7 @@ impl<'s> Lexer<'s> {
 
 /// Decodes character references as the tokenizer does, refusing the irregular ones (legacy
 /// references without `;`, numeric references without `;` or to odd code points).
-pub(super) fn decode(s: &str) -> Result<Cow<'_, str>, Bail> {
+pub(crate) fn decode(s: &str) -> Result<Cow<'_, str>, Bail> {
     let b = s.as_bytes();
     let Some(mut amp) = memchr(b'&', b) else { return Ok(Cow::Borrowed(s)) };
     let mut out = String::with_capacity(s.len());

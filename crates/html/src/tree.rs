@@ -1,21 +1,25 @@
-//! The tree-builder half of the streaming extractor: the open-element stack that html5ever
+//! The streaming tree builder: the open-element stack that html5ever
 //! would build, kept only for the insertion modes and tags whose effect is a plain push or pop
 //! of the current node. Anything that would close elements implicitly (beyond the few exact
 //! cases below), reparent, reconstruct formatting elements or leave HTML is a [`Bail`].
 
 use std::borrow::Cow;
 
-use super::MAX_DEPTH;
-use super::lexer::{Attrs, Bail, Lexer, RawKind, Token};
-use super::tags::Kind;
+use crate::MAX_DEPTH;
+use crate::lexer::{Attrs, Bail, Lexer, RawKind, Token};
+use crate::tags::Kind;
 
 /// An open element as selectors and text collection see it.
-pub(super) struct Element<'s> {
-    pub(super) name: Cow<'s, str>,
-    pub(super) attrs: Attrs<'s>,
-    /// The index of the first remove selector that detached this element, if any.
-    pub(super) removed_by: Option<usize>,
-    pub(super) kind: Kind,
+pub struct Element<'s> {
+    /// The tag name, in ASCII lowercase.
+    pub name: Cow<'s, str>,
+    /// The attributes, first of duplicates only.
+    pub attrs: Attrs<'s>,
+    /// A sink's mark: scrape's text extraction sets it to the index of the first remove
+    /// selector that detached this element, so that later selectors and sinks see it.
+    pub removed_by: Option<usize>,
+    /// The element's categories.
+    pub kind: Kind,
     mode: Mode,
     /// A `p` is open in button scope here (kept per element: scanning the stack for each
     /// block start tag would be quadratic in the depth).
@@ -23,13 +27,20 @@ pub(super) struct Element<'s> {
 }
 
 impl Element<'_> {
-    pub(super) fn attr(&self, name: &str) -> Option<&str> {
+    /// The value of the attribute `name` (lowercase), if the element has it.
+    pub fn attr(&self, name: &str) -> Option<&str> {
         self.attrs.iter().find(|(n, _)| n == name).map(|(_, v)| &**v)
     }
 }
 
+impl std::fmt::Debug for Element<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name)
+    }
+}
+
 /// What receives the tree as it is built.
-pub(super) trait Sink<'s> {
+pub trait Sink<'s> {
     /// The last element of `stack` has just been inserted.
     fn open(&mut self, stack: &mut [Element<'s>]) -> Result<(), Bail>;
     /// Text inserted into the last element of the stack.
@@ -83,8 +94,10 @@ fn raw_kind(name: &str) -> Option<(RawKind, &'static str)> {
     })
 }
 
-/// Tokenizes and builds `src`, reporting every insertion and pop to `sink`.
-pub(super) fn build<'s>(src: &'s str, sink: &mut impl Sink<'s>) -> Result<(), Bail> {
+/// Tokenizes and builds `src` (prepared by [`crate::prepare`] and free of NUL), reporting every
+/// insertion and pop to `sink`. Fails with a [`Bail`] on whatever it cannot build exactly as
+/// html5ever would, and past [`MAX_DEPTH`].
+pub fn build<'s>(src: &'s str, sink: &mut impl Sink<'s>) -> Result<(), Bail> {
     let mut builder = Builder {
         lexer: Lexer::new(src),
         stack: Vec::with_capacity(32),

@@ -1,35 +1,37 @@
-//! Tag names to the properties the streaming extractor asks about, decided once per tag
-//! instead of by scanning lists. Checked against the lists they come from in the tests.
+//! The element categories: tag names to the properties the tree builder and text extraction ask
+//! about ([`Kind`]), decided once per tag instead of by scanning lists, and the lists of text
+//! extraction ([`BLOCKS`], [`SKIPPED`]). The table is checked against the lists it comes from in
+//! the tests.
 
 /// A set of properties of a tag name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(super) struct Kind(u16);
+pub struct Kind(u16);
 
 impl Kind {
     /// html5ever's "special" category.
-    pub(super) const SPECIAL: Kind = Kind(1 << 0);
+    pub const SPECIAL: Kind = Kind(1 << 0);
     /// Start tags that close an open `<p>` in button scope.
-    pub(super) const CLOSES_P: Kind = Kind(1 << 1);
+    pub const CLOSES_P: Kind = Kind(1 << 1);
     /// End tags with their own rules in the body, accepted only when closing the current node.
-    pub(super) const CLOSES_CURRENT: Kind = Kind(1 << 2);
+    pub const CLOSES_CURRENT: Kind = Kind(1 << 2);
     /// Start tags the streaming path refuses in the body.
-    pub(super) const REFUSED_IN_BODY: Kind = Kind(1 << 3);
+    pub const REFUSED_IN_BODY: Kind = Kind(1 << 3);
     /// Elements without content or end tag.
-    pub(super) const VOID: Kind = Kind(1 << 4);
+    pub const VOID: Kind = Kind(1 << 4);
     /// Table parts other than `<table>`.
-    pub(super) const TABLE_PART: Kind = Kind(1 << 5);
+    pub const TABLE_PART: Kind = Kind(1 << 5);
     /// Elements that start and end a line of text (`BLOCKS`).
-    pub(super) const BLOCK: Kind = Kind(1 << 6);
+    pub const BLOCK: Kind = Kind(1 << 6);
     /// Elements whose content is never text (`SKIPPED`).
-    pub(super) const SKIPPED: Kind = Kind(1 << 7);
+    pub const SKIPPED: Kind = Kind(1 << 7);
 
     /// Whether every property of `other` is in `self`.
-    pub(super) fn has(self, other: Kind) -> bool {
+    pub fn has(self, other: Kind) -> bool {
         self.0 & other.0 == other.0
     }
 
     /// The properties of the (lowercase) tag `name`.
-    pub(super) fn of(name: &str) -> Kind {
+    pub fn of(name: &str) -> Kind {
         Kind(match name {
             "a" => Kind::CLOSES_CURRENT.0,
             "address" => Kind::SPECIAL.0 | Kind::CLOSES_P.0 | Kind::CLOSES_CURRENT.0 | Kind::BLOCK.0,
@@ -144,6 +146,55 @@ impl Kind {
         })
     }
 }
+
+/// Elements whose content is never page text.
+pub const SKIPPED: &[&str] = &["script", "style", "noscript", "template", "head", "title", "svg", "iframe", "object"];
+
+/// Elements that start and end a line of text.
+pub const BLOCKS: &[&str] = &[
+    "address",
+    "article",
+    "aside",
+    "blockquote",
+    "body",
+    "caption",
+    "dd",
+    "details",
+    "dialog",
+    "div",
+    "dl",
+    "dt",
+    "fieldset",
+    "figcaption",
+    "figure",
+    "footer",
+    "form",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "header",
+    "hr",
+    "html",
+    "legend",
+    "li",
+    "main",
+    "nav",
+    "ol",
+    "option",
+    "p",
+    "pre",
+    "section",
+    "summary",
+    "table",
+    "tbody",
+    "thead",
+    "tfoot",
+    "tr",
+    "ul",
+];
 
 #[cfg(test)]
 mod tests {
@@ -371,8 +422,8 @@ mod tests {
             ],
         ),
         (Kind::TABLE_PART, &["caption", "col", "colgroup", "tbody", "td", "tfoot", "th", "thead", "tr"]),
-        (Kind::BLOCK, crate::extract::BLOCKS),
-        (Kind::SKIPPED, crate::extract::SKIPPED),
+        (Kind::BLOCK, super::BLOCKS),
+        (Kind::SKIPPED, super::SKIPPED),
     ];
 
     #[test]
