@@ -1,5 +1,6 @@
 //! One browser per node, started when first needed, restarted when it fails or grows.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -19,8 +20,11 @@ use crate::render::{self, RenderError, RenderRequest, Rendered};
 /// Settings of the browser.
 #[derive(Debug, Clone)]
 pub struct BrowserConfig {
-    /// Chromium's executable; found on `PATH` when not set.
+    /// Chromium's executable; looked for in `search_path` when not set.
     pub executable: Option<PathBuf>,
+    /// Where to look for Chromium when `executable` is not set: a `PATH` value, read from the
+    /// environment by the caller (`None`: nowhere).
+    pub search_path: Option<OsString>,
     /// A remote browser's DevTools address (`ws://...`, or `http://host:9222`) instead of a
     /// local Chromium.
     pub remote: Option<String>,
@@ -51,6 +55,7 @@ impl Default for BrowserConfig {
     fn default() -> Self {
         BrowserConfig {
             executable: None,
+            search_path: None,
             remote: None,
             concurrency: 2,
             recycle_after: 200,
@@ -148,7 +153,10 @@ impl Drop for Instance {
 impl Browsers {
     /// The node's browser; nothing starts until the first render.
     pub fn new(config: BrowserConfig) -> Browsers {
-        let executable = if config.remote.is_some() { None } else { find_chromium(config.executable.as_deref()) };
+        let executable = match config.remote {
+            Some(_) => None,
+            None => find_chromium(config.executable.as_deref(), config.search_path.as_deref()),
+        };
         Browsers {
             inner: Arc::new(Inner {
                 permits: Semaphore::new(config.concurrency.max(1)),

@@ -89,7 +89,8 @@ pub(crate) async fn bench(command: BenchCommand) -> anyhow::Result<()> {
             println!("{}", driftwatch_bench::hostile_bench(&bench).await?);
         }
         BenchCommand::Browser { renders, concurrency, full_page } => {
-            let bench = driftwatch_bench::BrowserBench { renders, concurrency, full_page };
+            let search_path = std::env::var_os("PATH");
+            let bench = driftwatch_bench::BrowserBench { renders, concurrency, full_page, search_path };
             println!("{}", driftwatch_bench::browser(&bench).await?);
         }
         BenchCommand::Api { count, clients, database_url } => {
@@ -321,6 +322,7 @@ async fn rendered_text(
     let browsers = driftwatch_browser::Browsers::new(driftwatch_browser::BrowserConfig {
         policy: driftwatch_net::TargetPolicy { allow_private },
         concurrency: 1,
+        search_path: std::env::var_os("PATH"),
         ..driftwatch_browser::BrowserConfig::default()
     });
     let timeout = std::time::Duration::from_secs(u64::from(options.fetch.timeout_seconds.unwrap_or(30)));
