@@ -374,7 +374,7 @@ pub(crate) async fn mcp(url: &str, token: String) -> anyhow::Result<()> {
     // Push on stdio: the server's changes feed, asked while the agent listens.
     let feed = {
         let (api, hub, token) = (std::sync::Arc::clone(&api), std::sync::Arc::clone(&hub), grant.token.clone());
-        tokio::spawn(async move { api.feed(&token, &hub).await })
+        tokio::spawn(async move { api.feed(&token, &hub, || SystemClock.now()).await })
     };
     let server = driftwatch_mcp::Server::for_caller(api, std::sync::Arc::new(tools), grant, hub);
     let running = server.serve(rmcp::transport::stdio()).await.context("the MCP session did not start")?;
