@@ -31,6 +31,8 @@ pub struct BrowserBench {
     pub concurrency: Vec<usize>,
     /// Also measure full-page screenshots.
     pub full_page: bool,
+    /// Where to look for Chromium: a `PATH` value, read by the caller.
+    pub search_path: Option<std::ffi::OsString>,
 }
 
 /// The page rendered.
@@ -375,8 +377,10 @@ async fn run(
 }
 
 /// `chromium --version`, or what is known without it.
-fn chromium_version() -> String {
-    let Some(path) = driftwatch_browser::find_chromium(None) else { return "no Chromium on PATH".to_owned() };
+fn chromium_version(search_path: Option<&std::ffi::OsStr>) -> String {
+    let Some(path) = driftwatch_browser::find_chromium(None, search_path) else {
+        return "no Chromium on PATH".to_owned();
+    };
     let version = std::process::Command::new(&path)
         .arg("--version")
         .output()
@@ -406,6 +410,7 @@ pub async fn browser(bench: &BrowserBench) -> anyhow::Result<BrowserReport> {
             concurrency,
             // One browser for the whole level: its CPU and memory are measured by process group.
             recycle_after: u32::MAX,
+            search_path: bench.search_path.clone(),
             ..BrowserConfig::default()
         });
         anyhow::ensure!(browsers.available(), "{}", browsers.unavailable_reason());
@@ -475,5 +480,11 @@ pub async fn browser(bench: &BrowserBench) -> anyhow::Result<BrowserReport> {
         browsers.shutdown(Duration::from_secs(5)).await;
         level?;
     }
-    Ok(BrowserReport { chromium: chromium_version(), renders, page_bytes, rows, browsers: browsers_seen })
+    Ok(BrowserReport {
+        chromium: chromium_version(bench.search_path.as_deref()),
+        renders,
+        page_bytes,
+        rows,
+        browsers: browsers_seen,
+    })
 }

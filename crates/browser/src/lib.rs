@@ -15,12 +15,15 @@
 //! - **Bounds**: renders in flight are capped ([`BrowserConfig::concurrency`]); a render is
 //!   bounded by its timeout; a browser that fails is killed as a whole process group.
 
+mod config;
+mod instance;
 mod pool;
 mod process;
 mod proxy;
 mod render;
 
-pub use pool::{BrowserConfig, BrowserStats, Browsers};
+pub use config::BrowserConfig;
+pub use pool::{BrowserStats, Browsers};
 pub use process::{find_chromium, group_cpu_ticks, group_members, tree_memory};
 pub use proxy::GuardProxy;
 pub use render::{RenderError, RenderRequest, Rendered, Screenshot};

@@ -8,63 +8,14 @@ use std::time::Duration;
 use chromiumoxide::Browser;
 use chromiumoxide::handler::HandlerConfig;
 use chromiumoxide::handler::viewport::Viewport;
-use driftwatch_net::TargetPolicy;
 use futures_util::StreamExt;
 use tokio::sync::{Mutex, Semaphore};
 
+use crate::config::BrowserConfig;
+use crate::instance::Instance;
 use crate::process::{Process, find_chromium};
 use crate::proxy::GuardProxy;
 use crate::render::{self, RenderError, RenderRequest, Rendered};
-
-/// Settings of the browser.
-#[derive(Debug, Clone)]
-pub struct BrowserConfig {
-    /// Chromium's executable; found on `PATH` when not set.
-    pub executable: Option<PathBuf>,
-    /// A remote browser's DevTools address (`ws://...`, or `http://host:9222`) instead of a
-    /// local Chromium.
-    pub remote: Option<String>,
-    /// Renders in flight at once.
-    pub concurrency: usize,
-    /// A local browser is restarted after this many renders.
-    pub recycle_after: u32,
-    /// A local browser is restarted once its process tree uses more than this (PSS, bytes).
-    pub memory_cap: u64,
-    /// Which addresses pages and their resources may reach.
-    pub policy: TargetPolicy,
-    /// Exact addresses (IP and port) reachable whatever `policy` says.
-    pub exempt: Vec<std::net::SocketAddr>,
-    /// Where the guard proxy listens (127.0.0.1 on a free port when not set). A remote
-    /// browser must reach it there.
-    pub proxy_bind: Option<std::net::SocketAddr>,
-    /// The window: width and height in CSS pixels.
-    pub window: (u32, u32),
-    /// Screenshots larger than this (encoded) are not kept.
-    pub max_screenshot_bytes: usize,
-    /// Full-page screenshots are cut at this height.
-    pub full_page_max_height: u32,
-    /// The rendered document's HTML larger than this fails the check.
-    pub max_html_bytes: usize,
-}
-
-impl Default for BrowserConfig {
-    fn default() -> Self {
-        BrowserConfig {
-            executable: None,
-            remote: None,
-            concurrency: 2,
-            recycle_after: 200,
-            memory_cap: 1536 * 1024 * 1024,
-            policy: TargetPolicy::default(),
-            exempt: Vec::new(),
-            proxy_bind: None,
-            window: (1280, 900),
-            max_screenshot_bytes: 4 * 1024 * 1024,
-            full_page_max_height: 10_000,
-            max_html_bytes: 5 * 1024 * 1024,
-        }
-    }
-}
 
 /// What the browser has done since the node started.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -94,61 +45,13 @@ struct Inner {
     closed: AtomicBool,
 }
 
-/// One connected browser.
-pub(crate) struct Instance {
-    pub(crate) browser: Browser,
-    /// Local Chromium (none for a remote browser).
-    process: std::sync::Mutex<Option<Process>>,
-    pid: Option<u32>,
-    /// The DevTools connection ended or a render found it broken.
-    broken: AtomicBool,
-    renders: AtomicU32,
-    pub(crate) proxy: Arc<GuardProxy>,
-    handler: tokio::task::JoinHandle<()>,
-    /// Cancelled when the DevTools connection ends (the browser crashed, was killed or closed).
-    pub(crate) gone: tokio_util::sync::CancellationToken,
-    /// Set when driftwatch closes the browser itself: its connection ending is no news.
-    closing: Arc<AtomicBool>,
-    /// The browser's own user agent without `Headless`, learnt from the first page.
-    agent: tokio::sync::OnceCell<Option<String>>,
-}
-
-impl Instance {
-    /// Marks the browser as unusable: the next render starts another.
-    pub(crate) fn break_down(&self, why: &str) {
-        if !self.broken.swap(true, Ordering::SeqCst) {
-            tracing::warn!(pid = ?self.pid, why, "browser will be restarted");
-        }
-    }
-
-    /// The user agent pages see: the browser's own, without the `HeadlessChrome` that many
-    /// sites turn away.
-    pub(crate) async fn user_agent(&self, page: &chromiumoxide::Page) -> Option<String> {
-        self.agent
-            .get_or_init(|| async { page.user_agent().await.ok().map(|a| a.replace("HeadlessChrome", "Chrome")) })
-            .await
-            .clone()
-    }
-
-    fn usable(&self) -> bool {
-        !self.broken.load(Ordering::SeqCst)
-            && !self.gone.is_cancelled()
-            && !self.handler.is_finished()
-            && self.process.lock().map(|mut p| p.as_mut().is_none_or(|p| !p.exited())).unwrap_or(false)
-    }
-}
-
-impl Drop for Instance {
-    fn drop(&mut self) {
-        self.handler.abort();
-        // Dropping the process kills its group.
-    }
-}
-
 impl Browsers {
     /// The node's browser; nothing starts until the first render.
     pub fn new(config: BrowserConfig) -> Browsers {
-        let executable = if config.remote.is_some() { None } else { find_chromium(config.executable.as_deref()) };
+        let executable = match config.remote {
+            Some(_) => None,
+            None => find_chromium(config.executable.as_deref(), config.search_path.as_deref()),
+        };
         Browsers {
             inner: Arc::new(Inner {
                 permits: Semaphore::new(config.concurrency.max(1)),

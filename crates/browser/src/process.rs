@@ -1,6 +1,7 @@
 //! A local Chromium: found, started headless in a process group of its own, measured, and
 //! killed as a whole group, so no renderer or zygote outlives it.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -14,13 +15,15 @@ const NAMES: [&str; 4] = ["chromium", "chromium-browser", "google-chrome-stable"
 /// How long a starting Chromium may take to print its DevTools address.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Chromium's executable: `configured` when given, else the first of the usual names on `PATH`.
-pub fn find_chromium(configured: Option<&Path>) -> Option<PathBuf> {
+/// Chromium's executable: `configured` when given, else the first of the usual names in the
+/// directories of `search_path` (a `PATH` value, which the caller reads: this crate does not
+/// read the environment).
+pub fn find_chromium(configured: Option<&Path>, search_path: Option<&OsStr>) -> Option<PathBuf> {
     if let Some(path) = configured {
         return path.is_file().then(|| path.to_owned());
     }
-    let path = std::env::var_os("PATH")?;
-    NAMES.iter().flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name))).find(|p| p.is_file())
+    let dirs: Vec<PathBuf> = std::env::split_paths(search_path?).collect();
+    NAMES.iter().flat_map(|name| dirs.iter().map(move |dir| dir.join(name))).find(|p| p.is_file())
 }
 
 /// A running Chromium. Dropping it kills its whole process group.

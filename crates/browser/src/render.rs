@@ -18,7 +18,8 @@ use futures_util::StreamExt;
 use tokio::time::Instant;
 use url::Url;
 
-use crate::pool::{BrowserConfig, Instance};
+use crate::config::BrowserConfig;
+use crate::instance::Instance;
 
 /// How often a wait for an element looks again.
 const POLL: Duration = Duration::from_millis(50);

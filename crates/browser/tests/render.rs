@@ -10,9 +10,14 @@ use driftwatch_browser::{BrowserConfig, Browsers, RenderError, RenderRequest};
 use driftwatch_core::{FetchSpec, ScreenshotMode, Step, Wait};
 use driftwatch_net::TargetPolicy;
 
+/// The default settings, Chromium looked for on this process's `PATH`.
+fn on_path() -> BrowserConfig {
+    BrowserConfig { search_path: std::env::var_os("PATH"), ..BrowserConfig::default() }
+}
+
 /// A browser allowed to reach loopback (the test pages live there), or `None` to skip.
 fn browsers(policy: TargetPolicy) -> Option<Browsers> {
-    let browsers = Browsers::new(BrowserConfig { policy, ..BrowserConfig::default() });
+    let browsers = Browsers::new(BrowserConfig { policy, ..on_path() });
     if browsers.available() {
         return Some(browsers);
     }
@@ -158,7 +163,7 @@ async fn the_guard_keeps_a_page_from_reaching_private_addresses() {
     let browsers = Browsers::new(BrowserConfig {
         policy: TargetPolicy { allow_private: false },
         exempt: vec![public_addr],
-        ..BrowserConfig::default()
+        ..on_path()
     });
     if !browsers.available() {
         let _ = self::browsers(TargetPolicy::default());
@@ -233,11 +238,8 @@ async fn a_browser_killed_mid_render_fails_that_render_and_the_next_one_works() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn renders_share_nothing_typing_and_keys_work_and_the_browser_is_recycled() {
     let Some(_) = browsers(TargetPolicy { allow_private: true }) else { return };
-    let browsers = Browsers::new(BrowserConfig {
-        policy: TargetPolicy { allow_private: true },
-        recycle_after: 3,
-        ..BrowserConfig::default()
-    });
+    let browsers =
+        Browsers::new(BrowserConfig { policy: TargetPolicy { allow_private: true }, recycle_after: 3, ..on_path() });
     let memory = r#"<!doctype html><html><body><p id="before"></p><script>
 document.getElementById('before').textContent = 'cookie=[' + document.cookie + '] stored=[' + (localStorage.getItem('k') || '') + ']';
 document.cookie = 'visited=yes; max-age=3600'; localStorage.setItem('k', 'v');
@@ -281,7 +283,7 @@ document.getElementById('q').addEventListener('keydown', e => { if (e.key === 'E
 async fn a_remote_browser_renders_behind_the_same_guard() {
     let Some(local) = browsers(TargetPolicy::default()) else { return };
     drop(local);
-    let chromium = driftwatch_browser::find_chromium(None).expect("chromium");
+    let chromium = driftwatch_browser::find_chromium(None, std::env::var_os("PATH").as_deref()).expect("chromium");
     let profile = tempfile::tempdir().expect("profile");
     // A browser someone else runs: its DevTools endpoint is all driftwatch is given.
     let mut remote = tokio::process::Command::new(chromium)
@@ -306,7 +308,7 @@ async fn a_remote_browser_renders_behind_the_same_guard() {
     .expect("DevTools address in time");
     let (private, hits) = serve(vec![("/price", "text/html", PRICE_PAGE.into())]).await;
     let addr: std::net::SocketAddr = private.trim_start_matches("http://").parse().expect("addr");
-    let browsers = Browsers::new(BrowserConfig { remote: Some(ws), exempt: vec![addr], ..BrowserConfig::default() });
+    let browsers = Browsers::new(BrowserConfig { remote: Some(ws), exempt: vec![addr], ..on_path() });
     assert!(browsers.available());
     let spec = FetchSpec::default();
     let rendered = browsers.render(request(&format!("{private}/price"), &spec)).await.expect("rendered remotely");
@@ -321,7 +323,7 @@ async fn a_remote_browser_renders_behind_the_same_guard() {
     let browsers = Browsers::new(BrowserConfig {
         remote: browsers.config().remote.clone(),
         exempt: vec![public_addr],
-        ..BrowserConfig::default()
+        ..on_path()
     });
     let spec = FetchSpec { wait: Some(Wait::Text("network_idle".into())), ..FetchSpec::default() };
     browsers.render(request(&format!("{public}/"), &spec)).await.expect("rendered remotely");
@@ -334,11 +336,8 @@ async fn a_remote_browser_renders_behind_the_same_guard() {
 async fn a_browser_over_its_memory_cap_is_replaced() {
     let Some(_) = browsers(TargetPolicy { allow_private: true }) else { return };
     // Any Chromium uses more than a byte: measured every tenth render, it is replaced then.
-    let browsers = Browsers::new(BrowserConfig {
-        policy: TargetPolicy { allow_private: true },
-        memory_cap: 1,
-        ..BrowserConfig::default()
-    });
+    let browsers =
+        Browsers::new(BrowserConfig { policy: TargetPolicy { allow_private: true }, memory_cap: 1, ..on_path() });
     let (base, _) = serve(vec![("/price", "text/html", PRICE_PAGE.into())]).await;
     let (url, spec) = (format!("{base}/price"), FetchSpec::default());
     let mut pids = Vec::new();

@@ -5,10 +5,11 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
-use driftwatch_core::{Keyring, SecretKey, key_file_is_exposed, load_or_create_key_file};
+use driftwatch_core::{Keyring, SecretKey};
 use driftwatch_store::Store;
 
 use crate::Settings;
+use crate::key_file::{key_file_is_exposed, load_or_create_key_file};
 
 /// Secrets re-encrypted per transaction.
 pub const RESEAL_BATCH: i64 = 500;

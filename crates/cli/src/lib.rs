@@ -6,6 +6,7 @@
 pub mod config;
 pub mod import;
 mod jobs;
+mod key_file;
 pub mod keys;
 mod parts;
 mod settings;

@@ -116,6 +116,7 @@ pub(crate) fn runner(
 pub(crate) fn browsers(settings: &Settings) -> driftwatch_browser::Browsers {
     driftwatch_browser::Browsers::new(driftwatch_browser::BrowserConfig {
         executable: settings.chromium.clone(),
+        search_path: std::env::var_os("PATH"),
         remote: settings.browser_ws.clone().filter(|u| !u.is_empty()),
         concurrency: settings.browser_concurrency,
         recycle_after: settings.browser_recycle_after,

@@ -99,7 +99,7 @@ fn chrono_now() -> i64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_renders_in_the_browser_when_the_options_say_so() {
-    if driftwatch_browser::find_chromium(None).is_none() {
+    if driftwatch_browser::find_chromium(None, std::env::var_os("PATH").as_deref()).is_none() {
         assert!(!std::env::var("DRIFTWATCH_REQUIRE_BROWSER").is_ok_and(|v| v == "1"), "no Chromium on PATH");
         eprintln!("SKIPPED check --options engine browser: no Chromium on PATH");
         return;

@@ -21,7 +21,7 @@ fn processes_mentioning(marker: &str) -> Vec<u32> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_chromium_process_outlives_serve() {
-    if driftwatch_browser::find_chromium(None).is_none() {
+    if driftwatch_browser::find_chromium(None, std::env::var_os("PATH").as_deref()).is_none() {
         assert!(
             !std::env::var("DRIFTWATCH_REQUIRE_BROWSER").is_ok_and(|v| v == "1"),
             "DRIFTWATCH_REQUIRE_BROWSER=1 but no Chromium on PATH"

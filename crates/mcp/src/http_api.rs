@@ -1,6 +1,7 @@
 //! The REST API over HTTP, for `driftwatch mcp` on stdio: a local agent's tools call a
 //! driftwatch server (`DRIFTWATCH_URL`) with the agent's token, as any API client would.
 
+use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::Value;
 
 use crate::{Api, ApiRequest, BoxFuture};
@@ -48,13 +49,15 @@ const POLL: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl HttpApi {
     /// Feeds `hub` the changes the server records (`GET /changes`, from now on), asked every
-    /// second while the agent listens: push on stdio, a poll away from the server.
-    pub async fn feed(&self, token: &str, hub: &crate::push::Hub) {
-        let mut since = now();
+    /// second while the agent listens: push on stdio, a poll away from the server. `now` is
+    /// the caller's clock.
+    pub async fn feed(&self, token: &str, hub: &crate::push::Hub, now: impl Fn() -> DateTime<Utc>) {
+        let since_now = || now().to_rfc3339_opts(SecondsFormat::Secs, true);
+        let mut since = since_now();
         loop {
             tokio::time::sleep(POLL).await;
             if !hub.is_listened_to() {
-                since = now();
+                since = since_now();
                 continue;
             }
             let path = format!("/changes?limit=500&since={since}");
@@ -79,11 +82,6 @@ impl HttpApi {
             }
         }
     }
-}
-
-/// Now as RFC 3339 (UTC), for the changes feed's `since`.
-fn now() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
 impl Api for HttpApi {

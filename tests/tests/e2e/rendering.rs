@@ -11,7 +11,7 @@ use crate::support::TestApp;
 
 /// Whether Chromium is here; says why not (or fails under `DRIFTWATCH_REQUIRE_BROWSER=1`).
 fn chromium() -> bool {
-    if driftwatch_browser::find_chromium(None).is_some() {
+    if driftwatch_browser::find_chromium(None, std::env::var_os("PATH").as_deref()).is_some() {
         return true;
     }
     if std::env::var("DRIFTWATCH_REQUIRE_BROWSER").is_ok_and(|v| v == "1") {

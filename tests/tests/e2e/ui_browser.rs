@@ -28,7 +28,7 @@ fn banner_page(news: &str, colour: &str) -> String {
 /// A browser for the UI and Chromium for the server's renders, or `None` (the test is skipped).
 async fn browsers() -> Option<Browser> {
     let browser = Browser::start().await?;
-    if driftwatch_browser::find_chromium(None).is_none() {
+    if driftwatch_browser::find_chromium(None, std::env::var_os("PATH").as_deref()).is_none() {
         if std::env::var("DRIFTWATCH_REQUIRE_BROWSER").is_ok_and(|v| v == "1") {
             panic!("DRIFTWATCH_REQUIRE_BROWSER=1 but the server finds no Chromium");
         }

@@ -13,8 +13,6 @@
 //!
 //! Neither a key nor a plaintext ever appears in an error message or a `Debug` output.
 
-use std::path::PathBuf;
-
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use chacha20poly1305::aead::{Aead as _, KeyInit as _, Payload};
@@ -23,11 +21,8 @@ use rand::RngExt as _;
 use sha2::{Digest as _, Sha256};
 use zeroize::Zeroize as _;
 
-mod key_file;
 #[cfg(test)]
 mod tests;
-
-pub use key_file::{key_file_is_exposed, load_or_create_key_file};
 
 /// The prefix of every sealed value; a stored value without it is plaintext.
 pub const SEALED_PREFIX: &str = "dwenc:";
@@ -125,22 +120,6 @@ pub enum KeyError {
     /// Valid base64 of the wrong number of bytes.
     #[error("the secret key decodes to {0} bytes; it must be exactly 32 (44 characters of standard base64)")]
     WrongLength(usize),
-    /// The key file holds an unusable key.
-    #[error("key file {}: {reason}", path.display())]
-    File {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong with its content.
-        reason: Box<KeyError>,
-    },
-    /// The key file could not be read or created.
-    #[error("key file {}: {error}", path.display())]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The failure.
-        error: std::io::Error,
-    },
 }
 
 /// A base64 error in words, without the offending symbol (it is a piece of the key).

@@ -1,29 +1,6 @@
-//! Sealing, opening, rotating and the key file.
-
-use std::path::Path;
+//! Sealing, opening and rotating.
 
 use super::*;
-
-/// A directory of its own, removed afterwards.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> TempDir {
-        let dir = std::env::temp_dir().join(format!("driftwatch-sealed-{}", crate::new_random_key("")));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        TempDir(dir)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn keyring() -> Keyring {
     Keyring::new(SecretKey::generate(), Vec::new())
@@ -174,46 +151,4 @@ fn bad_keys_are_refused_clearly() {
     let err = SecretKey::from_base64("not base64 at all!").expect_err("garbage");
     assert!(err.to_string().starts_with("the secret key is not valid standard base64"), "{err}");
     assert!(!err.to_string().contains("not base64 at all"), "{err}");
-}
-
-#[test]
-fn the_key_file_is_created_once_privately() {
-    let dir = TempDir::new();
-    let path = dir.path().join("keys").join("secret.key");
-    let (created, fresh) = load_or_create_key_file(&path).expect("created");
-    assert!(fresh);
-    let content = std::fs::read_to_string(&path).expect("written");
-    assert_eq!(content, format!("{}\n", created.to_base64()));
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        let mode = std::fs::metadata(&path).expect("metadata").permissions().mode();
-        assert_eq!(mode & 0o777, 0o600);
-        assert_eq!(key_file_is_exposed(&path), None);
-    }
-    let (read, fresh) = load_or_create_key_file(&path).expect("read");
-    assert!(!fresh);
-    assert_eq!((read.to_base64(), read.id()), (created.to_base64(), created.id()));
-    assert_eq!(std::fs::read_dir(path.parent().expect("dir")).expect("dir").count(), 1, "no temporary left");
-
-    // Whitespace around the key is fine; a broken file is an error naming the file only.
-    std::fs::write(&path, format!("\n  {}  \n\n", created.to_base64())).expect("rewrite");
-    assert_eq!(load_or_create_key_file(&path).map(|(k, c)| (k.id(), c)).ok(), Some((created.id(), false)));
-    std::fs::write(&path, "c2hvcnQ=\n").expect("rewrite");
-    let err = load_or_create_key_file(&path).expect_err("short key");
-    assert!(err.to_string().contains("secret.key") && err.to_string().contains("5 bytes"), "{err}");
-    assert!(!err.to_string().contains("c2hvcnQ"), "{err}");
-    assert_eq!(std::fs::read_to_string(&path).ok().as_deref(), Some("c2hvcnQ=\n"), "never overwritten");
-}
-
-#[cfg(unix)]
-#[test]
-fn exposed_key_files_are_flagged() {
-    use std::os::unix::fs::PermissionsExt as _;
-    let dir = TempDir::new();
-    let path = dir.path().join("secret.key");
-    std::fs::write(&path, format!("{}\n", SecretKey::generate().to_base64())).expect("write");
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
-    assert_eq!(key_file_is_exposed(&path), Some(0o644));
-    assert!(load_or_create_key_file(&path).is_ok_and(|(_, created)| !created), "still read");
 }

@@ -11,11 +11,11 @@ use super::present::human_seconds;
 /// The page shown for every error.
 #[derive(Clone, Template)]
 #[template(path = "error.html")]
-struct ErrorPage {
-    layout: Layout,
-    status: u16,
-    heading: String,
-    message: String,
+pub(super) struct ErrorPage {
+    pub(super) layout: Layout,
+    pub(super) status: u16,
+    pub(super) heading: String,
+    pub(super) message: String,
 }
 
 /// What a page handler can fail with; each answers a page in the site's layout.
@@ -105,7 +105,7 @@ impl IntoResponse for UiError {
             message,
         };
         let mut response = render(status, &page);
-        // Rendered without knowing who asked: `with_viewer` shows it again in the signed-in
+        // Rendered without knowing who asked: `signed_in::with_viewer` shows it again in the signed-in
         // layout (navigation, sign-out) when a session sent the request.
         response.extensions_mut().insert(Shown(page));
         if let Some(seconds) = retry_after {
@@ -117,39 +117,7 @@ impl IntoResponse for UiError {
 
 /// An error page as first rendered (in the public layout).
 #[derive(Clone)]
-struct Shown(ErrorPage);
-
-/// Error pages for a signed-in user keep the site's navigation and sign-out: an error page is
-/// rendered where no session is known (a path that does not exist, an extractor's rejection),
-/// so this shows it again in the viewer's layout when the request carried a live session.
-pub async fn with_viewer(
-    axum::extract::State(state): axum::extract::State<crate::AppState>,
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> Response {
-    use axum::extract::FromRequestParts as _;
-    if request.uri().path().starts_with("/api/") || !request.headers().contains_key(header::COOKIE) {
-        // The API answers problem documents, and without a cookie there is no session.
-        return next.run(request).await;
-    }
-    let (parts, body) = request.into_parts();
-    let (method, uri, headers) = (parts.method.clone(), parts.uri.clone(), parts.headers.clone());
-    let response = next.run(axum::extract::Request::from_parts(parts, body)).await;
-    let Some(Shown(page)) = response.extensions().get::<Shown>().cloned() else { return response };
-    let mut probe = axum::http::Request::builder().method(method).uri(uri).body(()).map(|r| r.into_parts().0);
-    let Ok(probe) = probe.as_mut() else { return response };
-    probe.headers = headers;
-    let Ok(viewer) = super::session::Viewer::from_request_parts(probe, &state).await else { return response };
-    let status = response.status();
-    let page = ErrorPage { layout: Layout::signed_in(&viewer, "", page.heading.clone()), ..page };
-    let mut again = render(status, &page);
-    for (name, value) in response.headers() {
-        if !again.headers().contains_key(name) {
-            again.headers_mut().insert(name.clone(), value.clone());
-        }
-    }
-    again
-}
+pub(super) struct Shown(pub(super) ErrorPage);
 
 /// The 404 page for paths outside the API.
 pub async fn not_found() -> Response {

@@ -22,6 +22,7 @@ mod present;
 mod screenshots;
 mod session;
 mod sign_in;
+mod signed_in;
 mod steps;
 mod tokens;
 mod watch;
@@ -147,7 +148,8 @@ pub fn routes() -> Router<AppState> {
 }
 
 /// The 404 page for paths outside the API.
-pub use error::{not_found, with_viewer};
+pub use error::not_found;
+pub use signed_in::with_viewer;
 
 /// Total bytes of CSS and JS a page loads (reported by the render benchmark).
 pub fn asset_bytes() -> usize {

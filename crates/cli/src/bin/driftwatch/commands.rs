@@ -89,7 +89,8 @@ pub(crate) async fn bench(command: BenchCommand) -> anyhow::Result<()> {
             println!("{}", driftwatch_bench::hostile_bench(&bench).await?);
         }
         BenchCommand::Browser { renders, concurrency, full_page } => {
-            let bench = driftwatch_bench::BrowserBench { renders, concurrency, full_page };
+            let search_path = std::env::var_os("PATH");
+            let bench = driftwatch_bench::BrowserBench { renders, concurrency, full_page, search_path };
             println!("{}", driftwatch_bench::browser(&bench).await?);
         }
         BenchCommand::Api { count, clients, database_url } => {
@@ -321,6 +322,7 @@ async fn rendered_text(
     let browsers = driftwatch_browser::Browsers::new(driftwatch_browser::BrowserConfig {
         policy: driftwatch_net::TargetPolicy { allow_private },
         concurrency: 1,
+        search_path: std::env::var_os("PATH"),
         ..driftwatch_browser::BrowserConfig::default()
     });
     let timeout = std::time::Duration::from_secs(u64::from(options.fetch.timeout_seconds.unwrap_or(30)));
@@ -372,7 +374,7 @@ pub(crate) async fn mcp(url: &str, token: String) -> anyhow::Result<()> {
     // Push on stdio: the server's changes feed, asked while the agent listens.
     let feed = {
         let (api, hub, token) = (std::sync::Arc::clone(&api), std::sync::Arc::clone(&hub), grant.token.clone());
-        tokio::spawn(async move { api.feed(&token, &hub).await })
+        tokio::spawn(async move { api.feed(&token, &hub, || SystemClock.now()).await })
     };
     let server = driftwatch_mcp::Server::for_caller(api, std::sync::Arc::new(tools), grant, hub);
     let running = server.serve(rmcp::transport::stdio()).await.context("the MCP session did not start")?;

@@ -62,6 +62,7 @@ use serde_json::Value;
 
 use super::{JqLimits, QueryError};
 
+mod names;
 mod natives;
 mod rewrite;
 mod value;

@@ -10,40 +10,11 @@ use jaq_core::{Bind, Cv, Error, Exn, Native, ValR, ValX, ValXs};
 use jaq_json::{Num, Val};
 use num_bigint::Sign;
 
-use super::rewrite::{call0, pipe};
+use super::names::{CHILD, GUARD, PAIR, REGEX, SHORT, TOSTRING, TRY, TRY_OPT, call0, math_name, pipe};
 use super::value::{
     MAX_ELEMENTS, MAX_INT_BITS, MAX_STRING, MAX_WALK, brief, error_value, from_json, json_text, measure,
 };
 use super::{Budget, Dw};
-
-/// Checks that a value is light enough to walk as a tree (run, paths and updates: identity).
-pub const GUARD: &str = "dw guard";
-/// Checks that a value may become a child (nesting), and counts what is built.
-pub const CHILD: &str = "dw child";
-/// Checks that a string or array is at most [`MAX_ELEMENTS`] long.
-pub const SHORT: &str = "dw short";
-/// Checks that the input's weight times its argument's is at most [`MAX_WALK`].
-pub const PAIR: &str = "dw pair";
-/// Checks that the input's length times its argument's size as a regular expression is at most
-/// [`MAX_WALK`].
-pub const REGEX: &str = "dw regex";
-/// `tostring`, bounded.
-pub const TOSTRING: &str = "dw tostring";
-/// `try f catch g` with a bounded error value.
-pub const TRY: &str = "dw try";
-/// `f?`.
-pub const TRY_OPT: &str = "dw try?";
-
-/// The checked native for an arithmetic operator.
-pub fn math_name(op: Math) -> &'static str {
-    match op {
-        Math::Add => "dw +",
-        Math::Sub => "dw -",
-        Math::Mul => "dw *",
-        Math::Div => "dw /",
-        Math::Rem => "dw %",
-    }
-}
 
 /// jaq natives left out: they read the environment or the system's time zone (files).
 const DROPPED: &[&str] = &["env", "localtime", "strflocaltime"];

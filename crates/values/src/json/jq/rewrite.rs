@@ -17,22 +17,10 @@ use jaq_core::load::parse::{BinaryOp, Def, Pattern, Term};
 use jaq_core::ops::Math;
 use jaq_core::path::{Part, Path};
 
-use super::natives::{CHILD, GUARD, TOSTRING, TRY, TRY_OPT, math_name};
+use super::names::{CHILD, GUARD, T, TOSTRING, TRY, TRY_OPT, call0, math_name, pipe};
 
 /// The variable `l op= r` binds `r` to.
 const UPDATE_VAR: &str = "$dw update";
-
-type T<'s> = Term<&'s str>;
-
-/// `f | g`.
-pub fn pipe<'s>(f: T<'s>, g: T<'s>) -> T<'s> {
-    Term::BinOp(Box::new(f), BinaryOp::Pipe(None), Box::new(g))
-}
-
-/// A call without arguments.
-pub fn call0<'s>(name: &'s str) -> T<'s> {
-    Term::Call(name, Vec::new())
-}
 
 /// A definition with its body rewritten. `trusted` is for jaq's own definitions, where `true`,
 /// `false` and `null` are known to be the literals.
