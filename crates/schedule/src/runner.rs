@@ -304,11 +304,7 @@ fn renders_in_browser(watch: &driftwatch_store::Watch, now: NaiveDateTime) -> bo
     if !watch.options.contains("\"engine\"") {
         return false;
     }
-    match watch.options().fetch.engine {
-        driftwatch_core::Engine::Browser => true,
-        driftwatch_core::Engine::Auto => watch.browser_since.is_some_and(|since| now - since < TimeDelta::hours(24)),
-        driftwatch_core::Engine::Http => false,
-    }
+    watch.engine_in_use(&watch.options(), now) == driftwatch_core::Engine::Browser
 }
 
 /// Most checks written in one transaction.

@@ -46,7 +46,7 @@ impl Runner {
     async fn read_auto(&self, watch: &Watch, options: &WatchOptions, conditional: bool) -> PageRead {
         let now = self.now();
         let browsers = self.browsers().filter(|b| b.available());
-        let needs_browser = watch.browser_since.is_some_and(|since| now - since < chrono::TimeDelta::hours(24));
+        let needs_browser = watch.engine_in_use(options, now) == Engine::Browser;
         if needs_browser && browsers.is_some() {
             return self.read_browser(watch, options).await;
         }

@@ -383,15 +383,16 @@ fn page(
         after_at: When::new(after.created_at, now, zone),
         change: after.visual_change_percent.map(percent),
     });
-    let engine = match fetch.engine {
-        Engine::Http => None,
-        Engine::Browser => Some(EngineView { text: "Rendered in the browser", since: None }),
-        Engine::Auto => Some(match watch.browser_since {
-            Some(t) => EngineView { text: "Auto: rendered in the browser since", since: Some(When::new(t, now, zone)) },
-            None => EngineView {
-                text: "Auto: read over HTTP; the browser takes over when the page needs scripts",
-                since: None,
-            },
+    let engine = match (fetch.engine, watch.engine_in_use(&watch.options(), now.naive_utc())) {
+        (Engine::Http, _) => None,
+        (Engine::Browser, _) => Some(EngineView { text: "Rendered in the browser", since: None }),
+        (Engine::Auto, Engine::Browser) => Some(EngineView {
+            text: "Auto: rendered in the browser since",
+            since: watch.browser_since.map(|t| When::new(t, now, zone)),
+        }),
+        (Engine::Auto, _) => Some(EngineView {
+            text: "Auto: read over HTTP; the browser takes over when the page needs scripts",
+            since: None,
         }),
     };
     WatchPage {
