@@ -4,7 +4,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use chrono::{NaiveDateTime, TimeDelta};
-use driftwatch_core::{Clock, IdKind, new_id};
+use driftwatch_core::{Clock, Engine, IdKind, new_id};
 use driftwatch_scrape::Fetcher;
 use driftwatch_store::checks::{self, CheckResult};
 use driftwatch_store::{BatchWriter, Store, StoreResult, watches};
@@ -235,7 +235,9 @@ impl Runner {
                         let mut round = Round::default();
                         let mut deferred = Vec::new();
                         for watch in due {
-                            let renders = renders_in_browser(&watch, now);
+                            // Parsed once per check: the check takes them from here.
+                            let options = watch.options();
+                            let renders = watch.engine_in_use(&options, now) == Engine::Browser;
                             let started =
                                 match inner.fair.admit(&host_key(&watch.url), &watch.account_id, renders, &mut round) {
                                     Ok(started) => started,
@@ -253,7 +255,7 @@ impl Runner {
                             let stop = shutdown.clone();
                             tracker.spawn(async move {
                                 let id = watch.id.clone();
-                                if let Err(e) = runner.check(watch, owner, Some(&stop)).await {
+                                if let Err(e) = runner.check(watch, options, owner, Some(&stop)).await {
                                     tracing::error!(watch.id = %id, error = %e, "recording a check failed");
                                 }
                                 drop((started, permit));
@@ -295,16 +297,6 @@ impl Runner {
         let until_next = next.map_or(poll, |at| (at - now).to_std().unwrap_or(Duration::ZERO));
         until_next.min(poll).max(Duration::from_millis(5))
     }
-}
-
-/// Whether a check of `watch` will render in the browser: its engine is `browser`, or `auto`
-/// and it is known to need the browser. (Reading the options costs a JSON parse, so the
-/// common case, no `engine` in them, is told by a substring first.)
-fn renders_in_browser(watch: &driftwatch_store::Watch, now: NaiveDateTime) -> bool {
-    if !watch.options.contains("\"engine\"") {
-        return false;
-    }
-    watch.engine_in_use(&watch.options(), now) == driftwatch_core::Engine::Browser
 }
 
 /// Most checks written in one transaction.

@@ -177,7 +177,8 @@ impl Runner {
                 None => return Ok(None),
                 Some(Some(watch)) => {
                     // Without a stop signal the check always runs, so this returns.
-                    if let Some(run) = self.check(watch, owner, None).await? {
+                    let options = watch.options();
+                    if let Some(run) = self.check(watch, options, owner, None).await? {
                         return Ok(Some(run));
                     }
                 }
@@ -199,7 +200,8 @@ impl Runner {
         }
     }
 
-    /// Checks a watch leased to `owner` and records the result; returns the run.
+    /// Checks a watch leased to `owner`, with its `options` (parsed once, by the caller), and
+    /// records the result; returns the run.
     ///
     /// read -> compare -> decide -> record. When `stop` is cancelled while the check still
     /// waits for its turn at the page's host (claimed, not started), the watch is given back
@@ -207,12 +209,12 @@ impl Runner {
     pub(crate) async fn check(
         &self,
         watch: Watch,
+        options: WatchOptions,
         owner: String,
         stop: Option<&CancellationToken>,
     ) -> Result<Option<Run>, StoreError> {
         let started = self.now();
         let clock = std::time::Instant::now();
-        let options: WatchOptions = watch.options();
         let needed = self.lease_for(&options);
         if needed > self.lease_length() {
             // Its own long timeout or a confirming refetch: hold the watch long enough that no
