@@ -269,7 +269,7 @@ fn load(c: &mut DbConn, wanted: Wanted) -> StoreResult<Loaded> {
     };
     let shot_before = match &sides {
         Some((_, to)) if keeps_screenshots && to.screenshot_hash.is_some() => {
-            super::screenshots::previous_screenshot(c, &account, &watch_id, &to.id)?
+            snapshots::previous_screenshot(c, &account, &watch_id, &to.id)?
         }
         _ => None,
     };
