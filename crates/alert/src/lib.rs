@@ -48,18 +48,27 @@ pub fn change_payload(
     snapshots: SnapshotPair<'_>,
     at: DateTime<Utc>,
 ) -> String {
-    change_payload_rendered(event_id, watch, change, snapshots, at, None)
+    change_payload_with(event_id, watch, change, snapshots, at, ChangeExtras::default())
 }
 
-/// [`change_payload`] for a page rendered in a browser: `render` says so and links the
-/// screenshots.
-pub fn change_payload_rendered(
+/// What a `change.detected` event tells beside its diff: how the page was rendered (for a page
+/// a browser rendered) and the watch's values that moved (for a watch with values).
+#[derive(Debug, Clone, Default)]
+pub struct ChangeExtras {
+    /// Says the page was rendered, and links the screenshots.
+    pub render: Option<v1::Render>,
+    /// The values that moved, typed (left out of the body when none did).
+    pub values: Vec<v1::ValueChange>,
+}
+
+/// [`change_payload`] with what a browser or the watch's values add, built typed in one pass.
+pub fn change_payload_with(
     event_id: &str,
     watch: WatchRef<'_>,
     change: &TextChange,
     snapshots: SnapshotPair<'_>,
     at: DateTime<Utc>,
-    render: Option<v1::Render>,
+    extras: ChangeExtras,
 ) -> String {
     let full_diff = change
         .truncated
@@ -76,25 +85,10 @@ pub fn change_payload_rendered(
             full_diff,
         },
         snapshots: v1::Snapshots { previous: snapshots.previous.to_owned(), current: snapshots.current.to_owned() },
-        render,
-        values: Vec::new(),
+        render: extras.render,
+        values: extras.values,
     };
     body(EventType::ChangeDetected, at, data)
-}
-
-/// A `change.detected` body with the values that moved added (the body of
-/// [`change_payload_rendered`] when there are none).
-pub fn with_value_changes(payload: String, values: Vec<v1::ValueChange>) -> String {
-    if values.is_empty() {
-        return payload;
-    }
-    match serde_json::from_str::<v1::Envelope<v1::ChangeDetected>>(&payload) {
-        Ok(mut envelope) => {
-            envelope.data.values = values;
-            serde_json::to_value(&envelope).map(|body| body.to_string()).unwrap_or(payload)
-        }
-        Err(_) => payload,
-    }
 }
 
 /// The JSON body of `condition.met` or `condition.cleared` ([`v1::ConditionEvent`]).
@@ -441,6 +435,57 @@ mod tests {
         let quiet = condition_payload(EventType::ConditionCleared, watch, data(Vec::new()), at);
         assert!(quiet.starts_with(r#"{"data":{"event_id":"evt_1","#), "no `changes` when none moved: {quiet}");
         assert!(matches!(v1::Payload::parse(&quiet), Some(v1::Payload::Condition(e)) if e.data.holds));
+    }
+
+    /// A change with values and a render, pinned byte for byte: the body the earlier
+    /// build-then-parse-then-rewrite path wrote (`with_value_changes`), now built in one pass.
+    #[test]
+    fn change_payloads_with_values_keep_their_bytes() {
+        let change = driftwatch_diff::diff_texts("price 10\n", "price 12\n", "snp_a", "snp_b");
+        let at = DateTime::parse_from_rfc3339("2026-12-02T12:00:00Z").map(|t| t.with_timezone(&Utc)).expect("time");
+        let watch = WatchRef { id: "wat_1", name: "Espresso", url: "https://shop.example/e" };
+        let pair = SnapshotPair { previous: "snp_a", current: "snp_b" };
+        let render = || v1::Render {
+            browser: true,
+            screenshot: Some("/api/v1/watches/wat_1/snapshots/snp_b/screenshot".into()),
+            previous_screenshot: None,
+            visual_change_percent: Some(1.25),
+        };
+        let moved = vec![v1::ValueChange {
+            name: "price".into(),
+            from: json!(67.0),
+            to: json!(45.0),
+            currency: Some("EUR".into()),
+            change_percent: Some(-32.84),
+        }];
+        let extras = ChangeExtras { render: Some(render()), values: moved.clone() };
+        let body = change_payload_with("evt_1", watch, &change, pair, at, extras);
+        // The earlier path: the body without values, parsed and written again with them.
+        let bare = change_payload_with(
+            "evt_1",
+            watch,
+            &change,
+            pair,
+            at,
+            ChangeExtras { render: Some(render()), values: Vec::new() },
+        );
+        let mut envelope: v1::Envelope<v1::ChangeDetected> = serde_json::from_str(&bare).expect("json");
+        envelope.data.values = moved;
+        assert_eq!(body, serde_json::to_value(&envelope).expect("json").to_string());
+        assert!(
+            body.ends_with(concat!(
+                r#""render":{"browser":true,"screenshot":"/api/v1/watches/wat_1/snapshots/snp_b/screenshot","#,
+                r#""visual_change_percent":1.25},"snapshots":{"current":"snp_b","previous":"snp_a"},"#,
+                r#""values":[{"change_percent":-32.84,"currency":"EUR","from":67.0,"name":"price","to":45.0}],"#,
+                r#""watch":{"id":"wat_1","name":"Espresso","url":"https://shop.example/e"}},"#,
+                r#""timestamp":"2026-12-02T12:00:00.000Z","type":"change.detected"}"#
+            )),
+            "{body}"
+        );
+        assert_eq!(
+            change_payload_with("evt_1", watch, &change, pair, at, ChangeExtras::default()),
+            change_payload("evt_1", watch, &change, pair, at)
+        );
     }
 
     #[test]

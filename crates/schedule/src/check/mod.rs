@@ -7,9 +7,8 @@ use std::time::Duration;
 
 use driftwatch_core::{IdKind, RunOutcome, WatchHealth, WatchOptions, new_id};
 use driftwatch_store::checks::CheckResult;
-use driftwatch_store::outbox::NewEvent;
 use driftwatch_store::screenshots::StoredScreenshot;
-use driftwatch_store::{Run, Snapshot, StoreError, Watch, runs, watches};
+use driftwatch_store::{Event, Run, Snapshot, StoreError, Watch, runs, watches};
 use tokio_util::sync::CancellationToken;
 
 use crate::runner::Runner;
@@ -78,7 +77,7 @@ struct Compared {
     /// The new snapshot (a baseline or a change).
     snapshot: Option<Snapshot>,
     /// The change's event, unless it was kept quiet.
-    event: Option<NewEvent>,
+    event: Option<Event>,
     /// The kind of error.
     error_kind: Option<&'static str>,
     /// The new snapshot's screenshot.
@@ -129,7 +128,7 @@ struct Decided {
     value_failures: Option<i32>,
     /// `check.failed`, `check.selector_missing`, `check.value_missing` or `check.recovered`
     /// when the health changed.
-    health_event: Option<NewEvent>,
+    health_event: Option<Event>,
     /// The health before, when it changed.
     health_changed_from: Option<WatchHealth>,
 }
@@ -248,7 +247,7 @@ impl Runner {
             error: compared.error,
             note: compared.note,
             snapshot_id: compared.snapshot.as_ref().map(|s| s.id.clone()),
-            event_id: compared.event.as_ref().map(|e| e.event.id.clone()),
+            event_id: compared.event.as_ref().map(|e| e.id.clone()),
             engine: Some(engine.to_owned()),
             error_kind: compared.error_kind.map(str::to_owned),
         };
