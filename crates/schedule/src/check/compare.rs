@@ -394,7 +394,7 @@ impl Runner {
         if let Some(seconds) = options.noise.confirm_after_seconds.filter(|_| is_alert(change)) {
             // Ask again a little later: alert only if the page agrees.
             tokio::time::sleep(Duration::from_secs(u64::from(seconds.clamp(1, 60)))).await;
-            let again = self.read(watch, options, false, None).await.map(|page| page.text);
+            let again = self.reader().read(watch, options, false, None).await.map(|page| page.text);
             if !matches!(again, Some(PageText::Text(again, _)) if again == after) {
                 return Ok(Some("a second fetch did not confirm the change".into()));
             }

@@ -221,7 +221,7 @@ impl Runner {
             let (id, lease, until) = (watch.id.clone(), owner.clone(), started + needed);
             self.store().write(move |c| watches::extend_lease(c, &id, &lease, until)).await?;
         }
-        let Some(page) = self.read(&watch, &options, true, stop).await else {
+        let Some(page) = self.reader().read(&watch, &options, true, stop).await else {
             let (id, lease) = (watch.id.clone(), owner.clone());
             self.store().write(move |c| watches::release(c, &id, &lease)).await?;
             tracing::info!(watch.id = %watch.id, "stopping: gave the watch back unchecked");

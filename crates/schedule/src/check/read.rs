@@ -11,9 +11,9 @@ use driftwatch_values::{Reader, Readings};
 use tokio_util::sync::CancellationToken;
 
 use super::{PageRead, PageText};
-use crate::runner::Runner;
+use crate::reader::PageReader;
 
-impl Runner {
+impl PageReader {
     /// Reads the watch's page with its engine (conditionally over HTTP when `conditional`)
     /// through the watch's extraction options and line rules. `None` when `stop` was
     /// cancelled before the host's turn came (nothing was fetched).
