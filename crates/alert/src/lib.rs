@@ -47,18 +47,27 @@ pub fn change_payload(
     snapshots: SnapshotPair<'_>,
     at: DateTime<Utc>,
 ) -> String {
-    change_payload_rendered(event_id, watch, change, snapshots, at, None)
+    change_payload_with(event_id, watch, change, snapshots, at, ChangeExtras::default())
 }
 
-/// [`change_payload`] for a page rendered in a browser: `render` says so and links the
-/// screenshots.
-pub fn change_payload_rendered(
+/// What a `change.detected` event tells beside its diff: how the page was rendered (for a page
+/// a browser rendered) and the watch's values that moved (for a watch with values).
+#[derive(Debug, Clone, Default)]
+pub struct ChangeExtras {
+    /// Says the page was rendered, and links the screenshots.
+    pub render: Option<v1::Render>,
+    /// The values that moved, typed (left out of the body when none did).
+    pub values: Vec<v1::ValueChange>,
+}
+
+/// [`change_payload`] with what a browser or the watch's values add, built typed in one pass.
+pub fn change_payload_with(
     event_id: &str,
     watch: WatchRef<'_>,
     change: &TextChange,
     snapshots: SnapshotPair<'_>,
     at: DateTime<Utc>,
-    render: Option<v1::Render>,
+    extras: ChangeExtras,
 ) -> String {
     let full_diff = change
         .truncated
@@ -75,25 +84,10 @@ pub fn change_payload_rendered(
             full_diff,
         },
         snapshots: v1::Snapshots { previous: snapshots.previous.to_owned(), current: snapshots.current.to_owned() },
-        render,
-        values: Vec::new(),
+        render: extras.render,
+        values: extras.values,
     };
     body(EventType::ChangeDetected, at, data)
-}
-
-/// A `change.detected` body with the values that moved added (the body of
-/// [`change_payload_rendered`] when there are none).
-pub fn with_value_changes(payload: String, values: Vec<v1::ValueChange>) -> String {
-    if values.is_empty() {
-        return payload;
-    }
-    match serde_json::from_str::<v1::Envelope<v1::ChangeDetected>>(&payload) {
-        Ok(mut envelope) => {
-            envelope.data.values = values;
-            serde_json::to_value(&envelope).map(|body| body.to_string()).unwrap_or(payload)
-        }
-        Err(_) => payload,
-    }
 }
 
 /// The JSON body of `condition.met` or `condition.cleared` ([`v1::ConditionEvent`]).

@@ -28,7 +28,6 @@ use diesel::Connection as _;
 use driftwatch_channels::EndpointKind;
 use driftwatch_core::{Clock as _, EventType, IdKind, SystemClock, new_id};
 use driftwatch_delivery::{DeliveryConfig, DeliveryWorker, RetryPolicy};
-use driftwatch_store::outbox::NewEvent;
 use driftwatch_store::render::{Recipient, Render as _, WatchFacts};
 use driftwatch_store::{Backend, Endpoint, Event, PoolOptions, Store, accounts, deliveries, endpoints, outbox};
 use futures_util::StreamExt as _;
@@ -857,7 +856,7 @@ fn enqueue_batch(
 ) -> driftwatch_store::StoreResult<()> {
     c.transaction(|c| {
         let now = SystemClock.now().naive_utc();
-        let batch: Vec<_> = events.map(|n| NewEvent { event: bench_event(n, account_id, now) }).collect();
+        let batch: Vec<_> = events.map(|n| bench_event(n, account_id, now)).collect();
         let events: Vec<_> = batch.iter().map(|new| (new, 5, now)).collect();
         outbox::enqueue_many(c, render, &events)?;
         Ok(())

@@ -4,7 +4,6 @@ use chrono::TimeDelta;
 use driftwatch_core::{AttemptTrigger, DeliveryStatus, EventType, IdKind, new_id, parse_schedule};
 use driftwatch_store::deliveries::{AttemptRecord, Completion, Job};
 use driftwatch_store::endpoints::Health;
-use driftwatch_store::outbox::NewEvent;
 use driftwatch_store::{Delivery, DeliveryAttempt, Endpoint, Event};
 use tracing::Instrument as _;
 
@@ -199,7 +198,7 @@ fn shown_url(endpoint: &Endpoint) -> String {
 }
 
 /// The `endpoint.disabled` event raised when an attempt disables its endpoint.
-pub(crate) fn disabled_event(endpoint: &Endpoint, reason: &str, at: chrono::DateTime<chrono::Utc>) -> NewEvent {
+pub(crate) fn disabled_event(endpoint: &Endpoint, reason: &str, at: chrono::DateTime<chrono::Utc>) -> Event {
     let event_id = new_id(IdKind::Event);
     let payload = driftwatch_alert::endpoint_payload(
         EventType::EndpointDisabled,
@@ -212,5 +211,5 @@ pub(crate) fn disabled_event(endpoint: &Endpoint, reason: &str, at: chrono::Date
         Some(reason),
         at,
     );
-    NewEvent { event: Event::about_endpoint(event_id, endpoint, EventType::EndpointDisabled, payload, at.naive_utc()) }
+    Event::about_endpoint(event_id, endpoint, EventType::EndpointDisabled, payload, at.naive_utc())
 }

@@ -5,7 +5,7 @@
 use driftwatch_alert::{EndpointRef, endpoint_payload};
 use driftwatch_core::{AttemptTrigger, EventType, IdKind, RecoveryState, new_id};
 use driftwatch_store::deliveries::{self, Redelivery};
-use driftwatch_store::outbox::{ForEndpoint, NewEvent};
+use driftwatch_store::outbox::ForEndpoint;
 use driftwatch_store::{Delivery, Endpoint, Event, Recovery, StoreError, recoveries};
 use driftwatch_validate::RecoveryRequest;
 use tracing::Instrument as _;
@@ -39,11 +39,8 @@ impl DeliveryWorker {
             None,
             at,
         );
-        let new = NewEvent {
-            event: Event::about_endpoint(event_id, endpoint, EventType::EndpointTest, payload, at.naive_utc()),
-        };
         let item = ForEndpoint {
-            new,
+            event: Event::about_endpoint(event_id, endpoint, EventType::EndpointTest, payload, at.naive_utc()),
             endpoint_id: endpoint.id.clone(),
             default_max_attempts: self.inner.config.retry.max_attempts as i32,
             now: at.naive_utc(),

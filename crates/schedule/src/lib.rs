@@ -8,7 +8,9 @@ pub mod backtest;
 mod check;
 mod fair;
 mod hosts;
+mod reader;
 mod runner;
 
 pub use check::{CheckError, Preview};
+pub use reader::PageReader;
 pub use runner::{Runner, RunnerConfig};

@@ -4,13 +4,13 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use chrono::{NaiveDateTime, TimeDelta};
-use driftwatch_core::{Clock, IdKind, new_id};
+use driftwatch_core::{Clock, Engine, IdKind, new_id};
 use driftwatch_scrape::Fetcher;
 use driftwatch_store::checks::{self, CheckResult};
 use driftwatch_store::{BatchWriter, Store, StoreResult, watches};
 
 use crate::fair::{Fairness, Round, host_key};
-use crate::hosts::Hosts;
+use crate::reader::PageReader;
 use driftwatch_metrics::Metrics;
 use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
@@ -80,15 +80,11 @@ pub struct Runner {
 
 struct Inner {
     store: Store,
-    fetcher: Fetcher,
-    clock: Arc<dyn Clock>,
-    config: RunnerConfig,
+    /// Reads the pages (and holds the config, the clock and the node's browser).
+    reader: PageReader,
     wake: Notify,
     slots: Arc<Semaphore>,
-    hosts: Hosts,
     fair: Arc<Fairness>,
-    /// The node's browser, for watches that render (none: they fail, saying so).
-    browsers: Option<driftwatch_browser::Browsers>,
     on_queued: Box<dyn Fn() + Send + Sync>,
     /// Checks waiting to be written by the record writers (started with the first check).
     records: OnceLock<BatchWriter<CheckResult, StoreResult<usize>>>,
@@ -107,7 +103,6 @@ impl Runner {
         on_queued: impl Fn() + Send + Sync + 'static,
     ) -> Runner {
         let slots = Arc::new(Semaphore::new(config.concurrency.max(1)));
-        let hosts = Hosts::new(config.per_host_concurrency, config.per_host_gap);
         let fair = Arc::new(Fairness::new(
             config.per_host_concurrency,
             config.per_account_concurrency,
@@ -116,14 +111,10 @@ impl Runner {
         Runner {
             inner: Arc::new(Inner {
                 store,
-                fetcher,
-                clock,
-                config,
+                reader: PageReader::new(fetcher, clock, config),
                 wake: Notify::new(),
                 slots,
-                hosts,
                 fair,
-                browsers: None,
                 on_queued: Box::new(on_queued),
                 recorded: tokio::sync::watch::Sender::new(0),
                 records: OnceLock::new(),
@@ -134,7 +125,7 @@ impl Runner {
     /// The runner with a browser for the watches that render. Call before cloning it.
     pub fn with_browsers(mut self, browsers: driftwatch_browser::Browsers) -> Runner {
         match Arc::get_mut(&mut self.inner) {
-            Some(inner) => inner.browsers = Some(browsers),
+            Some(inner) => inner.reader.set_browsers(browsers),
             None => tracing::error!("with_browsers called on a runner already shared; no browser is used"),
         }
         self
@@ -142,7 +133,7 @@ impl Runner {
 
     /// The node's browser, when it has one.
     pub fn browsers(&self) -> Option<&driftwatch_browser::Browsers> {
-        self.inner.browsers.as_ref()
+        self.inner.reader.browsers()
     }
 
     /// Asks the loop to look for due watches now (a watch was added or changed).
@@ -178,20 +169,17 @@ impl Runner {
         &self.inner.store
     }
 
-    pub(crate) fn fetcher(&self) -> &Fetcher {
-        &self.inner.fetcher
-    }
-
-    pub(crate) fn hosts(&self) -> &Hosts {
-        &self.inner.hosts
+    /// What reads the pages.
+    pub(crate) fn reader(&self) -> &PageReader {
+        &self.inner.reader
     }
 
     pub(crate) fn config(&self) -> &RunnerConfig {
-        &self.inner.config
+        self.inner.reader.config()
     }
 
     pub(crate) fn now(&self) -> NaiveDateTime {
-        self.inner.clock.now().naive_utc()
+        self.inner.reader.now()
     }
 
     pub(crate) fn deliveries_queued(&self) {
@@ -199,13 +187,13 @@ impl Runner {
     }
 
     pub(crate) fn lease_owner(&self) -> String {
-        format!("{}:{}", self.inner.config.node_id, new_id(IdKind::Run))
+        format!("{}:{}", self.config().node_id, new_id(IdKind::Run))
     }
 
     /// How long a check may hold its watch: a few fetch timeouts (it may queue behind other
     /// checks of the same host) and a margin for the write.
     pub(crate) fn lease_length(&self) -> TimeDelta {
-        lease_needed(self.inner.fetcher.options().timeout, None, None)
+        lease_needed(self.reader().fetcher().options().timeout, None, None)
     }
 
     /// How long a check of a watch with these options may take; more than [`Self::lease_length`]
@@ -213,18 +201,18 @@ impl Runner {
     pub(crate) fn lease_for(&self, options: &driftwatch_core::WatchOptions) -> TimeDelta {
         let own = options.fetch.timeout_seconds.map(|s| Duration::from_secs(u64::from(s)));
         let confirm = options.noise.confirm_after_seconds.map(|s| Duration::from_secs(u64::from(s)));
-        lease_needed(self.inner.fetcher.options().timeout, own, confirm)
+        lease_needed(self.reader().fetcher().options().timeout, own, confirm)
     }
 
     /// Runs until `shutdown` is cancelled, then waits for checks in flight to be recorded.
     pub async fn run(self, shutdown: CancellationToken) {
         let inner = &self.inner;
         let tracker = TaskTracker::new();
-        tracing::info!(node = %inner.config.node_id, concurrency = inner.config.concurrency, "schedule runner started");
+        tracing::info!(node = %self.config().node_id, concurrency = self.config().concurrency, "schedule runner started");
         while !shutdown.is_cancelled() {
             let free = inner.slots.available_permits() as i64;
             if free > 0 {
-                let wanted = free.min(inner.config.batch_size);
+                let wanted = free.min(self.config().batch_size);
                 let owner = self.lease_owner();
                 let now = self.now();
                 let until = now + self.lease_length();
@@ -235,7 +223,9 @@ impl Runner {
                         let mut round = Round::default();
                         let mut deferred = Vec::new();
                         for watch in due {
-                            let renders = renders_in_browser(&watch, now);
+                            // Parsed once per check: the check takes them from here.
+                            let options = watch.options();
+                            let renders = watch.engine_in_use(&options, now) == Engine::Browser;
                             let started =
                                 match inner.fair.admit(&host_key(&watch.url), &watch.account_id, renders, &mut round) {
                                     Ok(started) => started,
@@ -253,7 +243,7 @@ impl Runner {
                             let stop = shutdown.clone();
                             tracker.spawn(async move {
                                 let id = watch.id.clone();
-                                if let Err(e) = runner.check(watch, owner, Some(&stop)).await {
+                                if let Err(e) = runner.check(watch, options, owner, Some(&stop)).await {
                                     tracing::error!(watch.id = %id, error = %e, "recording a check failed");
                                 }
                                 drop((started, permit));
@@ -276,7 +266,7 @@ impl Runner {
             }
             // All slots busy: each finished check wakes the loop, so no query is needed.
             let wait =
-                if inner.slots.available_permits() == 0 { inner.config.poll_interval } else { self.idle_wait().await };
+                if inner.slots.available_permits() == 0 { self.config().poll_interval } else { self.idle_wait().await };
             tokio::select! {
                 () = inner.wake.notified() => {}
                 () = tokio::time::sleep(wait) => {}
@@ -289,25 +279,11 @@ impl Runner {
     }
 
     async fn idle_wait(&self) -> Duration {
-        let poll = self.inner.config.poll_interval;
+        let poll = self.config().poll_interval;
         let now = self.now();
         let next = self.inner.store.read(move |c| watches::next_wake(c, now)).await.ok().flatten();
         let until_next = next.map_or(poll, |at| (at - now).to_std().unwrap_or(Duration::ZERO));
         until_next.min(poll).max(Duration::from_millis(5))
-    }
-}
-
-/// Whether a check of `watch` will render in the browser: its engine is `browser`, or `auto`
-/// and it is known to need the browser. (Reading the options costs a JSON parse, so the
-/// common case, no `engine` in them, is told by a substring first.)
-fn renders_in_browser(watch: &driftwatch_store::Watch, now: NaiveDateTime) -> bool {
-    if !watch.options.contains("\"engine\"") {
-        return false;
-    }
-    match watch.options().fetch.engine {
-        driftwatch_core::Engine::Browser => true,
-        driftwatch_core::Engine::Auto => watch.browser_since.is_some_and(|since| now - since < TimeDelta::hours(24)),
-        driftwatch_core::Engine::Http => false,
     }
 }
 

@@ -4,10 +4,10 @@
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
-use crate::outbox::{NewEvent, Target};
+use crate::outbox::Target;
 use crate::render::Render;
 use crate::schema::{runs, snapshots, watches};
-use crate::{DbConn, Run, Snapshot, StoreError, StoreResult};
+use crate::{DbConn, Event, Run, Snapshot, StoreError, StoreResult};
 
 /// Everything one check produced.
 #[derive(Debug, Clone)]
@@ -32,7 +32,7 @@ pub struct CheckResult {
     pub value_failures: Option<i32>,
     /// Events to deliver, each to every enabled endpoint of the owner (a change, a health
     /// change, or both).
-    pub events: Vec<NewEvent>,
+    pub events: Vec<Event>,
     /// The watch's health after this check ([`driftwatch_core::WatchHealth`]).
     pub health: String,
     /// Validators of the page fetched, for the next conditional GET (unchanged when `None`).
@@ -147,7 +147,7 @@ fn record_set_pg(
     if !snapshots.is_empty() {
         diesel::insert_into(snapshots::table).values(&snapshots).execute(pg)?;
     }
-    let events: Vec<(&crate::outbox::NewEvent, i32, NaiveDateTime)> =
+    let events: Vec<(&Event, i32, NaiveDateTime)> =
         kept.iter().flat_map(|r| r.events.iter().map(|e| (e, r.max_attempts, r.now))).collect();
     let queued = crate::outbox::enqueue_many(conn, render, &events)?;
     let DbConn::Pg(pg) = conn else { return Err(StoreError::Config("not PostgreSQL".into())) };
@@ -158,7 +158,7 @@ fn record_set_pg(
     Ok(results
         .iter()
         .map(|r| match written.contains(&r.watch_id) {
-            true => Ok(r.events.iter().map(|e| queued.get(e.event.id.as_str()).copied().unwrap_or(0)).sum()),
+            true => Ok(r.events.iter().map(|e| queued.get(e.id.as_str()).copied().unwrap_or(0)).sum()),
             false => Err(StoreError::LeaseLost),
         })
         .collect())

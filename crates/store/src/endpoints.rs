@@ -3,10 +3,10 @@
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
-use crate::outbox::{NewEvent, Target};
+use crate::outbox::Target;
 use crate::predicates::{is_limited, pending};
 use crate::schema::endpoints;
-use crate::{DbConn, Endpoint, Page, StoreResult};
+use crate::{DbConn, Endpoint, Event, Page, StoreResult};
 
 /// What an attempt says about its endpoint's health.
 #[derive(Debug, Clone)]
@@ -34,7 +34,7 @@ pub enum Health {
 #[derive(Clone, Copy)]
 pub struct DisabledEvent<'a> {
     /// Builds the event for the endpoint and the reason.
-    pub event: &'a dyn Fn(&Endpoint, &str) -> NewEvent,
+    pub event: &'a dyn Fn(&Endpoint, &str) -> Event,
     /// Renders its bodies.
     pub render: &'a dyn crate::render::Render,
 }

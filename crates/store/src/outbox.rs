@@ -10,14 +10,6 @@ use crate::render::Render;
 use crate::schema::{deliveries, endpoints, events, watches};
 use crate::{DbConn, Event, NewDelivery, StoreResult};
 
-/// An event to record and deliver. Each endpoint's body is rendered from it at enqueue (see
-/// [`crate::render`]); the bytes never change afterwards.
-#[derive(Debug, Clone)]
-pub struct NewEvent {
-    /// The event row.
-    pub event: Event,
-}
-
 /// Which endpoints of the event's account receive it.
 #[derive(Debug, Clone, Copy)]
 pub enum Target<'a> {
@@ -114,28 +106,27 @@ fn watch_routes<'e>(
 pub fn enqueue(
     conn: &mut DbConn,
     render: &dyn Render,
-    new: &NewEvent,
+    event: &Event,
     target: Target<'_>,
     default_max_attempts: i32,
     now: NaiveDateTime,
 ) -> StoreResult<usize> {
-    diesel::insert_into(events::table).values(&new.event).execute(conn)?;
-    let rows = delivery_rows(conn, render, new, target, default_max_attempts, now)?;
+    diesel::insert_into(events::table).values(event).execute(conn)?;
+    let rows = delivery_rows(conn, render, event, target, default_max_attempts, now)?;
     // One multi-row statement for a fan-out on PostgreSQL (per 2,000 endpoints).
     crate::insert_all!(conn, deliveries::table, rows);
     Ok(rows.len())
 }
 
-/// The queued deliveries of `new` to the endpoints `target` names that take it.
+/// The queued deliveries of `event` to the endpoints `target` names that take it.
 fn delivery_rows(
     conn: &mut DbConn,
     render: &dyn Render,
-    new: &NewEvent,
+    event: &Event,
     target: Target<'_>,
     default_max_attempts: i32,
     now: NaiveDateTime,
 ) -> StoreResult<Vec<NewDelivery>> {
-    let event = &new.event;
     let mut query = endpoints::table
         .filter(endpoints::account_id.eq(&event.account_id))
         .select(recipient_columns())
@@ -160,7 +151,7 @@ fn delivery_rows(
     let tags = watch.as_ref().map_or("", |(_, w)| w.tags.as_str());
     Ok(recipients
         .iter()
-        .map(|r| delivery_row(render, new, r, r.max_attempts.unwrap_or(default_max_attempts), tags, now))
+        .map(|r| delivery_row(render, event, r, r.max_attempts.unwrap_or(default_max_attempts), tags, now))
         .collect())
 }
 
@@ -173,19 +164,18 @@ fn delivery_rows(
 pub fn enqueue_many<'a>(
     conn: &mut DbConn,
     render: &dyn Render,
-    events: &[(&'a NewEvent, i32, NaiveDateTime)],
+    events: &[(&'a Event, i32, NaiveDateTime)],
 ) -> StoreResult<HashMap<&'a str, usize>> {
     let mut queued = HashMap::new();
     if events.is_empty() {
         return Ok(queued);
     }
-    let rows: Vec<Event> = events.iter().map(|(new, _, _)| new.event.clone()).collect();
+    let rows: Vec<Event> = events.iter().map(|(event, _, _)| (*event).clone()).collect();
     crate::insert_all!(conn, events::table, rows);
-    let routes = watch_routes(conn, events.iter().map(|(new, _, _)| &new.event))?;
+    let routes = watch_routes(conn, events.iter().map(|(event, _, _)| *event))?;
     let mut by_account: HashMap<&str, Vec<Recipient>> = HashMap::new();
     let mut deliveries_rows = Vec::new();
-    for &(new, default_max_attempts, now) in events {
-        let event = &new.event;
+    for &(event, default_max_attempts, now) in events {
         let watch = event.watch_id.as_deref().map(|id| (id, routes.get(id).cloned().unwrap_or_default()));
         if watch.as_ref().is_some_and(|(_, w)| w.muted) {
             queued.insert(event.id.as_str(), 0);
@@ -206,7 +196,7 @@ pub fn enqueue_many<'a>(
             by_account[event.account_id.as_str()]
                 .iter()
                 .filter(|r| r.takes(&event.event_type, watch.as_ref().map(|(id, w)| (*id, w))))
-                .map(|r| delivery_row(render, new, r, r.max_attempts.unwrap_or(default_max_attempts), tags, now)),
+                .map(|r| delivery_row(render, event, r, r.max_attempts.unwrap_or(default_max_attempts), tags, now)),
         );
         queued.insert(event.id.as_str(), deliveries_rows.len() - before);
     }
@@ -214,17 +204,16 @@ pub fn enqueue_many<'a>(
     Ok(queued)
 }
 
-/// The queued delivery of `new` to `to`, its body rendered for it. A body that cannot be
+/// The queued delivery of `event` to `to`, its body rendered for it. A body that cannot be
 /// rendered (a template failing on this event) is dead-lettered at once with the reason.
 fn delivery_row(
     render: &dyn Render,
-    new: &NewEvent,
+    event: &Event,
     to: &Recipient,
     max_attempts: i32,
     tags: &str,
     now: NaiveDateTime,
 ) -> NewDelivery {
-    let event = &new.event;
     let (body, status, last_error, finished_at) = match render.body(
         &to.as_render(),
         crate::render::EventRef { id: &event.id, event_type: &event.event_type, payload: &event.payload },
@@ -256,19 +245,19 @@ fn delivery_row(
     }
 }
 
-/// Records `new` and queues it for the one endpoint `endpoint_id`, in a transaction; returns
+/// Records `event` and queues it for the one endpoint `endpoint_id`, in a transaction; returns
 /// the delivery (for test events sent on request).
 pub fn enqueue_for_endpoint(
     conn: &mut DbConn,
     render: &dyn Render,
-    new: &NewEvent,
+    event: &Event,
     endpoint_id: &str,
     default_max_attempts: i32,
     now: NaiveDateTime,
 ) -> StoreResult<Option<crate::Delivery>> {
     conn.transaction(|conn| {
-        diesel::insert_into(events::table).values(&new.event).execute(conn)?;
-        let Some(row) = delivery_rows(conn, render, new, Target::One(endpoint_id), default_max_attempts, now)?.pop()
+        diesel::insert_into(events::table).values(event).execute(conn)?;
+        let Some(row) = delivery_rows(conn, render, event, Target::One(endpoint_id), default_max_attempts, now)?.pop()
         else {
             return Ok(None);
         };
@@ -285,8 +274,8 @@ pub fn enqueue_for_endpoint(
 /// An event for one named endpoint, waiting in a batch (see [`enqueue_each_for_endpoint`]).
 #[derive(Debug, Clone)]
 pub struct ForEndpoint {
-    /// The event and its bodies.
-    pub new: NewEvent,
+    /// The event (each endpoint's body is rendered from it at enqueue; see [`crate::render`]).
+    pub event: Event,
     /// The endpoint it goes to (of the event's account).
     pub endpoint_id: String,
     /// The attempt budget when the endpoint sets none.
@@ -310,7 +299,7 @@ pub fn enqueue_each_for_endpoint(
             tracing::debug!(error = %e, items = items.len(), "a batch of events failed; queueing them one by one");
             Ok(items
                 .iter()
-                .map(|i| enqueue_for_endpoint(conn, render, &i.new, &i.endpoint_id, i.default_max_attempts, i.now))
+                .map(|i| enqueue_for_endpoint(conn, render, &i.event, &i.endpoint_id, i.default_max_attempts, i.now))
                 .collect())
         }
         Err(e) => Ok(vec![Err(e)]),
@@ -323,7 +312,7 @@ fn enqueue_all_for_endpoints(
     render: &dyn Render,
     items: &[ForEndpoint],
 ) -> StoreResult<Vec<Option<crate::Delivery>>> {
-    let rows: Vec<Event> = items.iter().map(|i| i.new.event.clone()).collect();
+    let rows: Vec<Event> = items.iter().map(|i| i.event.clone()).collect();
     crate::insert_all!(conn, events::table, rows);
     let mut ids: Vec<&str> = items.iter().map(|i| i.endpoint_id.as_str()).collect();
     ids.sort_unstable();
@@ -335,14 +324,14 @@ fn enqueue_all_for_endpoints(
         .into_iter()
         .map(|(account, target)| (target.id.clone(), (account, target)))
         .collect();
-    let routes = watch_routes(conn, items.iter().map(|i| &i.new.event))?;
+    let routes = watch_routes(conn, items.iter().map(|i| &i.event))?;
     let rows: Vec<NewDelivery> = items
         .iter()
         .filter_map(|i| {
             let (account, to) = targets.get(&i.endpoint_id)?;
-            let tags = i.new.event.watch_id.as_ref().and_then(|id| routes.get(id)).map_or("", |w| w.tags.as_str());
-            (*account == i.new.event.account_id).then(|| {
-                delivery_row(render, &i.new, to, to.max_attempts.unwrap_or(i.default_max_attempts), tags, i.now)
+            let tags = i.event.watch_id.as_ref().and_then(|id| routes.get(id)).map_or("", |w| w.tags.as_str());
+            (*account == i.event.account_id).then(|| {
+                delivery_row(render, &i.event, to, to.max_attempts.unwrap_or(i.default_max_attempts), tags, i.now)
             })
         })
         .collect();
@@ -355,5 +344,5 @@ fn enqueue_all_for_endpoints(
         .into_iter()
         .map(|d| (d.event_id.clone(), d))
         .collect();
-    Ok(items.iter().map(|i| stored.remove(&i.new.event.id)).collect())
+    Ok(items.iter().map(|i| stored.remove(&i.event.id)).collect())
 }

@@ -58,6 +58,22 @@ pub fn list_snapshots(
     Ok(query.order(snapshots::id.desc()).limit(page.limit).load(conn)?)
 }
 
+/// How many snapshots back [`previous_screenshot`] looks.
+const SCREENSHOT_LOOKBACK: i64 = 100;
+
+/// The newest snapshot of the account's watch `watch_id` before `snapshot_id` that has a
+/// screenshot, among the [`SCREENSHOT_LOOKBACK`] before it: what the snapshot's screenshot is
+/// shown beside and its visual difference drawn against.
+pub fn previous_screenshot(
+    conn: &mut DbConn,
+    account_id: &str,
+    watch_id: &str,
+    snapshot_id: &str,
+) -> StoreResult<Option<SnapshotInfo>> {
+    let page = Page { after: Some(snapshot_id.to_owned()), limit: SCREENSHOT_LOOKBACK };
+    Ok(list_snapshots(conn, account_id, watch_id, &page)?.into_iter().find(|s| s.screenshot_hash.is_some()))
+}
+
 /// Most points of a value series in one answer.
 pub const MAX_SERIES_POINTS: i64 = 10_000;
 

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use diesel::Connection as _;
 use driftwatch::{App, Roles};
 use driftwatch_core::{Clock as _, EventType, IdKind, SystemClock, new_id};
-use driftwatch_store::outbox::{NewEvent, Target};
+use driftwatch_store::outbox::Target;
 use driftwatch_store::{Endpoint, Event, PoolOptions, Store, accounts, deliveries, endpoints, outbox};
 use driftwatch_test_support::{Backend, Receiver, TestDb, eventually};
 
@@ -90,14 +90,7 @@ fn queue(
             payload: format!("{{\"n\":{i}}}"),
             created_at: now,
         };
-        outbox::enqueue(
-            c,
-            &driftwatch_store::render::PayloadOnly,
-            &NewEvent { event },
-            Target::One(endpoint_id),
-            5,
-            now,
-        )?;
+        outbox::enqueue(c, &driftwatch_store::render::PayloadOnly, &event, Target::One(endpoint_id), 5, now)?;
     }
     Ok(())
 }

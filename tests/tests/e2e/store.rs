@@ -7,7 +7,6 @@ use chrono::TimeDelta;
 use driftwatch_core::{Clock as _, IdKind, RunOutcome, SystemClock, new_id};
 use driftwatch_store::checks::{self, CheckResult};
 use driftwatch_store::endpoints::DisabledEvent;
-use driftwatch_store::outbox::NewEvent;
 use driftwatch_store::render::PayloadOnly;
 use driftwatch_store::{
     Endpoint, Event, PoolOptions, Run, Store, Watch, accounts, deliveries, endpoints, runs, watches,
@@ -70,20 +69,18 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
                 browser_since: None,
                 conditions_met: None,
                 value_failures: None,
-                events: vec![NewEvent {
-                    event: Event {
-                        id: event_id,
-                        account_id: account.id,
-                        watch_id: Some(watch.id.clone()),
-                        endpoint_id: None,
-                        event_type: "change.detected".into(),
-                        previous_snapshot_id: None,
-                        snapshot_id: None,
-                        added: 1,
-                        removed: 0,
-                        payload: "{}".into(),
-                        created_at: now,
-                    },
+                events: vec![Event {
+                    id: event_id,
+                    account_id: account.id,
+                    watch_id: Some(watch.id.clone()),
+                    endpoint_id: None,
+                    event_type: "change.detected".into(),
+                    previous_snapshot_id: None,
+                    snapshot_id: None,
+                    added: 1,
+                    removed: 0,
+                    payload: "{}".into(),
+                    created_at: now,
                 }],
                 health: "ok".into(),
                 validators: None,
@@ -222,21 +219,19 @@ pub async fn a_wide_fan_out_is_queued_whole(backend: Backend) {
                     &Endpoint::webhook(&account.id, &format!("http://127.0.0.1:9/{i}"), now),
                 )?;
             }
-            let events: Vec<NewEvent> = (0..60)
-                .map(|n| NewEvent {
-                    event: Event {
-                        id: new_id(IdKind::Event),
-                        account_id: account.id.clone(),
-                        watch_id: None,
-                        endpoint_id: None,
-                        event_type: "change.detected".into(),
-                        previous_snapshot_id: None,
-                        snapshot_id: None,
-                        added: 1,
-                        removed: 0,
-                        payload: format!("{{\"n\":{n}}}"),
-                        created_at: now,
-                    },
+            let events: Vec<Event> = (0..60)
+                .map(|n| Event {
+                    id: new_id(IdKind::Event),
+                    account_id: account.id.clone(),
+                    watch_id: None,
+                    endpoint_id: None,
+                    event_type: "change.detected".into(),
+                    previous_snapshot_id: None,
+                    snapshot_id: None,
+                    added: 1,
+                    removed: 0,
+                    payload: format!("{{\"n\":{n}}}"),
+                    created_at: now,
                 })
                 .collect();
             let batch: Vec<_> = events.iter().map(|e| (e, 3, now)).collect();
@@ -628,9 +623,9 @@ pub async fn batched_enqueues_answer_each_request_alone(backend: Backend) {
             endpoints::insert_endpoint(c, &mine)?;
             endpoints::insert_endpoint(c, &theirs)?;
             let item = |n: usize, account: &str, endpoint: &str, about: Option<&str>| {
-                let mut new = test_event(account, n, now);
-                new.event.endpoint_id = about.map(str::to_owned);
-                ForEndpoint { new, endpoint_id: endpoint.to_owned(), default_max_attempts: 3, now }
+                let mut event = test_event(account, n, now);
+                event.endpoint_id = about.map(str::to_owned);
+                ForEndpoint { event, endpoint_id: endpoint.to_owned(), default_max_attempts: 3, now }
             };
             let good = vec![item(0, &acme.id, &mine.id, Some(&mine.id)), item(1, &acme.id, &mine.id, None)];
             let first = outbox::enqueue_each_for_endpoint(c, &PayloadOnly, &good)?;
@@ -666,8 +661,8 @@ pub async fn batched_enqueues_answer_each_request_alone(backend: Backend) {
 }
 
 /// An `endpoint.test` event of the account numbered `n`, as the outbox takes it.
-fn test_event(account_id: &str, n: usize, now: chrono::NaiveDateTime) -> NewEvent {
-    let event = Event {
+fn test_event(account_id: &str, n: usize, now: chrono::NaiveDateTime) -> Event {
+    Event {
         id: new_id(IdKind::Event),
         account_id: account_id.to_owned(),
         watch_id: None,
@@ -679,6 +674,5 @@ fn test_event(account_id: &str, n: usize, now: chrono::NaiveDateTime) -> NewEven
         removed: 0,
         payload: format!("{{\"n\":{n}}}"),
         created_at: now,
-    };
-    NewEvent { event }
+    }
 }

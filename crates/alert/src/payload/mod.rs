@@ -4,3 +4,6 @@
 //! types rather than by string keys.
 
 pub mod v1;
+
+#[cfg(test)]
+mod tests;

@@ -1,28 +1,114 @@
 //! Compare: the page's text (and screenshot) against the watch's last snapshot.
+//!
+//! In steps joined by a [`Comparison`]: [`Runner::hash_and_snapshot`] (the new hash, the
+//! snapshot before) → [`Runner::unchanged_or_visual`] (a baseline, the same text, or a change
+//! only the screenshot shows) → [`diff`] → [`Runner::alert_decision`] (noise rules, values,
+//! the change event).
 
+use std::ops::ControlFlow;
 use std::time::Duration;
 
-use driftwatch_alert::{Noise, SnapshotPair, WatchRef, change_payload_rendered, is_alert, with_value_changes};
+use chrono::NaiveDateTime;
+use driftwatch_alert::{ChangeExtras, Noise, SnapshotPair, WatchRef, change_payload_with, is_alert};
 use driftwatch_core::{Compare, EventType, IdKind, RunOutcome, WatchOptions, hex, new_id};
-use driftwatch_diff::DiffLimits;
-use driftwatch_store::outbox::NewEvent;
+use driftwatch_diff::{DiffLimits, TextChange};
 use driftwatch_store::screenshots::{self, StoredScreenshot};
 use driftwatch_store::{Event, Snapshot, StoreError, Watch, snapshots};
+use driftwatch_values::{Readings, ValueChange, Values};
 use sha2::{Digest, Sha256};
 
 use super::{CheckFacts, Compared, PageText};
 use crate::runner::Runner;
 
-/// A change from `prev` to `current`, as its `change.detected` event tells it.
-struct ChangeOf<'a> {
+/// One comparison of a page with the watch's last snapshot: what its steps share.
+struct Comparison<'a> {
     watch: &'a Watch,
-    change: &'a driftwatch_diff::TextChange,
-    prev: &'a Snapshot,
-    current: &'a Snapshot,
+    options: &'a WatchOptions,
     /// What loaded the page: `http` or `browser`.
     engine: &'static str,
-    visual_change_percent: Option<f64>,
-    now: chrono::NaiveDateTime,
+    now: NaiveDateTime,
+    /// The new snapshot's hash: of the text, and of the values when the watch has some.
+    hash: String,
+    /// The values read, typed (`None` for a watch without values).
+    values: Option<&'a Values>,
+    /// The same values as the snapshot stores them.
+    stored_values: Option<String>,
+    /// The page's screenshot, ready to store, until a step keeps it.
+    shot: Option<StoredScreenshot>,
+    /// Its hash, which the new snapshot refers to.
+    shot_hash: Option<String>,
+}
+
+impl Comparison<'_> {
+    /// Whether the watch compares screenshots.
+    fn visual(&self) -> bool {
+        self.options.noise.compare.visual()
+    }
+
+    /// Least share of changed pixels that makes the page look different, in percent.
+    fn min_visual(&self) -> f64 {
+        self.options.noise.min_visual_change_percent.unwrap_or(driftwatch_core::DEFAULT_MIN_VISUAL_CHANGE_PERCENT)
+    }
+
+    /// A new snapshot of the page holding `content`.
+    fn snapshot(&self, content: String, visual_change_percent: Option<f64>) -> Snapshot {
+        Snapshot {
+            id: new_id(IdKind::Snapshot),
+            watch_id: self.watch.id.clone(),
+            content_hash: self.hash.clone(),
+            content,
+            created_at: self.now,
+            screenshot_hash: self.shot_hash.clone(),
+            visual_change_percent,
+            readings: self.stored_values.clone(),
+            kept_quiet: None,
+        }
+    }
+
+    /// The values that moved since `prev` (none for a watch without values).
+    fn moved_since(&self, prev: &Snapshot) -> Vec<ValueChange> {
+        let Some(after) = self.values else { return Vec::new() };
+        let before: Values = prev.readings.as_deref().and_then(|r| serde_json::from_str(r).ok()).unwrap_or_default();
+        driftwatch_values::changes(&before, after)
+    }
+
+    /// The `change.detected` event of `change` from `prev` to `current`, typed with the
+    /// values that moved (`values`) inside.
+    fn change_event(
+        &self,
+        change: &TextChange,
+        (prev, current): (&Snapshot, &Snapshot),
+        visual_change_percent: Option<f64>,
+        values: Vec<ValueChange>,
+    ) -> Event {
+        let watch = self.watch;
+        let event_id = new_id(IdKind::Event);
+        let link = |snapshot: &Snapshot| {
+            snapshot
+                .screenshot_hash
+                .as_ref()
+                .map(|_| format!("/api/v1/watches/{}/snapshots/{}/screenshot", watch.id, snapshot.id))
+        };
+        let render = (self.engine == "browser").then(|| driftwatch_alert::v1::Render {
+            browser: true,
+            screenshot: link(current),
+            previous_screenshot: link(prev),
+            visual_change_percent,
+        });
+        let payload = change_payload_with(
+            &event_id,
+            WatchRef { id: &watch.id, name: &watch.name, url: &watch.url },
+            change,
+            SnapshotPair { previous: &prev.id, current: &current.id },
+            self.now.and_utc(),
+            ChangeExtras { render, values },
+        );
+        Event::about_watch(event_id, watch, EventType::ChangeDetected, payload, self.now).of_change(
+            &prev.id,
+            &current.id,
+            (change.added, change.removed),
+        )
+    }
 }
 
 impl Runner {
@@ -51,11 +137,12 @@ impl Runner {
             PageText::Text(text, readings) => (text, readings),
         };
         let kept_text = options.conditions.is_some().then(|| text.clone());
-        let values = readings.as_ref().map(|r| r.values.clone()).unwrap_or_default();
-        let mut previous_readings = None;
-        let mut compared =
-            self.compare_text(watch, options, text, &readings, &mut previous_readings, shot, engine).await?;
-        let value_note = readings.as_ref().and_then(driftwatch_values::Readings::note);
+        let values = readings.as_ref().map(|r| &r.values);
+        let (comparison, previous) = self.hash_and_snapshot((watch, options, engine), &text, values, shot).await?;
+        // Kept for the conditions only.
+        let previous_values = kept_text.as_ref().and_then(|_| previous.as_ref()?.readings.clone());
+        let mut compared = self.compare_text(comparison, text, previous).await?;
+        let value_note = readings.as_ref().and_then(Readings::note);
         if let Some(note) = &value_note {
             compared.note = Some(match compared.note.take() {
                 Some(before) => format!("{before}; {note}"),
@@ -67,28 +154,24 @@ impl Runner {
         }
         if let Some(text) = kept_text {
             let (added, removed, change_size) = compared.lines.take().unwrap_or_default();
-            let previous = previous_readings.as_deref().map(|r| serde_json::from_str(r).unwrap_or_default());
+            let previous = previous_values.as_deref().map(|r| serde_json::from_str(r).unwrap_or_default());
+            let values = readings.map(|r| r.values).unwrap_or_default();
             compared.facts = Some(CheckFacts { text, values, previous, added, removed, change_size });
         }
         Ok(compared)
     }
 
-    /// [`Runner::compare`] once the page's text was read: `previous_readings` is set to the
-    /// values stored with the last snapshot.
-    #[allow(clippy::too_many_arguments)]
-    async fn compare_text(
+    /// The first step: the new snapshot's hash (the values are part of what the page says: a
+    /// price only in the structured data changes the snapshot as a changed line would), the
+    /// screenshot ready to store, and the watch's last snapshot.
+    async fn hash_and_snapshot<'a>(
         &self,
-        watch: &Watch,
-        options: &WatchOptions,
-        text: String,
-        readings: &Option<driftwatch_values::Readings>,
-        previous_readings: &mut Option<String>,
+        (watch, options, engine): (&'a Watch, &'a WatchOptions, &'static str),
+        text: &str,
+        values: Option<&'a Values>,
         shot: Option<driftwatch_browser::Screenshot>,
-        engine: &'static str,
-    ) -> Result<Compared, StoreError> {
-        // The values are part of what the page says: a price only in the structured data
-        // changes the snapshot as a changed line would.
-        let stored_values = readings.as_ref().map(|r| serde_json::to_string(&r.values).unwrap_or_default());
+    ) -> Result<(Comparison<'a>, Option<Snapshot>), StoreError> {
+        let stored_values = values.map(|v| serde_json::to_string(v).unwrap_or_default());
         let hash = match &stored_values {
             Some(values) => hex(&Sha256::new()
                 .chain_update(text.as_bytes())
@@ -99,7 +182,6 @@ impl Runner {
         };
         let watch_id = watch.id.clone();
         let previous = self.store().read(move |c| snapshots::latest_snapshot(c, &watch_id)).await?;
-        *previous_readings = previous.as_ref().and_then(|p| p.readings.clone());
         let now = self.now();
         let shot = shot.map(|s| StoredScreenshot {
             hash: hex(&Sha256::digest(&s.bytes)),
@@ -110,175 +192,144 @@ impl Runner {
             created_at: now,
         });
         let shot_hash = shot.as_ref().map(|s| s.hash.clone());
-        let snapshot = |content: String, visual: Option<f64>| Snapshot {
-            id: new_id(IdKind::Snapshot),
-            watch_id: watch.id.clone(),
-            content_hash: hash.clone(),
-            content,
-            created_at: now,
-            screenshot_hash: shot_hash.clone(),
-            visual_change_percent: visual,
-            readings: stored_values.clone(),
-            kept_quiet: None,
+        let comparison = Comparison { watch, options, engine, now, hash, values, stored_values, shot, shot_hash };
+        Ok((comparison, previous))
+    }
+
+    /// [`Runner::compare`] once the text is hashed and the last snapshot read: the steps after
+    /// the first.
+    async fn compare_text(
+        &self,
+        mut cmp: Comparison<'_>,
+        text: String,
+        previous: Option<Snapshot>,
+    ) -> Result<Compared, StoreError> {
+        let (prev, text) = match self.unchanged_or_visual(&mut cmp, text, previous).await? {
+            ControlFlow::Break(done) => return Ok(done),
+            ControlFlow::Continue(changed) => changed,
         };
-        let visual = options.noise.compare.visual();
-        let min_visual =
-            options.noise.min_visual_change_percent.unwrap_or(driftwatch_core::DEFAULT_MIN_VISUAL_CHANGE_PERCENT);
-        let prev = match previous {
-            // First check, or the first since the watch's settings changed.
-            _ if watch.rebaseline && previous.as_ref().is_none_or(|p| p.content_hash != hash) => None,
-            None => None,
-            Some(prev) if prev.content_hash == hash => {
-                // The same text; the page may still look different.
-                let Some(shot) = shot.filter(|_| visual) else { return Ok(Compared::outcome(RunOutcome::Unchanged)) };
-                let Some(percent) = self.visual_change(&prev, &shot, options).await? else {
-                    // The first screenshot of this text: kept as the reference, no alert.
-                    return Ok(Compared {
-                        snapshot: Some(snapshot(text, None)),
-                        screenshot: Some(shot),
-                        note: Some("first screenshot kept as the reference".into()),
-                        ..Compared::outcome(RunOutcome::Baseline)
-                    });
-                };
-                if percent < min_visual {
-                    return Ok(Compared::outcome(RunOutcome::Unchanged));
-                }
-                let current = snapshot(text, Some(percent));
-                let change = driftwatch_diff::diff_texts_within(
-                    &prev.content,
-                    &current.content,
-                    &prev.id,
-                    &current.id,
-                    DiffLimits::PAYLOAD,
-                );
-                let event = self.change_event(ChangeOf {
-                    watch,
-                    change: &change,
-                    prev: &prev,
-                    current: &current,
-                    engine,
-                    visual_change_percent: Some(percent),
-                    now,
-                });
-                return Ok(Compared {
-                    event: Some(event),
-                    note: Some(format!("the page looks different ({percent:.2}% of pixels)")),
-                    snapshot: Some(current),
-                    screenshot: Some(shot),
-                    ..Compared::outcome(RunOutcome::Changed)
-                });
-            }
-            Some(prev) => Some(prev),
-        };
-        let Some(prev) = prev else {
-            return Ok(Compared {
-                snapshot: Some(snapshot(text, None)),
-                screenshot: shot,
-                ..Compared::outcome(RunOutcome::Baseline)
-            });
-        };
-        let percent = match shot.as_ref().filter(|_| visual) {
-            Some(shot) => self.visual_change(&prev, shot, options).await?,
+        let percent = match cmp.shot.as_ref().filter(|_| cmp.visual()) {
+            Some(shot) => self.visual_change(&prev, shot, cmp.options).await?,
             None => None,
         };
-        let current = snapshot(String::new(), percent);
-        // Bounded in time and size (a payload goes to every endpoint), and off the async threads.
-        let current_id = current.id.clone();
-        let diffed = tokio::task::spawn_blocking(move || {
-            let change =
-                driftwatch_diff::diff_texts_within(&prev.content, &text, &prev.id, &current_id, DiffLimits::PAYLOAD);
-            (change, prev, text)
-        })
-        .await;
-        let Ok((change, prev, text)) = diffed else {
+        let current = cmp.snapshot(String::new(), percent);
+        let Some((change, prev, text)) = diff(prev, text, current.id.clone()).await else {
             return Ok(Compared {
                 error: Some("comparing the text failed".into()),
                 error_kind: Some("diff"),
                 ..Compared::outcome(RunOutcome::Failed)
             });
         };
-        let mut compared = Compared::outcome(RunOutcome::Changed);
-        let quiet = match options.noise.compare {
-            // Only the picture counts: a text change alone is kept, quietly.
-            Compare::Visual => match percent {
-                Some(p) if p >= min_visual => None,
-                Some(p) => Some(format!("the page looks the same ({p:.2}% of pixels differ, under {min_visual}%)")),
-                None => Some("no earlier screenshot to compare with".to_owned()),
-            },
-            _ => self.quiet(watch, options, &change, (&prev.content, &text), &hash).await?,
-        };
-        // A value that moved is a change worth telling even when no line did (a price only in
-        // the structured data); the conditions, if any, decide after.
-        let values_moved = stored_values.is_some() && stored_values != prev.readings;
-        if ((is_alert(&change) || options.noise.compare == Compare::Visual) && quiet.is_none()) || values_moved {
-            let mut event = self.change_event(ChangeOf {
-                watch,
-                change: &change,
-                prev: &prev,
-                current: &current,
-                engine,
-                visual_change_percent: percent,
-                now,
-            });
-            if values_moved {
-                // What moved, typed, for every watch with values (conditions or not).
-                let before: driftwatch_values::Values =
-                    prev.readings.as_deref().and_then(|r| serde_json::from_str(r).ok()).unwrap_or_default();
-                let after = readings.as_ref().map(|r| &r.values).cloned().unwrap_or_default();
-                let moved = driftwatch_values::changes(&before, &after);
-                event.event.payload = with_value_changes(std::mem::take(&mut event.event.payload), moved);
-            }
-            compared.event = Some(event);
-        }
-        // Kept quiet: said on the run and, for the timeline, on the snapshot.
-        let kept_quiet = quiet.filter(|_| compared.event.is_none());
-        compared.note = kept_quiet.as_ref().map(|why| format!("no alert: {why}"));
-        if options.conditions.is_some() {
-            compared.lines = Some(crate::backtest::changed_lines(&change));
-        }
-        compared.snapshot = Some(Snapshot { content: text, kept_quiet, ..current });
-        compared.screenshot = shot;
-        Ok(compared)
+        let (event, kept_quiet) = self.alert_decision(&cmp, &change, (&prev, &current), &text, percent).await?;
+        Ok(Compared {
+            event,
+            // Kept quiet: said on the run and, for the timeline, on the snapshot.
+            note: kept_quiet.as_ref().map(|why| format!("no alert: {why}")),
+            lines: cmp.options.conditions.is_some().then(|| crate::backtest::changed_lines(&change)),
+            snapshot: Some(Snapshot { content: text, kept_quiet, ..current }),
+            screenshot: cmp.shot,
+            ..Compared::outcome(RunOutcome::Changed)
+        })
     }
 
-    /// The `change.detected` event of a change from `prev` to `current`.
-    fn change_event(&self, of: ChangeOf<'_>) -> NewEvent {
-        let ChangeOf { watch, change, prev, current, engine, visual_change_percent, now } = of;
-        let event_id = new_id(IdKind::Event);
-        let link = |snapshot: &Snapshot| {
-            snapshot
-                .screenshot_hash
-                .as_ref()
-                .map(|_| format!("/api/v1/watches/{}/snapshots/{}/screenshot", watch.id, snapshot.id))
+    /// The second step: whether there is a text change to diff (`Continue` with the snapshot
+    /// before and the text), or the comparison ends here: a baseline (no snapshot before, or
+    /// the first since the watch's settings changed), or the same text, which still looks the
+    /// same or is a change only the screenshot shows.
+    async fn unchanged_or_visual(
+        &self,
+        cmp: &mut Comparison<'_>,
+        text: String,
+        previous: Option<Snapshot>,
+    ) -> Result<ControlFlow<Compared, (Snapshot, String)>, StoreError> {
+        let prev = match previous {
+            _ if cmp.watch.rebaseline && previous.as_ref().is_none_or(|p| p.content_hash != cmp.hash) => None,
+            Some(prev) if prev.content_hash == cmp.hash => {
+                return self.visual_only(cmp, text, prev).await.map(ControlFlow::Break);
+            }
+            previous => previous,
         };
-        let render = (engine == "browser").then(|| driftwatch_alert::v1::Render {
-            browser: true,
-            screenshot: link(current),
-            previous_screenshot: link(prev),
-            visual_change_percent,
-        });
-        let payload = change_payload_rendered(
-            &event_id,
-            WatchRef { id: &watch.id, name: &watch.name, url: &watch.url },
-            change,
-            SnapshotPair { previous: &prev.id, current: &current.id },
-            now.and_utc(),
-            render,
+        Ok(match prev {
+            Some(prev) => ControlFlow::Continue((prev, text)),
+            None => ControlFlow::Break(Compared {
+                snapshot: Some(cmp.snapshot(text, None)),
+                screenshot: cmp.shot.take(),
+                ..Compared::outcome(RunOutcome::Baseline)
+            }),
+        })
+    }
+
+    /// The same text as `prev`: unchanged, unless the watch compares screenshots and the page
+    /// looks different enough (or this is the first screenshot of this text, kept as the
+    /// reference).
+    async fn visual_only(
+        &self,
+        cmp: &mut Comparison<'_>,
+        text: String,
+        prev: Snapshot,
+    ) -> Result<Compared, StoreError> {
+        let Some(shot) = cmp.shot.take().filter(|_| cmp.visual()) else {
+            return Ok(Compared::outcome(RunOutcome::Unchanged));
+        };
+        let Some(percent) = self.visual_change(&prev, &shot, cmp.options).await? else {
+            return Ok(Compared {
+                snapshot: Some(cmp.snapshot(text, None)),
+                screenshot: Some(shot),
+                note: Some("first screenshot kept as the reference".into()),
+                ..Compared::outcome(RunOutcome::Baseline)
+            });
+        };
+        if percent < cmp.min_visual() {
+            return Ok(Compared::outcome(RunOutcome::Unchanged));
+        }
+        let current = cmp.snapshot(text, Some(percent));
+        let change = driftwatch_diff::diff_texts_within(
+            &prev.content,
+            &current.content,
+            &prev.id,
+            &current.id,
+            DiffLimits::PAYLOAD,
         );
-        let event = Event {
-            id: event_id,
-            account_id: watch.account_id.clone(),
-            watch_id: Some(watch.id.clone()),
-            endpoint_id: None,
-            event_type: EventType::ChangeDetected.as_str().to_owned(),
-            previous_snapshot_id: Some(prev.id.clone()),
-            snapshot_id: Some(current.id.clone()),
-            added: change.added as i32,
-            removed: change.removed as i32,
-            payload,
-            created_at: now,
+        // The same hash: the values (part of it) did not move.
+        let event = cmp.change_event(&change, (&prev, &current), Some(percent), Vec::new());
+        Ok(Compared {
+            event: Some(event),
+            note: Some(format!("the page looks different ({percent:.2}% of pixels)")),
+            snapshot: Some(current),
+            screenshot: Some(shot),
+            ..Compared::outcome(RunOutcome::Changed)
+        })
+    }
+
+    /// The last step: whether the change alerts. Its event, unless the picture, the noise
+    /// rules or a confirming fetch keep it quiet (then why); a value that moved is a change
+    /// worth telling even when no line did (a price only in the structured data). The
+    /// conditions, if any, decide after.
+    async fn alert_decision(
+        &self,
+        cmp: &Comparison<'_>,
+        change: &TextChange,
+        (prev, current): (&Snapshot, &Snapshot),
+        text: &str,
+        percent: Option<f64>,
+    ) -> Result<(Option<Event>, Option<String>), StoreError> {
+        let visual_only = cmp.options.noise.compare == Compare::Visual;
+        let quiet = match percent {
+            // Only the picture counts: a text change alone is kept, quietly.
+            _ if !visual_only => self.quiet(cmp.watch, cmp.options, change, (&prev.content, text), &cmp.hash).await?,
+            Some(p) if p >= cmp.min_visual() => None,
+            Some(p) => Some(format!("the page looks the same ({p:.2}% of pixels differ, under {}%)", cmp.min_visual())),
+            None => Some("no earlier screenshot to compare with".to_owned()),
         };
-        NewEvent { event }
+        let values_moved = cmp.stored_values.is_some() && cmp.stored_values != prev.readings;
+        let alerts = ((is_alert(change) || visual_only) && quiet.is_none()) || values_moved;
+        let event = alerts.then(|| {
+            // What moved, typed, for every watch with values (conditions or not).
+            let moved = if values_moved { cmp.moved_since(prev) } else { Vec::new() };
+            cmp.change_event(change, (prev, current), percent, moved)
+        });
+        let kept_quiet = quiet.filter(|_| event.is_none());
+        Ok((event, kept_quiet))
     }
 
     /// How much `shot` differs from `prev`'s screenshot, in percent of the pixels compared
@@ -343,11 +394,24 @@ impl Runner {
         if let Some(seconds) = options.noise.confirm_after_seconds.filter(|_| is_alert(change)) {
             // Ask again a little later: alert only if the page agrees.
             tokio::time::sleep(Duration::from_secs(u64::from(seconds.clamp(1, 60)))).await;
-            let again = self.read(watch, options, false, None).await.map(|page| page.text);
+            let again = self.reader().read(watch, options, false, None).await.map(|page| page.text);
             if !matches!(again, Some(PageText::Text(again, _)) if again == after) {
                 return Ok(Some("a second fetch did not confirm the change".into()));
             }
         }
         Ok(None)
     }
+}
+
+/// The third step: the diff from `prev` to `text` (the new snapshot `current_id`), bounded in
+/// time and size (a payload goes to every endpoint) and off the async threads; `None` when
+/// that task failed.
+async fn diff(prev: Snapshot, text: String, current_id: String) -> Option<(TextChange, Snapshot, String)> {
+    tokio::task::spawn_blocking(move || {
+        let change =
+            driftwatch_diff::diff_texts_within(&prev.content, &text, &prev.id, &current_id, DiffLimits::PAYLOAD);
+        (change, prev, text)
+    })
+    .await
+    .ok()
 }

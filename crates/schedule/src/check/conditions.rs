@@ -4,11 +4,10 @@
 
 use driftwatch_alert::{WatchRef, condition_payload, v1};
 use driftwatch_core::{EventType, IdKind, RunOutcome, WatchOptions, new_id};
-use driftwatch_store::outbox::NewEvent;
 use driftwatch_store::{Event, Watch};
-use driftwatch_values::{Facts, changes, evaluate};
+use driftwatch_values::{Facts, Verdict, changes, evaluate};
 
-use super::Compared;
+use super::{CheckFacts, Compared};
 use crate::runner::Runner;
 
 impl Runner {
@@ -21,7 +20,7 @@ impl Runner {
         watch: &Watch,
         options: &WatchOptions,
         compared: &mut Compared,
-    ) -> (Option<bool>, Option<NewEvent>) {
+    ) -> (Option<bool>, Option<Event>) {
         let (Some(conditions), Some(facts)) = (&options.conditions, compared.facts.as_ref()) else {
             return (None, None);
         };
@@ -40,64 +39,16 @@ impl Runner {
                 change_size: facts.change_size,
             },
         );
-        let moved = facts.previous.as_ref().map(|before| changes(before, &facts.values)).unwrap_or_default();
         let crossed = match (watch.conditions_met, verdict.holds) {
             (Some(true), true) | (Some(false) | None, false) => None,
             (_, true) => Some(EventType::ConditionMet),
             (Some(true), false) => Some(EventType::ConditionCleared),
         };
+        let snapshot = compared.snapshot.as_ref().map(|s| s.id.clone());
+        let event = crossed.map(|event_type| self.crossing_event(watch, event_type, &verdict, facts, snapshot));
         if !verdict.holds && compared.event.take().is_some() {
-            // The change does not alert; unless the conditions just stopped holding (told by
-            // condition.cleared), it was kept quiet.
-            let why = match crossed {
-                Some(_) => format!("conditions cleared: {}", verdict.reason()),
-                None => {
-                    if let Some(snapshot) = compared.snapshot.as_mut() {
-                        snapshot.kept_quiet = Some(verdict.reason());
-                    }
-                    format!("no alert: {}", verdict.reason())
-                }
-            };
-            compared.note = Some(match compared.note.take() {
-                Some(before) => format!("{why}; {before}"),
-                None => why,
-            });
+            hold_back(compared, &verdict, crossed.is_some());
         }
-        let event = crossed.map(|event_type| {
-            let now = self.now();
-            let event_id = new_id(IdKind::Event);
-            let snapshot = compared.snapshot.as_ref().map(|s| s.id.clone());
-            let data = v1::ConditionEvent {
-                event_id: event_id.clone(),
-                watch: v1::Watch { id: String::new(), name: String::new(), url: String::new() },
-                holds: verdict.holds,
-                reasons: verdict.reasons.clone(),
-                values: facts.values.iter().map(|(name, value)| (name.clone(), value.plain())).collect(),
-                changes: moved,
-                snapshot: snapshot.clone(),
-            };
-            let payload = condition_payload(
-                event_type,
-                WatchRef { id: &watch.id, name: &watch.name, url: &watch.url },
-                data,
-                now.and_utc(),
-            );
-            NewEvent {
-                event: Event {
-                    id: event_id,
-                    account_id: watch.account_id.clone(),
-                    watch_id: Some(watch.id.clone()),
-                    endpoint_id: None,
-                    event_type: event_type.as_str().to_owned(),
-                    previous_snapshot_id: None,
-                    snapshot_id: snapshot,
-                    added: 0,
-                    removed: 0,
-                    payload,
-                    created_at: now,
-                },
-            }
-        });
         if event.is_some()
             && let Some(snapshot) = compared.snapshot.as_mut()
         {
@@ -108,4 +59,50 @@ impl Runner {
         let remember = (watch.conditions_met != Some(verdict.holds)).then_some(verdict.holds);
         (remember, event)
     }
+
+    /// The `condition.met` or `condition.cleared` event of a crossing judged on `snapshot`.
+    fn crossing_event(
+        &self,
+        watch: &Watch,
+        event_type: EventType,
+        verdict: &Verdict,
+        facts: &CheckFacts,
+        snapshot: Option<String>,
+    ) -> Event {
+        let now = self.now();
+        let event_id = new_id(IdKind::Event);
+        let data = v1::ConditionEvent {
+            event_id: event_id.clone(),
+            watch: v1::Watch { id: String::new(), name: String::new(), url: String::new() },
+            holds: verdict.holds,
+            reasons: verdict.reasons.clone(),
+            values: facts.values.iter().map(|(name, value)| (name.clone(), value.plain())).collect(),
+            changes: facts.previous.as_ref().map(|before| changes(before, &facts.values)).unwrap_or_default(),
+            snapshot: snapshot.clone(),
+        };
+        let payload = condition_payload(
+            event_type,
+            WatchRef { id: &watch.id, name: &watch.name, url: &watch.url },
+            data,
+            now.and_utc(),
+        );
+        Event::about_watch(event_id, watch, event_type, payload, now).on_snapshot(snapshot)
+    }
+}
+
+/// The conditions do not allow the change that was to alert: unless they just stopped holding
+/// (told by `condition.cleared`, `cleared`), it was kept quiet. The run's note says why.
+fn hold_back(compared: &mut Compared, verdict: &Verdict, cleared: bool) {
+    let why = if cleared {
+        format!("conditions cleared: {}", verdict.reason())
+    } else {
+        if let Some(snapshot) = compared.snapshot.as_mut() {
+            snapshot.kept_quiet = Some(verdict.reason());
+        }
+        format!("no alert: {}", verdict.reason())
+    };
+    compared.note = Some(match compared.note.take() {
+        Some(before) => format!("{why}; {before}"),
+        None => why,
+    });
 }

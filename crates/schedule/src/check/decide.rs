@@ -3,7 +3,6 @@
 use driftwatch_alert::WatchRef;
 use driftwatch_core::{Backoff, EventType, IdKind, WatchHealth, new_id};
 use driftwatch_store::checks::CheckResult;
-use driftwatch_store::outbox::NewEvent;
 use driftwatch_store::{Event, Run, StoreError, Watch};
 
 use super::Decided;
@@ -95,7 +94,7 @@ impl Runner {
         health: WatchHealth,
         consecutive_failures: i32,
         error: Option<&str>,
-    ) -> NewEvent {
+    ) -> Event {
         let at = run.finished_at;
         let event_type = match health {
             WatchHealth::Ok => EventType::CheckRecovered,
@@ -111,6 +110,6 @@ impl Runner {
             driftwatch_alert::CheckRef { run_id: &run.id, http_status: run.http_status, error, consecutive_failures },
             at.and_utc(),
         );
-        NewEvent { event: Event::about_watch(event_id, watch, event_type, payload, at) }
+        Event::about_watch(event_id, watch, event_type, payload, at)
     }
 }

@@ -7,9 +7,8 @@ use std::time::Duration;
 
 use driftwatch_core::{IdKind, RunOutcome, WatchHealth, WatchOptions, new_id};
 use driftwatch_store::checks::CheckResult;
-use driftwatch_store::outbox::NewEvent;
 use driftwatch_store::screenshots::StoredScreenshot;
-use driftwatch_store::{Run, Snapshot, StoreError, Watch, runs, watches};
+use driftwatch_store::{Event, Run, Snapshot, StoreError, Watch, runs, watches};
 use tokio_util::sync::CancellationToken;
 
 use crate::runner::Runner;
@@ -78,7 +77,7 @@ struct Compared {
     /// The new snapshot (a baseline or a change).
     snapshot: Option<Snapshot>,
     /// The change's event, unless it was kept quiet.
-    event: Option<NewEvent>,
+    event: Option<Event>,
     /// The kind of error.
     error_kind: Option<&'static str>,
     /// The new snapshot's screenshot.
@@ -129,7 +128,7 @@ struct Decided {
     value_failures: Option<i32>,
     /// `check.failed`, `check.selector_missing`, `check.value_missing` or `check.recovered`
     /// when the health changed.
-    health_event: Option<NewEvent>,
+    health_event: Option<Event>,
     /// The health before, when it changed.
     health_changed_from: Option<WatchHealth>,
 }
@@ -177,7 +176,8 @@ impl Runner {
                 None => return Ok(None),
                 Some(Some(watch)) => {
                     // Without a stop signal the check always runs, so this returns.
-                    if let Some(run) = self.check(watch, owner, None).await? {
+                    let options = watch.options();
+                    if let Some(run) = self.check(watch, options, owner, None).await? {
                         return Ok(Some(run));
                     }
                 }
@@ -199,7 +199,8 @@ impl Runner {
         }
     }
 
-    /// Checks a watch leased to `owner` and records the result; returns the run.
+    /// Checks a watch leased to `owner`, with its `options` (parsed once, by the caller), and
+    /// records the result; returns the run.
     ///
     /// read -> compare -> decide -> record. When `stop` is cancelled while the check still
     /// waits for its turn at the page's host (claimed, not started), the watch is given back
@@ -207,12 +208,12 @@ impl Runner {
     pub(crate) async fn check(
         &self,
         watch: Watch,
+        options: WatchOptions,
         owner: String,
         stop: Option<&CancellationToken>,
     ) -> Result<Option<Run>, StoreError> {
         let started = self.now();
         let clock = std::time::Instant::now();
-        let options: WatchOptions = watch.options();
         let needed = self.lease_for(&options);
         if needed > self.lease_length() {
             // Its own long timeout or a confirming refetch: hold the watch long enough that no
@@ -220,7 +221,7 @@ impl Runner {
             let (id, lease, until) = (watch.id.clone(), owner.clone(), started + needed);
             self.store().write(move |c| watches::extend_lease(c, &id, &lease, until)).await?;
         }
-        let Some(page) = self.read(&watch, &options, true, stop).await else {
+        let Some(page) = self.reader().read(&watch, &options, true, stop).await else {
             let (id, lease) = (watch.id.clone(), owner.clone());
             self.store().write(move |c| watches::release(c, &id, &lease)).await?;
             tracing::info!(watch.id = %watch.id, "stopping: gave the watch back unchecked");
@@ -246,7 +247,7 @@ impl Runner {
             error: compared.error,
             note: compared.note,
             snapshot_id: compared.snapshot.as_ref().map(|s| s.id.clone()),
-            event_id: compared.event.as_ref().map(|e| e.event.id.clone()),
+            event_id: compared.event.as_ref().map(|e| e.id.clone()),
             engine: Some(engine.to_owned()),
             error_kind: compared.error_kind.map(str::to_owned),
         };

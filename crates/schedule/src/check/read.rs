@@ -12,9 +12,9 @@ use driftwatch_values::{Reader, Readings};
 use tokio_util::sync::CancellationToken;
 
 use super::{PageRead, PageText};
-use crate::runner::Runner;
+use crate::reader::PageReader;
 
-impl Runner {
+impl PageReader {
     /// Reads the watch's page with its engine (conditionally over HTTP when `conditional`)
     /// through the watch's extraction options and line rules. `None` when `stop` was
     /// cancelled before the host's turn came (nothing was fetched).
@@ -47,7 +47,7 @@ impl Runner {
     async fn read_auto(&self, watch: &Watch, options: &WatchOptions, conditional: bool) -> PageRead {
         let now = self.now();
         let browsers = self.browsers().filter(|b| b.available());
-        let needs_browser = watch.browser_since.is_some_and(|since| now - since < chrono::TimeDelta::hours(24));
+        let needs_browser = watch.engine_in_use(options, now) == Engine::Browser;
         if needs_browser && browsers.is_some() {
             return self.read_browser(watch, options).await;
         }

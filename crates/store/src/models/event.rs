@@ -35,7 +35,9 @@ pub struct Event {
 }
 
 impl Event {
-    /// An event about a watch that carries no diff (`check.failed`, `check.recovered`, ...).
+    /// An event about a watch (`check.failed`, `check.recovered`, ...; [`Event::of_change`] and
+    /// [`Event::on_snapshot`] add what a change or a condition event refers to). Every event
+    /// row is built by this or [`Event::about_endpoint`].
     pub fn about_watch(
         id: String,
         watch: &Watch,
@@ -48,6 +50,24 @@ impl Event {
             endpoint_id: None,
             ..Event::bare(id, &watch.account_id, event_type, payload, at)
         }
+    }
+
+    /// This event about a change from snapshot `previous` to `current` that added and removed
+    /// `lines` (`change.detected`).
+    pub fn of_change(self, previous: &str, current: &str, lines: (usize, usize)) -> Event {
+        Event {
+            previous_snapshot_id: Some(previous.to_owned()),
+            snapshot_id: Some(current.to_owned()),
+            added: i32::try_from(lines.0).unwrap_or(i32::MAX),
+            removed: i32::try_from(lines.1).unwrap_or(i32::MAX),
+            ..self
+        }
+    }
+
+    /// This event judged on the check's `snapshot`, when it kept one (`condition.met`,
+    /// `condition.cleared`).
+    pub fn on_snapshot(self, snapshot: Option<String>) -> Event {
+        Event { snapshot_id: snapshot, ..self }
     }
 
     /// An event about an endpoint (`endpoint.disabled`, `endpoint.test`) with its payload.

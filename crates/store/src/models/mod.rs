@@ -15,4 +15,4 @@ pub use endpoint::{Circuit, Endpoint, receives, routes};
 pub use event::Event;
 pub use recovery::Recovery;
 pub use user::{Session, User};
-pub use watch::{Run, Snapshot, Watch, stored_tags};
+pub use watch::{BROWSER_MEMORY, Run, Snapshot, Watch, stored_tags};

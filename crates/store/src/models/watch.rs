@@ -1,7 +1,8 @@
 //! Watches, their snapshots and their runs.
 
-use chrono::NaiveDateTime;
+use chrono::{NaiveDateTime, TimeDelta};
 use diesel::prelude::*;
+use driftwatch_core::{Engine, WatchOptions};
 
 use crate::schema::*;
 
@@ -126,11 +127,24 @@ impl Watch {
     /// Its options, read from their stored JSON. Stored options that do not read (written
     /// behind the API's back, or by a future version) are logged once per read and taken as
     /// the defaults, so the watch is still checked and shown rather than failing every time.
-    pub fn options(&self) -> driftwatch_core::WatchOptions {
+    pub fn options(&self) -> WatchOptions {
         serde_json::from_str(&self.options).unwrap_or_else(|e| {
             tracing::warn!(watch.id = %self.id, error = %e, "a watch's stored options do not read; using the defaults");
-            driftwatch_core::WatchOptions::default()
+            WatchOptions::default()
         })
+    }
+
+    /// The engine a check of this watch at `now` reads its page with, given its `options`:
+    /// `browser` for a browser watch, and for an `auto` watch while it remembers needing the
+    /// browser (HTTP last brought back an empty shell less than [`BROWSER_MEMORY`] ago; after
+    /// that, HTTP is tried again); otherwise `http`. Never `auto`. The one rule the runner, the
+    /// read step, the API and the page all follow, as [`super::Endpoint::circuit`] is for circuits.
+    pub fn engine_in_use(&self, options: &WatchOptions, now: NaiveDateTime) -> Engine {
+        match options.fetch.engine {
+            Engine::Auto if self.browser_since.is_some_and(|since| now - since < BROWSER_MEMORY) => Engine::Browser,
+            Engine::Auto => Engine::Http,
+            engine => engine,
+        }
     }
 
     /// When this watch is due (a watch whose stored schedule somehow does not parse is checked
@@ -178,6 +192,10 @@ impl Watch {
     }
 }
 
+/// How long an `auto` watch keeps rendering in the browser after HTTP last brought back an
+/// empty shell, before it tries HTTP again.
+pub const BROWSER_MEMORY: TimeDelta = TimeDelta::hours(24);
+
 /// The stored form of a set of tags: `,a,b,` (already normalised), or empty for none.
 pub fn stored_tags<S: AsRef<str>>(tags: &[S]) -> String {
     if tags.is_empty() {
@@ -208,5 +226,34 @@ impl Run {
             note: driftwatch_core::storable_opt(self.note.clone()),
             ..self.clone()
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `auto` window's edges: the browser until just before [`BROWSER_MEMORY`] has passed
+    /// since HTTP last fell short, HTTP from then on; `http` and `browser` whatever the memory.
+    #[test]
+    fn an_auto_watch_renders_within_a_day_of_needing_the_browser() {
+        let since = chrono::DateTime::from_timestamp(1_800_000_000, 0).expect("time").naive_utc();
+        let mut watch = Watch::new("acc_1", "https://example.com/", since);
+        let with = |engine: Engine| {
+            let mut options = WatchOptions::default();
+            options.fetch.engine = engine;
+            options
+        };
+        let (auto, http, browser) = (with(Engine::Auto), with(Engine::Http), with(Engine::Browser));
+        assert_eq!(watch.engine_in_use(&auto, since), Engine::Http, "no memory: HTTP");
+        assert_eq!(watch.engine_in_use(&browser, since), Engine::Browser);
+        watch.browser_since = Some(since);
+        let edge = since + BROWSER_MEMORY;
+        assert_eq!(watch.engine_in_use(&auto, since), Engine::Browser);
+        assert_eq!(watch.engine_in_use(&auto, edge - TimeDelta::milliseconds(1)), Engine::Browser);
+        assert_eq!(watch.engine_in_use(&auto, edge), Engine::Http, "a day on: HTTP is tried again");
+        assert_eq!(watch.engine_in_use(&auto, edge + TimeDelta::days(30)), Engine::Http);
+        assert_eq!(watch.engine_in_use(&http, since), Engine::Http, "memory is for `auto` only");
+        assert_eq!(watch.engine_in_use(&browser, edge), Engine::Browser);
     }
 }

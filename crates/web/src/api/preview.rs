@@ -28,11 +28,16 @@ pub struct PreviewWatch {
 /// What the watch would compare.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Preview {
-    /// The text after the selector, extraction options and line rules.
+    /// The text after the selector, extraction options and line rules, cut where a watch's
+    /// text is cut.
     text: String,
+    /// The values read, plain, by name (`{"price": 45.0}`); absent for a watch without values.
+    /// The note says why any could not be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    values: Option<std::collections::BTreeMap<String, serde_json::Value>>,
     /// What loaded the page: `http` or `browser`.
     engine: String,
-    /// Worth saying about the read (an `auto` watch's choice), if anything.
+    /// Worth saying about the read (an `auto` watch's choice, values not read), if anything.
     note: Option<String>,
 }
 
@@ -77,5 +82,6 @@ pub async fn preview(
         .preview(&watch.url, watch.selector.as_deref(), &watch.options())
         .await
         .map_err(|why| ApiError::invalid("url", format!("the page could not be read: {why}")))?;
-    Ok(axum::Json(Preview { text: read.text, engine: read.engine.to_owned(), note: read.note }))
+    let values = read.values.map(|values| values.iter().map(|(name, value)| (name.clone(), value.plain())).collect());
+    Ok(axum::Json(Preview { text: read.text, values, engine: read.engine.to_owned(), note: read.note }))
 }

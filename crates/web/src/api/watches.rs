@@ -12,7 +12,7 @@ use driftwatch_validate::{WatchInput, WatchPatch};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
-use super::{PageParams, page_of};
+use super::{PageParams, page_of, page_of_with};
 use crate::AppState;
 use crate::api::auth::Caller;
 use crate::api::error::ApiError;
@@ -119,7 +119,7 @@ pub async fn create(
     state.store.write(move |c| watches::insert_watch(c, &stored)).await?;
     tracing::info!(watch.id = %watch.id, account.id = %watch.account_id, "watch created");
     state.runner.wake();
-    Ok((StatusCode::CREATED, axum::Json(watch.into())))
+    Ok((StatusCode::CREATED, axum::Json(views::Watch::at(watch, state.clock.now().naive_utc()))))
 }
 
 /// Query of `GET /watches`.
@@ -187,7 +187,8 @@ pub async fn list(
         },
     };
     let rows = state.store.read(move |c| watches::list_watches(c, &caller.account_id, &filter, &page)).await?;
-    Ok(axum::Json(page_of(rows, limit, |w| &w.id)))
+    let now = state.clock.now().naive_utc();
+    Ok(axum::Json(page_of_with(rows, limit, |w| &w.id, |w| views::Watch::at(w, now))))
 }
 
 pub(super) async fn find(state: &AppState, caller: &Caller, id: &str) -> Result<Watch, ApiError> {
@@ -216,7 +217,7 @@ pub async fn get(
     let watch = find(&state, &caller, &id).await?;
     let (account, stored) = (caller.account_id.clone(), watch.clone());
     let routed = state.store.read(move |c| driftwatch_store::endpoints::routed_to(c, &account, &stored)).await?;
-    Ok(axum::Json(views::Watch::from(watch).delivered_to(routed)))
+    Ok(axum::Json(views::Watch::at(watch, state.clock.now().naive_utc()).delivered_to(routed)))
 }
 
 async fn apply(state: &AppState, caller: &Caller, id: String, changes: WatchChanges) -> Result<Watch, ApiError> {
@@ -262,7 +263,7 @@ pub async fn update(
         driftwatch_validate::watch_changes(&current, patch, &state.limits.rules(), state.policy, state.clock.now())?;
     let watch = apply(&state, &caller, id, changes).await?;
     tracing::info!(watch.id = %watch.id, "watch updated");
-    Ok(axum::Json(watch.into()))
+    Ok(axum::Json(views::Watch::at(watch, state.clock.now().naive_utc())))
 }
 
 /// Delete a watch with its runs and snapshots.
@@ -292,7 +293,7 @@ async fn set_state(
     let changes = driftwatch_validate::state_change(to, state.clock.now());
     let watch = apply(&state, &caller, id, changes).await?;
     tracing::info!(watch.id = %watch.id, state = %to, "watch state changed");
-    Ok(axum::Json(watch.into()))
+    Ok(axum::Json(views::Watch::at(watch, state.clock.now().naive_utc())))
 }
 
 /// Stop checking a watch until it is resumed.

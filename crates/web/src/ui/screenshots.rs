@@ -3,28 +3,13 @@
 
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
-use driftwatch_store::snapshots::{self, SnapshotInfo};
-use driftwatch_store::{DbConn, Page, StoreResult, screenshots};
+use driftwatch_store::screenshots;
+use driftwatch_store::snapshots::previous_screenshot;
 
 use super::error::UiError;
 use super::session::Viewer;
 use super::watch::find;
 use crate::AppState;
-
-/// How many snapshots back the visual difference looks for the previous screenshot.
-const SHOT_LOOKBACK: i64 = 100;
-
-/// The newest snapshot of the watch before `snapshot_id` that has a screenshot, among the
-/// [`SHOT_LOOKBACK`] before it.
-pub(crate) fn previous_screenshot(
-    c: &mut DbConn,
-    account: &str,
-    watch_id: &str,
-    snapshot_id: &str,
-) -> StoreResult<Option<SnapshotInfo>> {
-    let page = Page { after: Some(snapshot_id.to_owned()), limit: SHOT_LOOKBACK };
-    Ok(snapshots::list_snapshots(c, account, watch_id, &page)?.into_iter().find(|s| s.screenshot_hash.is_some()))
-}
 
 /// `GET /watches/{id}/snapshots/{snapshot_id}/screenshot`: a snapshot's screenshot, to its
 /// owner only (anyone else, or a snapshot without one, gets the 404 page).

@@ -54,8 +54,9 @@ pub(crate) enum Command {
         #[command(flatten)]
         settings: Settings,
     },
-    /// Fetch a page once and print the text a watch would compare (or its diff against a file),
-    /// to tune a selector and rules before saving a watch.
+    /// Read a page once as a scheduled check would and print what a watch would compare: the
+    /// text (or its diff against a file), then its values, to tune a selector, rules and values
+    /// before saving a watch.
     Check {
         /// The page.
         url: String,
@@ -71,6 +72,9 @@ pub(crate) enum Command {
         /// Allow private, loopback and link-local addresses.
         #[arg(long, env = "DRIFTWATCH_ALLOW_PRIVATE_TARGETS", default_value_t = false, action = clap::ArgAction::Set)]
         allow_private_targets: bool,
+        /// Bytes of the page's text kept, as a watch keeps them (the server's setting of the same name).
+        #[arg(long, env = "DRIFTWATCH_MAX_TEXT_BYTES", default_value_t = 1024 * 1024)]
+        max_text_bytes: usize,
     },
     /// Print the API's OpenAPI 3.1 document (as served at `/api/v1/openapi.json`).
     Openapi,

@@ -267,12 +267,17 @@ pub(crate) async fn export(account: &str, settings: &Settings) -> anyhow::Result
     Ok(())
 }
 
+/// `driftwatch check`: reads `url` now as a watch with these settings would, through the same
+/// [`driftwatch_schedule::PageReader`] as a scheduled check (engine, extraction, line rules,
+/// values and the text cap `max_text_bytes`), and prints what the watch would compare: the text
+/// (or its diff against a file), then its values, if it has some.
 pub(crate) async fn check(
     url: &str,
     selector: Option<&str>,
     options: Option<&str>,
     diff_against: Option<&std::path::Path>,
     allow_private: bool,
+    max_text_bytes: usize,
 ) -> anyhow::Result<()> {
     use driftwatch_scrape::Fetcher;
     let options: driftwatch_core::WatchOptions = match options {
@@ -288,54 +293,58 @@ pub(crate) async fn check(
     if let Some(selector) = selector {
         driftwatch_scrape::validate_selector(selector)?;
     }
-    let fetcher = Fetcher::new(driftwatch_scrape::FetchOptions {
-        policy: driftwatch_net::TargetPolicy { allow_private },
-        ..driftwatch_scrape::FetchOptions::default()
-    })?;
-    let text = match options.fetch.engine {
-        driftwatch_core::Engine::Http => driftwatch_scrape::read_page(&fetcher, url, selector, &options).await?,
-        // `browser` and `auto` render (a one-off check has no memory of what the page needs).
-        _ => rendered_text(url, selector, &options, allow_private).await?,
-    };
+    let policy = driftwatch_net::TargetPolicy { allow_private };
+    let fetcher =
+        Fetcher::new(driftwatch_scrape::FetchOptions { policy, ..driftwatch_scrape::FetchOptions::default() })?;
+    let config = driftwatch_schedule::RunnerConfig { max_text_bytes, ..driftwatch_schedule::RunnerConfig::default() };
+    let mut reader = driftwatch_schedule::PageReader::new(fetcher, std::sync::Arc::new(SystemClock), config);
+    // Chromium (found on `PATH`) only when the watch may render; started on its first render.
+    let browsers = (options.fetch.engine != driftwatch_core::Engine::Http).then(|| {
+        driftwatch_browser::Browsers::new(driftwatch_browser::BrowserConfig {
+            policy,
+            concurrency: 1,
+            search_path: std::env::var_os("PATH"),
+            ..driftwatch_browser::BrowserConfig::default()
+        })
+    });
+    if let Some(browsers) = &browsers {
+        reader = reader.with_browsers(browsers.clone());
+    }
+    let read = reader.preview(url, selector, &options).await;
+    if let Some(browsers) = &browsers {
+        browsers.shutdown(std::time::Duration::from_secs(2)).await;
+    }
+    let read = read.map_err(anyhow::Error::msg)?;
+    if let Some(note) = &read.note {
+        eprintln!("note: {note}");
+    }
+    // The values as the API's preview answers them: plain, by name.
+    let values = read.values.map(|values| {
+        let plain: serde_json::Map<String, serde_json::Value> =
+            values.iter().map(|(name, value)| (name.clone(), value.plain())).collect();
+        format!("values: {}", serde_json::Value::Object(plain))
+    });
     match diff_against {
-        None => print!("{text}"),
+        None => {
+            print!("{}", read.text);
+            if let Some(values) = values {
+                println!("{values}");
+            }
+        }
         Some(path) => {
             let old = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-            let change = driftwatch_diff::diff_texts(&old, &text, &path.display().to_string(), url);
+            let change = driftwatch_diff::diff_texts(&old, &read.text, &path.display().to_string(), url);
             if change.is_change() {
                 print!("{}", change.unified);
             } else {
                 eprintln!("no change");
             }
+            if let Some(values) = values {
+                eprintln!("{values}");
+            }
         }
     }
     Ok(())
-}
-
-/// The text of `url` rendered in Chromium (found on `PATH`), as a browser watch reads it.
-async fn rendered_text(
-    url: &str,
-    selector: Option<&str>,
-    options: &driftwatch_core::WatchOptions,
-    allow_private: bool,
-) -> anyhow::Result<String> {
-    let browsers = driftwatch_browser::Browsers::new(driftwatch_browser::BrowserConfig {
-        policy: driftwatch_net::TargetPolicy { allow_private },
-        concurrency: 1,
-        search_path: std::env::var_os("PATH"),
-        ..driftwatch_browser::BrowserConfig::default()
-    });
-    let timeout = std::time::Duration::from_secs(u64::from(options.fetch.timeout_seconds.unwrap_or(30)));
-    let rendered = browsers.render(driftwatch_browser::RenderRequest { url, spec: &options.fetch, timeout }).await;
-    browsers.shutdown(std::time::Duration::from_secs(2)).await;
-    let rendered = rendered?;
-    let page = driftwatch_scrape::Page {
-        status: rendered.status.unwrap_or(200),
-        content_type: Some("text/html; charset=utf-8".into()),
-        body: rendered.html.into_bytes(),
-        ..driftwatch_scrape::Page::default()
-    };
-    Ok(driftwatch_scrape::text_of(&page, selector, options)?)
 }
 
 pub(crate) fn verify(secret: &str, headers: &[String], tolerance: i64) -> anyhow::Result<()> {

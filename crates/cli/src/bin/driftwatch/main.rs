@@ -85,13 +85,14 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Import { account, file, settings } => commands::import(&account, &file, &settings).await,
         Command::Export { account, settings } => commands::export(&account, &settings).await,
-        Command::Check { url, selector, options, diff_against, allow_private_targets } => {
+        Command::Check { url, selector, options, diff_against, allow_private_targets, max_text_bytes } => {
             commands::check(
                 &url,
                 selector.as_deref(),
                 options.as_deref(),
                 diff_against.as_deref(),
                 allow_private_targets,
+                max_text_bytes,
             )
             .await
         }

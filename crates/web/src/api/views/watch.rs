@@ -1,6 +1,6 @@
 //! Watches, their runs and snapshots, and a diff between two snapshots.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, NaiveDateTime, Utc};
 use driftwatch_core::{RunOutcome, WatchHealth, WatchState};
 use driftwatch_store as store;
 use serde::Serialize;
@@ -39,9 +39,11 @@ pub struct Watch {
     last_run_at: Option<DateTime<Utc>>,
     /// Failed checks in a row.
     consecutive_failures: i32,
-    /// An `auto` watch whose page needs the browser: since when (null while HTTP does).
+    /// An `auto` watch whose page needed the browser: since when HTTP last fell short (null
+    /// while HTTP does). A day after it, HTTP is tried again.
     browser_since: Option<DateTime<Utc>>,
-    /// The engine its checks use now: `http` or `browser` (for `auto`, what it has settled on).
+    /// The engine its next check uses: `http` or `browser` (for `auto`, the browser within a
+    /// day of `browser_since`, else HTTP).
     engine_in_use: String,
     /// Creation time.
     created_at: DateTime<Utc>,
@@ -92,10 +94,11 @@ impl Watch {
     }
 }
 
-impl From<store::Watch> for Watch {
-    fn from(w: store::Watch) -> Watch {
+impl Watch {
+    /// The watch as it stands at `now` (the engine its checks use depends on it).
+    pub fn at(w: store::Watch, now: NaiveDateTime) -> Watch {
         let options = w.options();
-        let engine = options.fetch.engine;
+        let engine_in_use = w.engine_in_use(&options, now).as_str().to_owned();
         Watch {
             tags: w.tag_list().into_iter().map(str::to_owned).collect(),
             muted: w.muted,
@@ -113,13 +116,7 @@ impl From<store::Watch> for Watch {
             next_run_at: utc(w.next_run_at),
             last_run_at: w.last_run_at.map(utc),
             consecutive_failures: w.consecutive_failures,
-            engine_in_use: match engine {
-                driftwatch_core::Engine::Http => "http",
-                driftwatch_core::Engine::Browser => "browser",
-                driftwatch_core::Engine::Auto if w.browser_since.is_some() => "browser",
-                driftwatch_core::Engine::Auto => "http",
-            }
-            .to_owned(),
+            engine_in_use,
             browser_since: w.browser_since.map(utc),
             created_at: utc(w.created_at),
             updated_at: utc(w.updated_at),

@@ -5,14 +5,16 @@
 
 use std::collections::HashMap;
 
+use chrono::{DateTime, Utc};
+
 use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
-use driftwatch_core::{Engine, EventType, ScreenshotMode};
+use driftwatch_core::{Engine, EventType, ScreenshotMode, WatchOptions};
 use driftwatch_store::deliveries::{self, DeliveryFilter};
 use driftwatch_store::snapshots::{self, SnapshotInfo};
 use driftwatch_store::watches;
-use driftwatch_store::{Event, Page, Run, Snapshot, Watch, events, runs, users};
+use driftwatch_store::{DbConn, Event, Page, Run, Snapshot, StoreResult, Watch, events, runs, users};
 use serde::Deserialize;
 
 use crate::AppState;
@@ -213,6 +215,75 @@ struct Loaded {
     series: Vec<(chrono::NaiveDateTime, driftwatch_values::Values)>,
 }
 
+/// What the watch page loads, for the viewer.
+struct Wanted {
+    account: String,
+    user: String,
+    watch: Watch,
+    /// The diff's sides asked for (empty: the default pair).
+    from: String,
+    to: String,
+    keeps_screenshots: bool,
+    has_values: bool,
+}
+
+/// Everything the watch page shows from the store, in one read.
+fn load(c: &mut DbConn, wanted: Wanted) -> StoreResult<Loaded> {
+    let Wanted { account, user, watch, from, to, keeps_screenshots, has_values } = wanted;
+    let watch_id = watch.id.clone();
+    let snapshots = snapshots::list_snapshots(c, &account, &watch_id, &Page { after: None, limit: TIMELINE })?;
+    let changes = events::list_events(
+        c,
+        &account,
+        Some(&watch_id),
+        Some(EventType::ChangeDetected),
+        &Page { after: None, limit: TIMELINE },
+    )?;
+    let runs = runs::list_runs(c, &account, &watch_id, &Page { after: None, limit: RUNS })?;
+    let filter = DeliveryFilter { watch_id: Some(watch_id.clone()), ..DeliveryFilter::default() };
+    let deliveries = deliveries::list_deliveries(c, &account, &filter, &Page { after: None, limit: DELIVERIES })?;
+    let seen = users::seen_snapshots(c, &user, std::slice::from_ref(&watch_id))?.remove(&watch_id);
+    // The diff: the chosen pair; by default from what this user last saw (when that
+    // is older than the newest) or else the one before the newest, to the newest.
+    let newest = snapshots.first().map(|s| s.id.clone());
+    let to_id = if to.is_empty() { newest.clone() } else { Some(to) };
+    let from_id = if !from.is_empty() {
+        Some(from)
+    } else {
+        let seen_older = seen.clone().filter(|s| Some(s) != newest.as_ref() && snapshots.iter().any(|x| &x.id == s));
+        seen_older.or_else(|| snapshots.get(1).map(|s| s.id.clone()))
+    };
+    let mut side = |id: Option<String>| -> StoreResult<Option<Snapshot>> {
+        match id {
+            Some(id) => Ok(snapshots::get_snapshot(c, &account, &id)?.filter(|s| s.watch_id == watch_id)),
+            None => Ok(None),
+        }
+    };
+    let sides = match (side(from_id)?, side(to_id)?) {
+        (Some(a), Some(b)) => Some((a, b)),
+        _ => None,
+    };
+    let baseline = match (&sides, &newest) {
+        (None, Some(newest)) => snapshots::get_snapshot(c, &account, newest)?.map(|s| s.content),
+        _ => None,
+    };
+    let shot_before = match &sides {
+        Some((_, to)) if keeps_screenshots && to.screenshot_hash.is_some() => {
+            snapshots::previous_screenshot(c, &account, &watch_id, &to.id)?
+        }
+        _ => None,
+    };
+    let routed = driftwatch_store::endpoints::routed_to(c, &account, &watch)?;
+    let series = match has_values {
+        true => snapshots::value_series(c, &account, &watch_id, None, SERIES)?
+            .into_iter()
+            .map(|(_, at, readings)| (at, serde_json::from_str(&readings).unwrap_or_default()))
+            .collect(),
+        false => Vec::new(),
+    };
+    Ok(Loaded { snapshots, changes, runs, deliveries, seen, sides, baseline, shot_before, routed, series })
+}
+
 /// `GET /watches/{id}`.
 pub async fn show(
     State(state): State<AppState>,
@@ -221,70 +292,19 @@ pub async fn show(
     Query(query): Query<WatchQuery>,
 ) -> Result<Response, UiError> {
     let watch = find(&state, &viewer, &id).await?;
-    let (account, user, watch_id) = (viewer.account_id().to_owned(), viewer.user.id.clone(), watch.id.clone());
-    let (from, to) = (query.from.clone(), query.to.clone());
     let now = state.clock.now().naive_utc();
-    let keeps_screenshots = watch.options().fetch.screenshot != ScreenshotMode::Off;
-    let has_values = !watch.options().values.is_empty();
-    let watch_for_routes = watch.clone();
-    let loaded = state
-        .store
-        .read(move |c| {
-            let snapshots = snapshots::list_snapshots(c, &account, &watch_id, &Page { after: None, limit: TIMELINE })?;
-            let changes = events::list_events(
-                c,
-                &account,
-                Some(&watch_id),
-                Some(EventType::ChangeDetected),
-                &Page { after: None, limit: TIMELINE },
-            )?;
-            let runs = runs::list_runs(c, &account, &watch_id, &Page { after: None, limit: RUNS })?;
-            let filter = DeliveryFilter { watch_id: Some(watch_id.clone()), ..DeliveryFilter::default() };
-            let deliveries =
-                deliveries::list_deliveries(c, &account, &filter, &Page { after: None, limit: DELIVERIES })?;
-            let seen = users::seen_snapshots(c, &user, std::slice::from_ref(&watch_id))?.remove(&watch_id);
-            // The diff: the chosen pair; by default from what this user last saw (when that
-            // is older than the newest) or else the one before the newest, to the newest.
-            let newest = snapshots.first().map(|s| s.id.clone());
-            let to_id = if to.is_empty() { newest.clone() } else { Some(to) };
-            let from_id = if !from.is_empty() {
-                Some(from)
-            } else {
-                let seen_older =
-                    seen.clone().filter(|s| Some(s) != newest.as_ref() && snapshots.iter().any(|x| &x.id == s));
-                seen_older.or_else(|| snapshots.get(1).map(|s| s.id.clone()))
-            };
-            let mut side = |id: Option<String>| -> driftwatch_store::StoreResult<Option<Snapshot>> {
-                match id {
-                    Some(id) => Ok(snapshots::get_snapshot(c, &account, &id)?.filter(|s| s.watch_id == watch_id)),
-                    None => Ok(None),
-                }
-            };
-            let sides = match (side(from_id)?, side(to_id)?) {
-                (Some(a), Some(b)) => Some((a, b)),
-                _ => None,
-            };
-            let baseline = match (&sides, &newest) {
-                (None, Some(newest)) => snapshots::get_snapshot(c, &account, newest)?.map(|s| s.content),
-                _ => None,
-            };
-            let shot_before = match &sides {
-                Some((_, to)) if keeps_screenshots && to.screenshot_hash.is_some() => {
-                    super::screenshots::previous_screenshot(c, &account, &watch_id, &to.id)?
-                }
-                _ => None,
-            };
-            let routed = driftwatch_store::endpoints::routed_to(c, &account, &watch_for_routes)?;
-            let series = match has_values {
-                true => snapshots::value_series(c, &account, &watch_id, None, SERIES)?
-                    .into_iter()
-                    .map(|(_, at, readings)| (at, serde_json::from_str(&readings).unwrap_or_default()))
-                    .collect(),
-                false => Vec::new(),
-            };
-            Ok(Loaded { snapshots, changes, runs, deliveries, seen, sides, baseline, shot_before, routed, series })
-        })
-        .await?;
+    // Parsed once for the whole page.
+    let options = watch.options();
+    let wanted = Wanted {
+        account: viewer.account_id().to_owned(),
+        user: viewer.user.id.clone(),
+        watch: watch.clone(),
+        from: query.from.clone(),
+        to: query.to.clone(),
+        keeps_screenshots: options.fetch.screenshot != ScreenshotMode::Off,
+        has_values: !options.values.is_empty(),
+    };
+    let loaded = state.store.read(move |c| load(c, wanted)).await?;
     // The user has now seen the newest snapshot: a write (on SQLite it takes its turn at the
     // write gate), so only when that is news. Nothing reads `seen_at`.
     if let Some(newest) = loaded.snapshots.first().map(|s| s.id.clone())
@@ -298,7 +318,7 @@ pub async fn show(
         Some((from, to)) => Some(crate::snapshot_diff(from, to).await.map_err(|e| UiError::Server(e.to_string()))?),
         None => None,
     };
-    let mut page = page(&state, &viewer, watch, loaded, change, query.view == "side");
+    let mut page = page(&state, &viewer, (watch, &options), loaded, change, query.view == "side");
     page.layout.notice = notice;
     Ok(html(&page))
 }
@@ -306,35 +326,15 @@ pub async fn show(
 fn page(
     state: &AppState,
     viewer: &Viewer,
-    watch: Watch,
+    (watch, options): (Watch, &WatchOptions),
     loaded: Loaded,
     change: Option<driftwatch_diff::TextChange>,
     side: bool,
 ) -> WatchPage {
     let now = state.clock.now();
     let zone = viewer.user.time_zone.as_str();
-    let by_snapshot: HashMap<&str, &Event> =
-        loaded.changes.iter().filter_map(|e| e.snapshot_id.as_deref().map(|s| (s, e))).collect();
-    let shown: Vec<&str> = loaded.sides.iter().flat_map(|(a, b)| [a.id.as_str(), b.id.as_str()]).collect();
     let seen = loaded.seen.as_deref();
-    let timeline = loaded
-        .snapshots
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let change = by_snapshot.get(s.id.as_str());
-            TimelineItem {
-                id: s.id.clone(),
-                at: When::new(s.created_at, now, zone),
-                added: change.map(|e| e.added),
-                removed: change.map(|e| e.removed),
-                previous: loaded.snapshots.get(i + 1).map(|p| p.id.clone()),
-                shown: shown.contains(&s.id.as_str()),
-                unseen: seen.is_some_and(|seen| s.id.as_str() > seen),
-                kept_quiet: s.kept_quiet.clone(),
-            }
-        })
-        .collect();
+    let timeline = timeline(&loaded, now, zone);
     let content = loaded.baseline.clone();
     let diff = loaded.sides.as_ref().zip(change).map(|((from, to), change)| DiffView {
         from: from.id.clone(),
@@ -347,35 +347,11 @@ fn page(
         from_seen: seen == Some(from.id.as_str()),
         truncated: change.truncated,
     });
-    let runs = loaded
-        .runs
-        .iter()
-        .map(|r| RunRow {
-            at: When::new(r.started_at, now, zone),
-            outcome: r.outcome.clone(),
-            http_status: r.http_status,
-            duration_ms: r.duration_ms,
-            detail: r.error.clone().or_else(|| r.note.clone()),
-            browser: r.engine.as_deref() == Some("browser"),
-            error_kind: r.error_kind.clone(),
-        })
-        .collect();
+    let runs = loaded.runs.iter().map(|r| run_row(r, now, zone)).collect();
     let deliveries = loaded.deliveries.iter().map(|d| delivery_row(d, now, zone)).collect();
     let paused = watch.state == driftwatch_core::WatchState::Paused.as_str();
-    let fetch = watch.options().fetch;
-    let shots = (fetch.screenshot != ScreenshotMode::Off).then(|| {
-        loaded
-            .snapshots
-            .iter()
-            .filter(|s| s.screenshot_hash.is_some())
-            .take(SHOTS)
-            .map(|s| ShotItem {
-                id: s.id.clone(),
-                at: When::new(s.created_at, now, zone),
-                change: s.visual_change_percent.map(percent),
-            })
-            .collect()
-    });
+    let fetch = &options.fetch;
+    let shots = (fetch.screenshot != ScreenshotMode::Off).then(|| shot_items(&loaded.snapshots, now, zone));
     let visual = loaded.sides.as_ref().zip(loaded.shot_before.as_ref()).map(|((_, after), before)| VisualView {
         before: before.id.clone(),
         before_at: When::new(before.created_at, now, zone),
@@ -383,17 +359,7 @@ fn page(
         after_at: When::new(after.created_at, now, zone),
         change: after.visual_change_percent.map(percent),
     });
-    let engine = match fetch.engine {
-        Engine::Http => None,
-        Engine::Browser => Some(EngineView { text: "Rendered in the browser", since: None }),
-        Engine::Auto => Some(match watch.browser_since {
-            Some(t) => EngineView { text: "Auto: rendered in the browser since", since: Some(When::new(t, now, zone)) },
-            None => EngineView {
-                text: "Auto: read over HTTP; the browser takes over when the page needs scripts",
-                since: None,
-            },
-        }),
-    };
+    let engine = engine_view(&watch, options, now, zone);
     WatchPage {
         layout: Layout::signed_in(viewer, "watches", watch.name.clone()),
         badge: badge(&watch),
@@ -420,11 +386,80 @@ fn page(
                 (e.id.clone(), format!("{name} ({})", e.kind))
             })
             .collect(),
-        charts: crate::ui::chart::charts(&watch.options().values, &loaded.series),
+        charts: crate::ui::chart::charts(&options.values, &loaded.series),
         latest_values: match loaded.series.last() {
             Some((_, values)) => values.iter().map(|(name, value)| (name.clone(), value.display())).collect(),
             None => Vec::new(),
         },
         watch,
+    }
+}
+
+/// The timeline: each snapshot, with the change that made it when it alerted.
+fn timeline(loaded: &Loaded, now: DateTime<Utc>, zone: &str) -> Vec<TimelineItem> {
+    let by_snapshot: HashMap<&str, &Event> =
+        loaded.changes.iter().filter_map(|e| e.snapshot_id.as_deref().map(|s| (s, e))).collect();
+    let shown: Vec<&str> = loaded.sides.iter().flat_map(|(a, b)| [a.id.as_str(), b.id.as_str()]).collect();
+    let seen = loaded.seen.as_deref();
+    loaded
+        .snapshots
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let change = by_snapshot.get(s.id.as_str());
+            TimelineItem {
+                id: s.id.clone(),
+                at: When::new(s.created_at, now, zone),
+                added: change.map(|e| e.added),
+                removed: change.map(|e| e.removed),
+                previous: loaded.snapshots.get(i + 1).map(|p| p.id.clone()),
+                shown: shown.contains(&s.id.as_str()),
+                unseen: seen.is_some_and(|seen| s.id.as_str() > seen),
+                kept_quiet: s.kept_quiet.clone(),
+            }
+        })
+        .collect()
+}
+
+/// The strip: the newest snapshots' screenshots.
+fn shot_items(snapshots: &[SnapshotInfo], now: DateTime<Utc>, zone: &str) -> Vec<ShotItem> {
+    snapshots
+        .iter()
+        .filter(|s| s.screenshot_hash.is_some())
+        .take(SHOTS)
+        .map(|s| ShotItem {
+            id: s.id.clone(),
+            at: When::new(s.created_at, now, zone),
+            change: s.visual_change_percent.map(percent),
+        })
+        .collect()
+}
+
+/// A run in the log.
+fn run_row(r: &Run, now: DateTime<Utc>, zone: &str) -> RunRow {
+    RunRow {
+        at: When::new(r.started_at, now, zone),
+        outcome: r.outcome.clone(),
+        http_status: r.http_status,
+        duration_ms: r.duration_ms,
+        detail: r.error.clone().or_else(|| r.note.clone()),
+        browser: r.engine.as_deref() == Some("browser"),
+        error_kind: r.error_kind.clone(),
+    }
+}
+
+/// What loads the page (nothing to say for HTTP): for `auto`, the engine its next check uses.
+fn engine_view(watch: &Watch, options: &WatchOptions, now: DateTime<Utc>, zone: &str) -> Option<EngineView> {
+    match (options.fetch.engine, watch.engine_in_use(options, now.naive_utc())) {
+        (Engine::Http, _) => None,
+        (Engine::Browser, _) => Some(EngineView { text: "Rendered in the browser", since: None }),
+        (Engine::Auto, Engine::Browser) => Some(EngineView {
+            text: "Auto: rendered in the browser since",
+            since: watch.browser_since.map(|t| When::new(t, now, zone)),
+        }),
+        (Engine::Auto, _) => Some(EngineView {
+            text: "Auto: read over HTTP; the browser takes over when the page needs scripts",
+            since: None,
+        }),
     }
 }
