@@ -131,85 +131,93 @@ impl Context {
         };
         let public = public_url.map(|u| u.trim_end_matches('/'));
         match v1::Payload::parse(payload) {
-            Some(v1::Payload::Change(envelope)) => {
-                context.event.time = envelope.timestamp;
-                let change = envelope.data;
-                context.watch = watch_vars(&change.watch, tags);
-                context.diff = diff_vars(&change.diff);
-                context.link = match public {
-                    Some(base) => format!(
-                        "{base}/watches/{}?from={}&to={}",
-                        change.watch.id, change.snapshots.previous, change.snapshots.current
-                    ),
-                    None => change.watch.url.clone(),
-                };
-                context.summary =
-                    format!("{} changed: +{} / -{} lines", change.watch.name, change.diff.added, change.diff.removed);
-                if !change.values.is_empty() {
-                    context.summary.push_str("; ");
-                    context.summary.push_str(&crate::message::value_changes_sentence(&change.values));
-                }
-            }
-            Some(v1::Payload::Check(envelope)) => {
-                context.event.time = envelope.timestamp;
-                let data = envelope.data;
-                context.watch = watch_vars(&data.watch, tags);
-                context.link = match public {
-                    Some(base) => format!("{base}/watches/{}", data.watch.id),
-                    None => data.watch.url.clone(),
-                };
-                let error = data.check.error.clone().unwrap_or_else(|| "unknown error".to_owned());
-                let failures = data.check.consecutive_failures;
-                context.summary = match envelope.event_type {
-                    driftwatch_core::EventType::CheckRecovered => {
-                        format!("{} is being checked successfully again", data.watch.name)
-                    }
-                    driftwatch_core::EventType::SelectorMissing => format!(
-                        "{}: the watched element is missing ({failures} checks in a row): {error}",
-                        data.watch.name
-                    ),
-                    driftwatch_core::EventType::ValueMissing => {
-                        format!("{}: a value could not be read ({failures} checks in a row): {error}", data.watch.name)
-                    }
-                    _ => format!("{} is failing ({failures} checks in a row): {error}", data.watch.name),
-                };
-                context.check = CheckVars {
-                    error: data.check.error.unwrap_or_default(),
-                    http_status: data.check.http_status,
-                    consecutive_failures: failures,
-                };
-            }
-            Some(v1::Payload::Endpoint(envelope)) => {
-                context.event.time = envelope.timestamp;
-                let data = envelope.data;
-                context.summary = match envelope.event_type {
-                    driftwatch_core::EventType::EndpointDisabled => format!(
-                        "driftwatch disabled the endpoint {}: {}",
-                        data.endpoint.url,
-                        data.reason.as_deref().unwrap_or("no reason given")
-                    ),
-                    _ => "driftwatch test message: this endpoint receives driftwatch notifications".to_owned(),
-                };
-                context.link = public.map(|base| format!("{base}/endpoints/{}", data.endpoint.id)).unwrap_or_default();
-                context.endpoint = EndpointVars {
-                    id: data.endpoint.id,
-                    url: data.endpoint.url,
-                    reason: data.reason.unwrap_or_default(),
-                };
-            }
-            Some(v1::Payload::Condition(envelope)) => {
-                context.event.time = envelope.timestamp.clone();
-                context.summary = crate::message::condition_sentence(envelope.event_type, &envelope.data);
-                let data = envelope.data;
-                context.watch = watch_vars(&data.watch, tags);
-                context.link = match public {
-                    Some(base) => format!("{base}/watches/{}", data.watch.id),
-                    None => data.watch.url.clone(),
-                };
-            }
+            Some(v1::Payload::Change(envelope)) => context.change(envelope, tags, public),
+            Some(v1::Payload::Check(envelope)) => context.check(envelope, tags, public),
+            Some(v1::Payload::Endpoint(envelope)) => context.endpoint(envelope, public),
+            Some(v1::Payload::Condition(envelope)) => context.condition(envelope, tags, public),
             None => context.summary = format!("driftwatch event {event_type}"),
         }
         context
+    }
+
+    /// The variables of a `change.detected` event.
+    fn change(&mut self, envelope: v1::Envelope<v1::ChangeDetected>, tags: Vec<String>, public: Option<&str>) {
+        self.event.time = envelope.timestamp;
+        let change = envelope.data;
+        self.watch = watch_vars(&change.watch, tags);
+        self.diff = diff_vars(&change.diff);
+        self.link = match public {
+            Some(base) => format!(
+                "{base}/watches/{}?from={}&to={}",
+                change.watch.id, change.snapshots.previous, change.snapshots.current
+            ),
+            None => change.watch.url.clone(),
+        };
+        self.summary =
+            format!("{} changed: +{} / -{} lines", change.watch.name, change.diff.added, change.diff.removed);
+        if !change.values.is_empty() {
+            self.summary.push_str("; ");
+            self.summary.push_str(&crate::message::value_changes_sentence(&change.values));
+        }
+    }
+
+    /// The variables of a `check.*` event.
+    fn check(&mut self, envelope: v1::Envelope<v1::CheckEvent>, tags: Vec<String>, public: Option<&str>) {
+        self.event.time = envelope.timestamp;
+        let data = envelope.data;
+        self.watch = watch_vars(&data.watch, tags);
+        self.link = match public {
+            Some(base) => format!("{base}/watches/{}", data.watch.id),
+            None => data.watch.url.clone(),
+        };
+        let error = data.check.error.clone().unwrap_or_else(|| "unknown error".to_owned());
+        let failures = data.check.consecutive_failures;
+        self.summary = match envelope.event_type {
+            driftwatch_core::EventType::CheckRecovered => {
+                format!("{} is being checked successfully again", data.watch.name)
+            }
+            driftwatch_core::EventType::SelectorMissing => {
+                format!("{}: the watched element is missing ({failures} checks in a row): {error}", data.watch.name)
+            }
+            driftwatch_core::EventType::ValueMissing => {
+                format!("{}: a value could not be read ({failures} checks in a row): {error}", data.watch.name)
+            }
+            _ => format!("{} is failing ({failures} checks in a row): {error}", data.watch.name),
+        };
+        self.check = CheckVars {
+            error: data.check.error.unwrap_or_default(),
+            http_status: data.check.http_status,
+            consecutive_failures: failures,
+        };
+    }
+
+    /// The variables of a `endpoint.*` event.
+    fn endpoint(&mut self, envelope: v1::Envelope<v1::EndpointEvent>, public: Option<&str>) {
+        self.event.time = envelope.timestamp;
+        let data = envelope.data;
+        self.summary = match envelope.event_type {
+            driftwatch_core::EventType::EndpointDisabled => format!(
+                "driftwatch disabled the endpoint {}: {}",
+                data.endpoint.url,
+                data.reason.as_deref().unwrap_or("no reason given")
+            ),
+            _ => "driftwatch test message: this endpoint receives driftwatch notifications".to_owned(),
+        };
+        self.link = public.map(|base| format!("{base}/endpoints/{}", data.endpoint.id)).unwrap_or_default();
+        self.endpoint =
+            EndpointVars { id: data.endpoint.id, url: data.endpoint.url, reason: data.reason.unwrap_or_default() };
+    }
+
+    /// The variables of a `condition.*` event.
+    fn condition(&mut self, envelope: v1::Envelope<v1::ConditionEvent>, tags: Vec<String>, public: Option<&str>) {
+        self.event.time = envelope.timestamp.clone();
+        self.summary = crate::message::condition_sentence(envelope.event_type, &envelope.data);
+        let data = envelope.data;
+        self.watch = watch_vars(&data.watch, tags);
+        self.link = match public {
+            Some(base) => format!("{base}/watches/{}", data.watch.id),
+            None => data.watch.url.clone(),
+        };
     }
 
     /// A made-up `change.detected`, for previews and template checks when an account has no

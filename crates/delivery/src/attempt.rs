@@ -8,8 +8,9 @@ use driftwatch_store::{Delivery, DeliveryAttempt, Endpoint, Event};
 use tracing::Instrument as _;
 
 use crate::DeliveryWorker;
+use crate::policy::SendResult;
 use crate::policy::{Decision, Outcome};
-use crate::sender::{SendResult, Sender};
+use crate::sender::Sender;
 
 impl DeliveryWorker {
     /// Sends one claimed delivery and records the attempt under its lease.

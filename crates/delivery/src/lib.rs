@@ -18,9 +18,10 @@ mod smtp;
 mod worker;
 
 pub use config::DeliveryConfig;
+pub use policy::SendResult;
 pub use policy::{Decision, Outcome, RetryPolicy};
 pub use requests::{RedeliverError, RequestError};
-pub use sender::{SendResult, Sender, SenderOptions};
+pub use sender::{Sender, SenderOptions};
 pub use signing::{VerifyError, sign, verify};
 pub use smtp::SmtpRoots;
 pub use worker::DeliveryWorker;

@@ -1,8 +1,8 @@
 //! What an attempt's outcome means for its delivery: sent, retried later, or dead.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use driftwatch_core::{DeliveryStatus, parse_schedule};
+use driftwatch_core::{AttemptErrorKind, DeliveryStatus, parse_schedule};
 use rand::RngExt as _;
 
 /// When failed deliveries are tried again, and how often.
@@ -112,6 +112,45 @@ impl RetryPolicy {
         }
         let factor = rand::rng().random_range((1.0 - self.jitter)..=(1.0 + self.jitter));
         base.mul_f64(factor)
+    }
+}
+
+/// What one attempt produced.
+#[derive(Debug, Clone)]
+pub struct SendResult {
+    /// Status or network failure.
+    pub outcome: Outcome,
+    /// Why it failed; none on 2xx.
+    pub error_kind: Option<AttemptErrorKind>,
+    /// A readable reason, when not 2xx.
+    pub error: Option<String>,
+    /// The start of the response body.
+    pub snippet: Option<String>,
+    /// Time until the response head and body were read, or the failure.
+    pub duration: Duration,
+    /// The receiver's `Retry-After` (seconds or HTTP date), when it sent one.
+    pub retry_after: Option<Duration>,
+}
+
+impl SendResult {
+    /// The receiver's status code, when it answered.
+    pub fn status_code(&self) -> Option<i32> {
+        match self.outcome {
+            Outcome::Status(code) => Some(i32::from(code)),
+            _ => None,
+        }
+    }
+}
+
+/// An attempt that failed before any answer: unsendable when the endpoint's setup is at fault.
+pub(crate) fn failed(kind: AttemptErrorKind, error: String, started: Instant) -> SendResult {
+    SendResult {
+        outcome: if kind.unsendable() { Outcome::Unsendable } else { Outcome::NetworkError },
+        error_kind: Some(kind),
+        error: Some(error),
+        snippet: None,
+        duration: started.elapsed(),
+        retry_after: None,
     }
 }
 

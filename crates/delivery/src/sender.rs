@@ -4,12 +4,13 @@ use std::time::{Duration, Instant};
 
 use std::str::FromStr as _;
 
+use driftwatch_channels::outgoing::Outgoing;
 use driftwatch_channels::{EndpointKind, Secrets, Settings, Transport};
 use driftwatch_core::AttemptErrorKind;
 use driftwatch_net::{ClientOptions, Redirects, TargetPolicy, blocked_reason, vet_url};
 use driftwatch_store::Endpoint;
 
-use crate::policy::Outcome;
+use crate::policy::{Outcome, SendResult, failed};
 use crate::signing::sign;
 
 /// Settings of the webhook HTTP client.
@@ -49,33 +50,6 @@ impl Default for SenderOptions {
             proxy: None,
             keyring: None,
             smtp_roots: crate::smtp::SmtpRoots::default(),
-        }
-    }
-}
-
-/// What one attempt produced.
-#[derive(Debug, Clone)]
-pub struct SendResult {
-    /// Status or network failure.
-    pub outcome: Outcome,
-    /// Why it failed; none on 2xx.
-    pub error_kind: Option<AttemptErrorKind>,
-    /// A readable reason, when not 2xx.
-    pub error: Option<String>,
-    /// The start of the response body.
-    pub snippet: Option<String>,
-    /// Time until the response head and body were read, or the failure.
-    pub duration: Duration,
-    /// The receiver's `Retry-After` (seconds or HTTP date), when it sent one.
-    pub retry_after: Option<Duration>,
-}
-
-impl SendResult {
-    /// The receiver's status code, when it answered.
-    pub fn status_code(&self) -> Option<i32> {
-        match self.outcome {
-            Outcome::Status(code) => Some(i32::from(code)),
-            _ => None,
         }
     }
 }
@@ -121,63 +95,84 @@ impl Sender {
         timestamp: i64,
     ) -> SendResult {
         let started = Instant::now();
-        let failure = |kind: AttemptErrorKind, error: String| SendResult {
-            outcome: if kind.unsendable() { Outcome::Unsendable } else { Outcome::NetworkError },
-            error_kind: Some(kind),
-            error: Some(error),
-            snippet: None,
-            duration: started.elapsed(),
-            retry_after: None,
-        };
         let kind = EndpointKind::from_str(&endpoint.kind).unwrap_or(EndpointKind::Webhook);
         let secrets = match endpoint.secrets.as_deref().map(|s| self.open(s)).transpose() {
             Ok(opened) => Secrets::parse(opened.as_deref().unwrap_or_default()),
-            Err(e) => return failure(AttemptErrorKind::Secret, e),
+            Err(e) => return failed(AttemptErrorKind::Secret, e, started),
         };
         let settings = Settings::parse(&endpoint.settings);
         if kind.spec().transport == Transport::Smtp {
-            return crate::smtp::send(&self.options, endpoint, &settings, &secrets, body, started).await;
+            let server = crate::smtp::Connection {
+                policy: self.options.policy,
+                timeout: self.options.timeout,
+                roots: &self.options.smtp_roots,
+            };
+            return crate::smtp::send(&server, endpoint, &settings, &secrets, body, started).await;
         }
         let outgoing =
             match driftwatch_channels::outgoing::request(kind, &endpoint.url, &settings, &secrets, delivery_id, body) {
                 Ok(outgoing) => outgoing,
-                Err(e) => return failure(AttemptErrorKind::Secret, e),
+                Err(e) => return failed(AttemptErrorKind::Secret, e, started),
             };
-        let url = match url::Url::parse(&outgoing.url) {
-            Ok(url) => url,
-            Err(e) => return failure(AttemptErrorKind::Url, format!("invalid endpoint URL: {e}")),
+        let meta = Meta { delivery_id, event_type, attempt, timestamp };
+        let request = match self.request(endpoint, outgoing, &meta).await {
+            Ok(request) => request,
+            Err((kind, e)) => return failed(kind, e, started),
         };
-        if let Err(e) = vet_url(&url, self.options.policy, self.options.proxy.is_some()).await {
-            return failure(AttemptErrorKind::Blocked, e.to_string());
+        match request.send().await {
+            Ok(response) => self.answer(response, kind, timestamp, started).await,
+            Err(e) => {
+                // The URL can hold a secret (a bot token, a webhook's key): never in the error.
+                let (kind, message) = classify(&e.without_url());
+                failed(kind, message, started)
+            }
         }
+    }
+
+    /// The HTTP request for `outgoing`: its URL vetted, driftwatch's headers, the signature
+    /// when the kind signs, the kind's own headers.
+    async fn request(
+        &self,
+        endpoint: &Endpoint,
+        outgoing: Outgoing<'_>,
+        meta: &Meta<'_>,
+    ) -> Result<reqwest::RequestBuilder, (AttemptErrorKind, String)> {
+        let url = url::Url::parse(&outgoing.url)
+            .map_err(|e| (AttemptErrorKind::Url, format!("invalid endpoint URL: {e}")))?;
+        vet_url(&url, self.options.policy, self.options.proxy.is_some())
+            .await
+            .map_err(|e| (AttemptErrorKind::Blocked, e.to_string()))?;
         let method = reqwest::Method::from_bytes(outgoing.method.as_bytes()).unwrap_or(reqwest::Method::POST);
         let mut request = self
             .client
             .request(method, url)
             .header(reqwest::header::CONTENT_TYPE, &outgoing.content_type)
-            .header("driftwatch-event-type", event_type)
-            .header("driftwatch-attempt", attempt.to_string());
+            .header("driftwatch-event-type", meta.event_type)
+            .header("driftwatch-attempt", meta.attempt.to_string());
         if outgoing.signed {
-            let signature = match self.signatures(endpoint, delivery_id, timestamp, body) {
-                Ok(signature) => signature,
-                Err(e) => return failure(AttemptErrorKind::Secret, e),
-            };
+            let signature = self
+                .signatures(endpoint, meta.delivery_id, meta.timestamp, &outgoing.body)
+                .map_err(|e| (AttemptErrorKind::Secret, e))?;
             request = request
-                .header("webhook-id", delivery_id)
-                .header("webhook-timestamp", timestamp.to_string())
+                .header("webhook-id", meta.delivery_id)
+                .header("webhook-timestamp", meta.timestamp.to_string())
                 .header("webhook-signature", signature);
         }
         for (name, value) in &outgoing.headers {
             request = request.header(name.as_str(), value.as_str());
         }
-        let mut response = match request.body(outgoing.body.into_owned()).send().await {
-            Ok(response) => response,
-            Err(e) => {
-                // The URL can hold a secret (a bot token, a webhook's key): never in the error.
-                let (kind, message) = classify(&e.without_url());
-                return failure(kind, message);
-            }
-        };
+        Ok(request.body(outgoing.body.into_owned()))
+    }
+
+    /// What the receiver's answer means: its status, a snippet of its body, and how long it
+    /// asked us to wait (`Retry-After`, or the provider's 429 body).
+    async fn answer(
+        &self,
+        mut response: reqwest::Response,
+        kind: EndpointKind,
+        timestamp: i64,
+        started: Instant,
+    ) -> SendResult {
         let status = response.status().as_u16();
         let retry_after = response
             .headers()
@@ -294,6 +289,14 @@ pub(crate) fn classify(err: &reqwest::Error) -> (AttemptErrorKind, String) {
         AttemptErrorKind::Request
     };
     (kind, chain)
+}
+
+/// What an attempt's headers say about it.
+struct Meta<'a> {
+    delivery_id: &'a str,
+    event_type: &'a str,
+    attempt: u32,
+    timestamp: i64,
 }
 
 #[cfg(test)]

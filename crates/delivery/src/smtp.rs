@@ -12,8 +12,9 @@ use lettre::transport::smtp::authentication::Credentials;
 use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
 use lettre::{AsyncSmtpTransport, AsyncTransport as _, Tokio1Executor};
 
-use crate::policy::Outcome;
-use crate::sender::{SendResult, SenderOptions};
+use driftwatch_net::TargetPolicy;
+
+use crate::policy::{Outcome, SendResult, failed};
 
 /// Certificates trusted for SMTP TLS beside the system's: for a relay whose certificate an
 /// internal authority signed (`DRIFTWATCH_SMTP_CA_FILE`).
@@ -62,98 +63,97 @@ impl std::fmt::Debug for SmtpRoots {
     }
 }
 
+/// How to reach SMTP servers: the address guard, the timeout, the extra trusted roots.
+pub(crate) struct Connection<'a> {
+    /// Which addresses may be reached.
+    pub(crate) policy: TargetPolicy,
+    /// The whole exchange's timeout.
+    pub(crate) timeout: std::time::Duration,
+    /// Certificates trusted beside the system's.
+    pub(crate) roots: &'a SmtpRoots,
+}
+
 /// Sends the stored message `body` through the endpoint's SMTP server.
 pub(crate) async fn send(
-    options: &SenderOptions,
+    server: &Connection<'_>,
     endpoint: &Endpoint,
     settings: &Settings,
     secrets: &Secrets,
     body: &[u8],
     started: Instant,
 ) -> SendResult {
-    let result = |outcome, kind: Option<AttemptErrorKind>, error: Option<String>, snippet: Option<String>| SendResult {
-        outcome,
-        error_kind: kind,
-        error,
-        snippet,
-        duration: started.elapsed(),
-        retry_after: None,
-    };
-    let unsendable = |kind: AttemptErrorKind, error: String| result(Outcome::Unsendable, Some(kind), Some(error), None);
-    let Some((host, port)) = server(&endpoint.url, Security::of(settings)) else {
-        return unsendable(AttemptErrorKind::Url, format!("not an SMTP server URL: {}", endpoint.url));
+    let security = Security::of(settings);
+    let Some((host, port)) = self::server(&endpoint.url, security) else {
+        return failed(AttemptErrorKind::Url, format!("not an SMTP server URL: {}", endpoint.url), started);
     };
     let envelope = match envelope(settings) {
         Ok(envelope) => envelope,
-        Err(e) => return unsendable(AttemptErrorKind::Url, e),
+        Err(e) => return failed(AttemptErrorKind::Url, e, started),
     };
     // The private-address guard: connect to an address it let through, never a name that
     // could resolve elsewhere a moment later.
-    let address = match driftwatch_net::resolve_vetted(&host, port, options.policy).await {
+    let address = match driftwatch_net::resolve_vetted(&host, port, server.policy).await {
         Ok(addresses) => match addresses.first() {
             Some(address) => *address,
-            None => {
-                return result(
-                    Outcome::NetworkError,
-                    Some(AttemptErrorKind::Dns),
-                    Some(format!("{host} has no address")),
-                    None,
-                );
-            }
+            None => return failed(AttemptErrorKind::Dns, format!("{host} has no address"), started),
         },
-        Err(e) => return unsendable(AttemptErrorKind::Blocked, e.to_string()),
+        Err(e) => return failed(AttemptErrorKind::Blocked, e.to_string(), started),
     };
-    let security = Security::of(settings);
-    let tls = match security {
-        Security::Plain => Tls::None,
-        Security::Starttls | Security::Tls => match options
-            .smtp_roots
-            .0
-            .iter()
-            .fold(TlsParameters::builder(host.clone()), |builder, root| builder.add_root_certificate(root.clone()))
-            .build()
-        {
-            Ok(parameters) if security == Security::Tls => Tls::Wrapper(parameters),
-            Ok(parameters) => Tls::Required(parameters),
-            Err(e) => return unsendable(AttemptErrorKind::Tls, format!("TLS for {host}: {e}")),
-        },
+    let tls = match tls(server.roots, &host, security) {
+        Ok(tls) => tls,
+        // The endpoint's setup cannot work, whatever the server does: not a network failure.
+        Err(e) => return SendResult { outcome: Outcome::Unsendable, ..failed(AttemptErrorKind::Tls, e, started) },
     };
     let mut builder = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(address.ip().to_string())
         .port(address.port())
-        .timeout(Some(options.timeout))
+        .timeout(Some(server.timeout))
         .tls(tls);
     if let Some(username) = settings.text("username") {
         let password = secrets.text("password").unwrap_or_default().to_owned();
         builder = builder.credentials(Credentials::new(username.to_owned(), password));
     }
-    let transport = builder.build();
-    match transport.send_raw(&envelope, body).await {
+    let sent = builder.build().send_raw(&envelope, body).await;
+    let (outcome, error_kind, error, snippet) = match sent {
         Ok(response) => {
             let code = u16::from(response.code());
             let said = response.message().collect::<Vec<_>>().join(" ");
-            result(Outcome::Smtp(code), None, None, Some(format!("{code} {said}")))
+            (Outcome::Smtp(code), None, None, Some(format!("{code} {said}")))
         }
         Err(e) => {
-            let message = chain(&e);
-            match e.status() {
-                Some(code) => {
-                    let code = u16::from(code);
-                    result(
-                        Outcome::Smtp(code),
-                        Some(AttemptErrorKind::Smtp),
-                        Some(format!("SMTP {code}: {message}")),
-                        None,
-                    )
-                }
-                None if e.is_timeout() => {
-                    result(Outcome::NetworkError, Some(AttemptErrorKind::Timeout), Some(message), None)
-                }
-                None if message.to_ascii_lowercase().contains("tls") || message.contains("certificate") => {
-                    result(Outcome::NetworkError, Some(AttemptErrorKind::Tls), Some(message), None)
-                }
-                None => result(Outcome::NetworkError, Some(AttemptErrorKind::Connect), Some(message), None),
-            }
+            let (outcome, kind, message) = refused(&e);
+            (outcome, Some(kind), Some(message), None)
         }
+    };
+    SendResult { outcome, error_kind, error, snippet, duration: started.elapsed(), retry_after: None }
+}
+
+/// The TLS the endpoint's security asks for, trusting `roots` beside the system's.
+fn tls(roots: &SmtpRoots, host: &str, security: Security) -> Result<Tls, String> {
+    if security == Security::Plain {
+        return Ok(Tls::None);
+    }
+    let parameters = roots
+        .0
+        .iter()
+        .fold(TlsParameters::builder(host.to_owned()), |builder, root| builder.add_root_certificate(root.clone()))
+        .build()
+        .map_err(|e| format!("TLS for {host}: {e}"))?;
+    Ok(if security == Security::Tls { Tls::Wrapper(parameters) } else { Tls::Required(parameters) })
+}
+
+/// What an SMTP failure was: the server's code, or a timeout, TLS or connection failure.
+fn refused(e: &lettre::transport::smtp::Error) -> (Outcome, AttemptErrorKind, String) {
+    let message = chain(e);
+    match e.status() {
+        Some(code) => {
+            let code = u16::from(code);
+            (Outcome::Smtp(code), AttemptErrorKind::Smtp, format!("SMTP {code}: {message}"))
+        }
+        None if e.is_timeout() => (Outcome::NetworkError, AttemptErrorKind::Timeout, message),
+        None if message.to_ascii_lowercase().contains("tls") || message.contains("certificate") => {
+            (Outcome::NetworkError, AttemptErrorKind::Tls, message)
+        }
+        None => (Outcome::NetworkError, AttemptErrorKind::Connect, message),
     }
 }
 
