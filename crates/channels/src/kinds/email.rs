@@ -297,44 +297,11 @@ fn apprise(p: &Parts) -> Result<Imported, ImportError> {
         (None, _) => ("starttls", 587),
     };
     let port = p.port.unwrap_or(default_port);
-    // The sender: ?from= (an address, or just a name for the derived address), ?name=.
-    let derived = if user.contains('@') {
-        user.clone()
-    } else if !user.is_empty() && !domain.is_empty() {
-        format!("{user}@{domain}")
-    } else {
-        String::new()
-    };
-    let (name, address) = match p.query("from") {
-        Some(from) if from.contains('@') => (None, from.to_owned()),
-        Some(name) => (Some(name.to_owned()), derived),
-        None => (None, derived),
-    };
-    if address.is_empty() {
-        return fail(scheme, "no sender (give user@domain, or ?from=address)");
-    }
-    let from = match (name.or_else(|| p.query("name").map(str::to_owned)), address.parse::<lettre::Address>()) {
-        (Some(name), Ok(address)) => lettre::message::Mailbox::new(Some(name), address).to_string(),
-        _ => address,
-    };
+    let from = sender(p, &user, &domain)?;
     if p.query("bcc").is_some() {
         return fail(scheme, "blind copies (bcc=) are not supported; create one endpoint for them");
     }
-    let mut to = Vec::new();
-    for target in p.path.iter().map(String::as_str).chain(p.query("to")).chain(p.query("cc")) {
-        for piece in target.split([',', ';']).map(str::trim).filter(|s| !s.is_empty()) {
-            if piece.contains('<') {
-                to.push(piece.to_owned());
-            } else {
-                to.extend(piece.split_whitespace().map(str::to_owned));
-            }
-        }
-    }
-    if to.is_empty() {
-        // Apprise mails the sender when no one else is named.
-        let bare = from.rsplit_once('<').map_or(from.as_str(), |(_, a)| a.trim_end_matches('>'));
-        to.push(bare.to_owned());
-    }
+    let to = recipients(p, &from);
     let mut settings = Map::new();
     settings.insert("from".into(), json!(from));
     settings.insert("to".into(), json!(to));
@@ -354,6 +321,53 @@ fn apprise(p: &Parts) -> Result<Imported, ImportError> {
         settings: Value::Object(settings),
         secrets: Value::Object(secrets),
     })
+}
+
+/// The sender of an Apprise mail URL: `?from=` (an address, or just a name for the address
+/// made of the user and the domain), `?name=`.
+fn sender(p: &Parts, user: &str, domain: &str) -> Result<String, ImportError> {
+    let scheme = p.scheme.as_str();
+    let derived = if user.contains('@') {
+        user.to_owned()
+    } else if !user.is_empty() && !domain.is_empty() {
+        format!("{user}@{domain}")
+    } else {
+        String::new()
+    };
+    let (name, address) = match p.query("from") {
+        Some(from) if from.contains('@') => (None, from.to_owned()),
+        Some(name) => (Some(name.to_owned()), derived),
+        None => (None, derived),
+    };
+    if address.is_empty() {
+        return fail(scheme, "no sender (give user@domain, or ?from=address)");
+    }
+    let from = match (name.or_else(|| p.query("name").map(str::to_owned)), address.parse::<lettre::Address>()) {
+        (Some(name), Ok(address)) => lettre::message::Mailbox::new(Some(name), address).to_string(),
+        _ => address,
+    };
+    Ok(from)
+}
+
+/// The recipients: the path, `?to=` and `?cc=`; the sender when no one else is named, as
+/// Apprise does.
+fn recipients(p: &Parts, from: &str) -> Vec<String> {
+    let mut to = Vec::new();
+    for target in p.path.iter().map(String::as_str).chain(p.query("to")).chain(p.query("cc")) {
+        for piece in target.split([',', ';']).map(str::trim).filter(|s| !s.is_empty()) {
+            if piece.contains('<') {
+                to.push(piece.to_owned());
+            } else {
+                to.extend(piece.split_whitespace().map(str::to_owned));
+            }
+        }
+    }
+    if to.is_empty() {
+        // Apprise mails the sender when no one else is named.
+        let bare = from.rsplit_once('<').map_or(from, |(_, a)| a.trim_end_matches('>'));
+        to.push(bare.to_owned());
+    }
+    to
 }
 
 #[cfg(test)]
