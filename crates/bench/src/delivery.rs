@@ -24,7 +24,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use diesel::Connection as _;
 use driftwatch_core::{Clock as _, EndpointKind, EventType, IdKind, SystemClock, new_id};
 use driftwatch_delivery::{DeliveryConfig, DeliveryWorker, RetryPolicy};
 use driftwatch_store::outbox::NewEvent;
@@ -854,7 +853,7 @@ fn enqueue_batch(
     account_id: &str,
     events: std::ops::Range<usize>,
 ) -> driftwatch_store::StoreResult<()> {
-    c.transaction(|c| {
+    driftwatch_store::transaction(c, |c| {
         let now = SystemClock.now().naive_utc();
         let batch: Vec<_> = events.map(|n| NewEvent { event: bench_event(n, account_id, now) }).collect();
         let events: Vec<_> = batch.iter().map(|new| (new, 5, now)).collect();
