@@ -1,4 +1,4 @@
-//! `driftwatch bench api`: the path people and agents drive. Keep-alive clients post one test
+//! `driftwatch-bench api`: the path people and agents drive. Keep-alive clients post one test
 //! event per request through the real HTTP API (bearer token, rate limiter, the handler, the
 //! outbox) while the worker delivers them to a local receiver; measured next to the same
 //! client's raw rate to the same receiver.

@@ -1,4 +1,4 @@
-//! `driftwatch bench checks`: how many watches one node keeps up with.
+//! `driftwatch-bench checks`: how many watches one node keeps up with.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,4 +1,4 @@
-//! `driftwatch bench hostile`: normal watches beside a hostile case, on one node.
+//! `driftwatch-bench hostile`: normal watches beside a hostile case, on one node.
 //!
 //! Normal watches (spread over many hosts and accounts, due evenly over one interval) run
 //! beside one hostile case of another account:

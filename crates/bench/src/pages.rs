@@ -1,4 +1,4 @@
-//! `driftwatch bench pages`: how long the browser UI's watches page takes to render, with
+//! `driftwatch-bench pages`: how long the browser UI's watches page takes to render, with
 //! everything beside each watch (last change, the 30-day strip, unseen marks), for a page of
 //! 50 watches out of many; measured in-process through the router (no socket), so the figure
 //! is the server's own time.

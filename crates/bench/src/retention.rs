@@ -1,4 +1,4 @@
-//! `driftwatch bench retention`: purging a million old runs while checks run, and what it costs
+//! `driftwatch-bench retention`: purging a million old runs while checks run, and what it costs
 //! the writes that happen meanwhile.
 
 use std::sync::Arc;

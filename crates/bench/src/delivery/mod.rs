@@ -1,4 +1,4 @@
-//! `driftwatch bench delivery`: how fast durable delivery is, next to the raw HTTP rate.
+//! `driftwatch-bench delivery`: how fast durable delivery is, next to the raw HTTP rate.
 //!
 //! One run measures, against the same local receiver and with the same HTTP client:
 //! - the raw rate: each kind's request (signed for webhooks) with no database at all;
