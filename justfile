@@ -29,14 +29,14 @@ lint:
     cargo clippy --workspace --all-targets -- -D warnings
     RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --quiet
 
-# Benchmarks: extraction and diffing, then durable delivery on SQLite and PostgreSQL.
+# Benchmarks: extraction and diffing, then checks and durable delivery on SQLite and PostgreSQL
+# (the `driftwatch-bench` binary; `cargo run --release -p driftwatch-bench -- --help` lists all).
 bench count="20000":
     cargo bench -p driftwatch-scrape -p driftwatch-diff
-    cargo run --release -- bench checks --watches 1000
-    cargo run --release -- bench checks --watches 10000
-    cargo run --release -- bench delivery --count {{count}}
+    cargo run --release -p driftwatch-bench -- checks --watches 1000
+    cargo run --release -p driftwatch-bench -- checks --watches 10000
+    cargo run --release -p driftwatch-bench -- delivery --count {{count}}
     psql "{{pg_url}}" -qc "DROP DATABASE IF EXISTS driftwatch_bench" -c "CREATE DATABASE driftwatch_bench"
-    cargo run --release -- bench delivery --count {{count}} --database-url "$(echo {{pg_url}} | sed 's|/[^/]*$|/driftwatch_bench|')"
+    cargo run --release -p driftwatch-bench -- delivery --count {{count}} --database-url "$(echo {{pg_url}} | sed 's|/[^/]*$|/driftwatch_bench|')"
     psql "{{pg_url}}" -qc "DROP DATABASE IF EXISTS driftwatch_bench" -c "CREATE DATABASE driftwatch_bench"
-    cargo run --release -- bench checks --watches 10000 --database-url "$(echo {{pg_url}} | sed 's|/[^/]*$|/driftwatch_bench|')"
-
+    cargo run --release -p driftwatch-bench -- checks --watches 10000 --database-url "$(echo {{pg_url}} | sed 's|/[^/]*$|/driftwatch_bench|')"

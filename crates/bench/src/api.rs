@@ -1,4 +1,4 @@
-//! `driftwatch bench api`: the path people and agents drive. Keep-alive clients post one test
+//! `driftwatch-bench api`: the path people and agents drive. Keep-alive clients post one test
 //! event per request through the real HTTP API (bearer token, rate limiter, the handler, the
 //! outbox) while the worker delivers them to a local receiver; measured next to the same
 //! client's raw rate to the same receiver.
@@ -137,23 +137,9 @@ async fn post_all(
     Ok(all)
 }
 
-/// Transactions PostgreSQL has finished in this database, as its statistics say.
+/// Transactions PostgreSQL has finished in this database, as its statistics say (0 on SQLite).
 async fn transactions(store: &Store) -> anyhow::Result<f64> {
-    use diesel::RunQueryDsl as _;
-    #[derive(diesel::QueryableByName)]
-    struct Row {
-        #[diesel(sql_type = diesel::sql_types::Double)]
-        n: f64,
-    }
-    let row: Row = store
-        .read(|c| {
-            Ok(diesel::sql_query(
-                "SELECT (xact_commit + xact_rollback)::float8 AS n FROM pg_stat_database WHERE datname = current_database()",
-            )
-            .get_result(c)?)
-        })
-        .await?;
-    Ok(row.n)
+    Ok(store.read(driftwatch_store::maintenance::transactions_finished).await?.unwrap_or(0.0))
 }
 
 /// Runs the benchmark.

@@ -1,4 +1,4 @@
-//! `driftwatch bench browser`: pages rendered in a real headless Chromium, as browser checks
+//! `driftwatch-bench browser`: pages rendered in a real headless Chromium, as browser checks
 //! render them (each in a fresh context, disposed afterwards), at a few concurrency levels.
 //!
 //! Two pages are served on loopback: a static article (20 paragraphs, no scripts) and a page

@@ -1,16 +1,15 @@
-//! `driftwatch bench checks`: how many watches one node keeps up with.
+//! `driftwatch-bench checks`: how many watches one node keeps up with.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use diesel::prelude::*;
 use driftwatch_core::{Clock as _, SystemClock};
 use driftwatch_net::TargetPolicy;
 use driftwatch_schedule::{Runner, RunnerConfig};
 use driftwatch_scrape::{FetchOptions, Fetcher};
-use driftwatch_store::schema::{runs, watches};
-use driftwatch_store::{Backend, PoolOptions, Store, Watch, accounts};
+use driftwatch_store::watches::WatchSelection;
+use driftwatch_store::{Backend, PoolOptions, Store, Watch, accounts, runs};
 use tokio_util::sync::CancellationToken;
 
 /// What to measure.
@@ -137,7 +136,7 @@ fn peak_rss_mib() -> f64 {
 
 async fn wait_for_runs(store: &Store, n: i64) -> anyhow::Result<()> {
     loop {
-        let done: i64 = store.read(|c| Ok(runs::table.count().get_result(c)?)).await?;
+        let done = store.read(runs::count_all).await?;
         if done >= n {
             return Ok(());
         }
@@ -226,22 +225,24 @@ pub async fn checks(bench: &ChecksBench) -> anyhow::Result<ChecksReport> {
     let store = Store::open(&url, &PoolOptions { max_size: 8, ..PoolOptions::default() })?;
     store.migrate().await?;
     let options = if bench.values { values_options() } else { "{}".to_owned() };
-    store
+    let (account_id, ids) = store
         .write(move |c| {
             let now = SystemClock.now().naive_utc();
             let account = accounts::create_account(c, "bench", now)?;
-            c.transaction(|c| {
-                for n in 0..count {
-                    let watch = Watch {
-                        name: format!("page {n}"),
-                        selector: Some("#price".into()),
-                        options: options.clone(),
-                        ..Watch::new(&account.id, &format!("http://{addr}/p/{n}"), now)
-                    };
-                    driftwatch_store::watches::insert_watch(c, &watch)?;
-                }
-                Ok(())
-            })
+            let ids = driftwatch_store::transaction(c, |c| {
+                (0..count)
+                    .map(|n| {
+                        let watch = Watch {
+                            name: format!("page {n}"),
+                            selector: Some("#price".into()),
+                            options: options.clone(),
+                            ..Watch::new(&account.id, &format!("http://{addr}/p/{n}"), now)
+                        };
+                        driftwatch_store::watches::insert_watch(c, &watch).map(|()| watch.id)
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+            })?;
+            Ok((account.id, ids))
         })
         .await?;
 
@@ -257,7 +258,8 @@ pub async fn checks(bench: &ChecksBench) -> anyhow::Result<ChecksReport> {
 
     version.store(1, Ordering::Relaxed);
     let now = SystemClock.now().naive_utc();
-    store.write(move |c| Ok(diesel::update(watches::table).set(watches::next_run_at.eq(now)).execute(c)?)).await?;
+    let every = WatchSelection::Ids(ids);
+    store.write(move |c| driftwatch_store::watches::bulk_check_now(c, &account_id, &every, now)).await?;
     let started = Instant::now();
     let cpu_before = (cpu_seconds(), server.cpu_seconds(), postgres_cpu_seconds());
     runner.wake();

@@ -1,4 +1,4 @@
-//! `driftwatch bench hostile`: normal watches beside a hostile case, on one node.
+//! `driftwatch-bench hostile`: normal watches beside a hostile case, on one node.
 //!
 //! Normal watches (spread over many hosts and accounts, due evenly over one interval) run
 //! beside one hostile case of another account:
@@ -15,12 +15,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use chrono::TimeDelta;
-use diesel::prelude::*;
 use driftwatch_core::{Clock as _, SystemClock};
 use driftwatch_delivery::{DeliveryConfig, DeliveryWorker};
 use driftwatch_schedule::{Runner, RunnerConfig};
 use driftwatch_scrape::{FetchOptions, Fetcher};
-use driftwatch_store::schema::runs;
 use driftwatch_store::{PoolOptions, Watch, accounts};
 use tokio_util::sync::CancellationToken;
 
@@ -218,7 +216,7 @@ pub async fn hostile_bench(bench: &HostileBench) -> anyhow::Result<HostileReport
                 .collect::<Result<_, _>>()?;
             let hog = accounts::create_account(c, "hostile", now)?;
             let mut due = Vec::with_capacity(count);
-            c.transaction(|c| {
+            driftwatch_store::transaction(c, |c| {
                 for n in 0..count {
                     let at = now + TimeDelta::milliseconds((n as i64 * every * 1000) / count.max(1) as i64);
                     let watch = Watch {
@@ -272,15 +270,8 @@ pub async fn hostile_bench(bench: &HostileBench) -> anyhow::Result<HostileReport
     // Each normal watch's first check is due when the bench set it (spread over the first
     // interval, as the hostile load begins): its lag is measured from then. Later checks follow
     // the watch's own phase, so for them the longest gap between two checks is reported.
-    let rows: Vec<(String, chrono::NaiveDateTime)> = store
-        .read(move |c| {
-            Ok(runs::table
-                .filter(runs::started_at.le(window_end))
-                .select((runs::watch_id, runs::started_at))
-                .order(runs::started_at.asc())
-                .load(c)?)
-        })
-        .await?;
+    let rows: Vec<(String, chrono::NaiveDateTime)> =
+        store.read(move |c| driftwatch_store::runs::starts_until(c, window_end)).await?;
     let first_due: std::collections::HashMap<&str, chrono::NaiveDateTime> =
         due.iter().map(|(id, at)| (id.as_str(), *at)).collect();
     let mut last: std::collections::HashMap<&str, chrono::NaiveDateTime> = std::collections::HashMap::new();

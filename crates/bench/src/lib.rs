@@ -1,5 +1,8 @@
-//! Benchmarks behind `driftwatch bench`: delivery (raw next to durable), the API path, checks,
-//! hostile pages beside normal ones, pages, retention, rendering in Chromium.
+//! The benchmarks behind the `driftwatch-bench` binary: delivery (raw next to durable), the API
+//! path, checks, hostile pages beside normal ones, pages, retention, rendering in Chromium, MCP
+//! push. Each drives the real crates in-process and reads and seeds the database only through
+//! `store`'s functions; deliveries are answered by test-support's chat stand-ins. Not linked
+//! into the product binary.
 
 mod api;
 mod browser;

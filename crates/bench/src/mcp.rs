@@ -1,4 +1,4 @@
-//! `driftwatch bench mcp`: from a page change to the subscribed agent's notification. An MCP
+//! `driftwatch-bench mcp`: from a page change to the subscribed agent's notification. An MCP
 //! session (Streamable HTTP, `resources/subscribe` on one watch, its notification stream open)
 //! waits while, round after round at idle, the page changes and the watch is checked through
 //! the API; each round's figure is the time from sending the check to the notification

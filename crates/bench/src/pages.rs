@@ -1,4 +1,4 @@
-//! `driftwatch bench pages`: how long the browser UI's watches page takes to render, with
+//! `driftwatch-bench pages`: how long the browser UI's watches page takes to render, with
 //! everything beside each watch (last change, the 30-day strip, unseen marks), for a page of
 //! 50 watches out of many; measured in-process through the router (no socket), so the figure
 //! is the server's own time.
@@ -9,12 +9,10 @@ use std::time::Instant;
 use axum::body::Body;
 use axum::http::Request;
 use chrono::TimeDelta;
-use diesel::prelude::*;
 use driftwatch_core::{Clock as _, EventType, IdKind, SystemClock, new_id};
 use driftwatch_delivery::{DeliveryConfig, DeliveryWorker, Sender, SenderOptions};
 use driftwatch_net::TargetPolicy;
-use driftwatch_store::schema::{events, watches};
-use driftwatch_store::{Event, PoolOptions, Watch, accounts, users};
+use driftwatch_store::{Event, PoolOptions, Watch, accounts, events, maintenance, users, watches};
 use tower::ServiceExt as _;
 
 /// What to measure.
@@ -86,7 +84,7 @@ pub async fn pages(bench: &PagesBench) -> anyhow::Result<PagesReport> {
             users::create_session(c, &user.id, &sid, "csrf", now, users::SessionLimits::default())?;
             let mut ids = Vec::with_capacity(count);
             let mut seeded = 0;
-            c.transaction(|c| {
+            driftwatch_store::transaction(c, |c| {
                 for chunk in (0..count).collect::<Vec<_>>().chunks(500) {
                     let batch: Vec<Watch> = chunk
                         .iter()
@@ -100,7 +98,7 @@ pub async fn pages(bench: &PagesBench) -> anyhow::Result<PagesReport> {
                         .collect();
                     ids.extend(batch.iter().map(|w| w.id.clone()));
                     for watch in &batch {
-                        diesel::insert_into(watches::table).values(watch).execute(c)?;
+                        watches::insert_watch(c, watch)?;
                     }
                     // Three changes each, over the last 30 days.
                     let changes: Vec<Event> = batch
@@ -122,9 +120,7 @@ pub async fn pages(bench: &PagesBench) -> anyhow::Result<PagesReport> {
                         })
                         .collect();
                     seeded += changes.len();
-                    for event in &changes {
-                        diesel::insert_into(events::table).values(event).execute(c)?;
-                    }
+                    events::insert_events(c, &changes)?;
                 }
                 Ok::<_, driftwatch_store::StoreError>(())
             })?;
@@ -136,7 +132,7 @@ pub async fn pages(bench: &PagesBench) -> anyhow::Result<PagesReport> {
 
     // Planner statistics and a visibility map, as a database that has been running has them
     // (autovacuum on PostgreSQL; `ANALYZE` or `PRAGMA optimize` on SQLite).
-    store.write(|c| Ok((diesel::sql_query("VACUUM").execute(c)?, diesel::sql_query("ANALYZE").execute(c)?))).await?;
+    store.write(maintenance::vacuum_analyze).await?;
 
     let worker = DeliveryWorker::new(
         store.clone(),

@@ -1,15 +1,13 @@
-//! `driftwatch bench retention`: purging a million old runs while checks run, and what it costs
+//! `driftwatch-bench retention`: purging a million old runs while checks run, and what it costs
 //! the writes that happen meanwhile.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
-use diesel::prelude::*;
 use driftwatch_core::{Clock as _, SystemClock};
 use driftwatch_store::retention::{Retention, purge};
-use driftwatch_store::schema::runs;
-use driftwatch_store::{Backend, DbConn, PoolOptions, Run, Store, Watch, accounts};
+use driftwatch_store::{Backend, PoolOptions, Run, Store, Watch, accounts, maintenance, runs};
 use tokio_util::sync::CancellationToken;
 
 use crate::checks::{PageServer, local_runner};
@@ -95,23 +93,6 @@ fn percentiles(mut samples: Vec<Duration>) -> [Duration; 3] {
     [at(0.5), at(0.99), at(1.0)]
 }
 
-/// Inserts `rows`: multi-row statements on PostgreSQL, one prepared statement a row on SQLite.
-fn insert_runs(conn: &mut DbConn, rows: &[Run]) -> QueryResult<()> {
-    match conn {
-        DbConn::Pg(pg) => {
-            for chunk in rows.chunks(2_000) {
-                diesel::insert_into(runs::table).values(chunk).execute(pg)?;
-            }
-        }
-        DbConn::Sqlite(sqlite) => {
-            for row in rows {
-                diesel::insert_into(runs::table).values(row).execute(sqlite)?;
-            }
-        }
-    }
-    Ok(())
-}
-
 fn old_run(watch_id: &str, at_millis: u64, started_at: chrono::NaiveDateTime) -> Run {
     Run {
         id: format!("run_{}", ulid::Ulid::from_parts(at_millis, rand::random()).to_string().to_ascii_lowercase()),
@@ -140,9 +121,8 @@ async fn probe(store: Store, watch_id: String, stop: CancellationToken) -> Vec<D
         let started = Instant::now();
         let written = store
             .write(move |c| {
-                diesel::insert_into(runs::table).values(&row).execute(c)?;
-                diesel::delete(runs::table.find(&row.id)).execute(c)?;
-                Ok(())
+                runs::insert_runs(c, std::slice::from_ref(&row))?;
+                runs::delete_run(c, &row.id)
             })
             .await;
         if written.is_ok() {
@@ -170,7 +150,7 @@ pub async fn retention(bench: &RetentionBench) -> anyhow::Result<RetentionReport
     let watch_ids: Vec<String> = store
         .write(move |c| {
             let account = accounts::create_account(c, "bench", now.naive_utc())?;
-            c.transaction(|c| {
+            driftwatch_store::transaction(c, |c| {
                 (0..count)
                     .map(|n| {
                         let watch = Watch {
@@ -194,10 +174,10 @@ pub async fn retention(bench: &RetentionBench) -> anyhow::Result<RetentionReport
         let rows: Vec<Run> = (start..(start + 20_000).min(seeded))
             .map(|i| old_run(&ids[i % ids.len()], old_millis + i as u64, old.naive_utc()))
             .collect();
-        store.write(move |c| Ok(c.transaction(|c| insert_runs(c, &rows))?)).await?;
+        store.write(move |c| driftwatch_store::transaction(c, |c| runs::insert_runs(c, &rows))).await?;
     }
     if store.backend() == Backend::Postgres {
-        store.read(|c| Ok(diesel::sql_query("ANALYZE runs").execute(c)?)).await?;
+        store.read(maintenance::analyze_runs).await?;
     }
 
     let runner = local_runner(&store, 64)?;
@@ -213,7 +193,7 @@ pub async fn retention(bench: &RetentionBench) -> anyhow::Result<RetentionReport
 
     let total = |store: &Store| {
         let store = store.clone();
-        async move { store.read(|c| Ok(runs::table.count().get_result::<i64>(c)?)).await }
+        async move { store.read(runs::count_all).await }
     };
     let runs_before = total(&store).await?;
     let stop = CancellationToken::new();

@@ -7,6 +7,13 @@ use diesel::prelude::*;
 use crate::schema::events;
 use crate::{DbConn, Event, StoreResult};
 
+/// Inserts `rows` without queueing any delivery: for seeding history (benchmarks, tests). An
+/// event that notifies anyone is written with its deliveries by [`crate::outbox`].
+pub fn insert_events(conn: &mut DbConn, rows: &[Event]) -> StoreResult<()> {
+    crate::insert_all!(conn, events::table, *rows);
+    Ok(())
+}
+
 /// The snapshots of the watch `watch_id` whose change raised a `change.detected`.
 pub fn alerted_snapshots(conn: &mut DbConn, watch_id: &str) -> StoreResult<std::collections::HashSet<String>> {
     let ids: Vec<Option<String>> = events::table

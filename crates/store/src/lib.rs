@@ -19,6 +19,7 @@ pub mod deliveries;
 pub mod endpoints;
 pub mod events;
 pub mod idempotency;
+pub mod maintenance;
 pub mod outbox;
 pub mod overview;
 mod predicates;
@@ -198,6 +199,13 @@ impl Store {
         .await
         .map_err(|e| StoreError::Task(e.to_string()))?
     }
+}
+
+/// Runs `f` in one transaction: all of its writes are kept or none (an error from `f` rolls
+/// them back). For callers that write many rows with the functions here in one go, e.g. a
+/// benchmark seeding its database; the operations that need one open their own.
+pub fn transaction<T>(conn: &mut DbConn, f: impl FnOnce(&mut DbConn) -> StoreResult<T>) -> StoreResult<T> {
+    diesel::Connection::transaction(conn, f)
 }
 
 /// Maps a unique violation to [`StoreError::Conflict`] with `what`.

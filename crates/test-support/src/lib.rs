@@ -6,8 +6,9 @@
 //! something to become true ([`eventually`]), and child processes that die with their test
 //! ([`KillOnDrop`]).
 //!
-//! Used by the end-to-end suite (`tests/`) and the binary's process tests
-//! (`crates/cli/tests/`); never linked into the binary.
+//! Used by the end-to-end suite (`tests/`), the binary's process tests (`crates/cli/tests/`)
+//! and the benchmarks (`driftwatch-bench`, which answers its deliveries with the chat
+//! stand-ins through [`ChatServer::answer`]); never linked into the product binary.
 
 mod chat;
 mod db;
@@ -18,7 +19,7 @@ mod receiver;
 mod smtp;
 mod wait;
 
-pub use chat::{ChatRequest, ChatServer, Mode, Provider};
+pub use chat::{ChatAnswer, ChatRequest, ChatServer, Mode, Provider};
 pub use db::{Backend, TestDb};
 pub use mcp_client::{McpClient, Subscribed};
 pub use page::{PageRequest, PageServer};

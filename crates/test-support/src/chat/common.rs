@@ -19,6 +19,17 @@ pub(super) struct Incoming {
 }
 
 impl Incoming {
+    /// The request of `parts` with its whole `body`.
+    pub(super) fn new(parts: axum::http::request::Parts, body: Bytes) -> Incoming {
+        Incoming {
+            method: parts.method,
+            path: parts.uri.path().to_owned(),
+            query: parts.uri.query().unwrap_or("").to_owned(),
+            headers: parts.headers,
+            body,
+        }
+    }
+
     /// A JSON POST to `path`, for the checks' own tests.
     #[cfg(test)]
     pub(super) fn json_post(path: &str, body: &serde_json::Value) -> Incoming {

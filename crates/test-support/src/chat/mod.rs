@@ -2,6 +2,7 @@
 //! each checks a request against its provider's documented shape and limits, records it, and
 //! answers the way that provider does, or fails on cue. See [`ChatServer`] for the paths.
 
+mod answer;
 mod common;
 mod discord;
 mod gotify;
@@ -25,6 +26,7 @@ use axum::response::Response;
 use serde_json::Value;
 use tokio::sync::watch;
 
+pub use answer::ChatAnswer;
 use common::Incoming;
 pub use provider::Provider;
 
@@ -144,13 +146,7 @@ impl Shared {
     async fn handle(self: Arc<Self>, req: Request) -> Response {
         let (parts, body) = req.into_parts();
         let body = axum::body::to_bytes(body, 64 << 20).await.unwrap_or_default();
-        let req = Incoming {
-            method: parts.method,
-            path: parts.uri.path().to_owned(),
-            query: parts.uri.query().unwrap_or("").to_owned(),
-            headers: parts.headers,
-            body,
-        };
+        let req = Incoming::new(parts, body);
         let provider = Provider::of(&req.path);
         let (mut mode, tokens, header) = {
             let mut steer = self.steer.lock().expect("lock");

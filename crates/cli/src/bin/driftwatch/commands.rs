@@ -1,5 +1,5 @@
 //! The commands that are not the server: accounts, users, tokens, import and export, a one-off
-//! check, verifying a webhook signature, and the benchmarks.
+//! check, verifying a webhook signature.
 
 use std::io::Read as _;
 
@@ -8,7 +8,7 @@ use driftwatch::Settings;
 use driftwatch_core::{Clock as _, SystemClock};
 use driftwatch_store::accounts;
 
-use crate::args::{AccountCommand, BenchCommand, TokenCommand, UserCommand};
+use crate::args::{AccountCommand, TokenCommand, UserCommand};
 use crate::print_out;
 
 /// `driftwatch account create`.
@@ -60,70 +60,6 @@ pub(crate) async fn token(command: TokenCommand) -> anyhow::Result<()> {
                 store.write(move |c| accounts::create_token(c, &found.id, &name, scopes, now)).await?;
             println!("created token {} for account {account}; it is shown only now:", token.id);
             println!("{plaintext}");
-        }
-    }
-    Ok(())
-}
-
-/// `driftwatch bench checks|retention|pages|api|hostile|browser|delivery`: prints the report.
-pub(crate) async fn bench(command: BenchCommand) -> anyhow::Result<()> {
-    match command {
-        BenchCommand::Checks { watches, concurrency, idle_seconds, database_url, values } => {
-            let bench = driftwatch_bench::ChecksBench { watches, concurrency, idle_seconds, database_url, values };
-            println!("{}", driftwatch_bench::checks(&bench).await?);
-        }
-        BenchCommand::Retention { runs, watches, database_url } => {
-            let bench = driftwatch_bench::RetentionBench { runs, watches, database_url };
-            println!("{}", driftwatch_bench::retention(&bench).await?);
-        }
-        BenchCommand::Pages { watches, requests, database_url } => {
-            let bench = driftwatch_bench::PagesBench { watches, requests, database_url };
-            println!("{}", driftwatch_bench::pages(&bench).await?);
-        }
-        BenchCommand::Mcp { rounds, pause_ms, database_url } => {
-            let bench = driftwatch_bench::McpBench { rounds, pause_ms, database_url };
-            println!("{}", driftwatch_bench::mcp(&bench).await?);
-        }
-        BenchCommand::Hostile { case, watches, interval, seconds, database_url } => {
-            let bench = driftwatch_bench::HostileBench { case, watches, interval, seconds, database_url };
-            println!("{}", driftwatch_bench::hostile_bench(&bench).await?);
-        }
-        BenchCommand::Browser { renders, concurrency, full_page } => {
-            let search_path = std::env::var_os("PATH");
-            let bench = driftwatch_bench::BrowserBench { renders, concurrency, full_page, search_path };
-            println!("{}", driftwatch_bench::browser(&bench).await?);
-        }
-        BenchCommand::Api { count, clients, database_url } => {
-            let bench = driftwatch_bench::ApiBench { count, clients, database_url };
-            println!("{}", driftwatch_bench::api(&bench).await?);
-        }
-        BenchCommand::Delivery {
-            count,
-            concurrency,
-            batch,
-            producers,
-            database_url,
-            endpoints,
-            unlimited,
-            backlog,
-            open_loop,
-            seconds,
-            kind,
-        } => {
-            let bench = driftwatch_bench::DeliveryBench {
-                count,
-                concurrency,
-                database_url,
-                batch,
-                producers,
-                endpoints,
-                unlimited,
-                backlog,
-                open_loop,
-                seconds,
-                kind: kind.parse()?,
-            };
-            println!("{}", driftwatch_bench::delivery(&bench).await?);
         }
     }
     Ok(())

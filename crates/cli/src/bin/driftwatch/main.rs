@@ -96,7 +96,6 @@ async fn main() -> anyhow::Result<()> {
             )
             .await
         }
-        Command::Bench(command) => commands::bench(command).await,
     }
 }
 
