@@ -4,22 +4,25 @@
 use std::time::Duration;
 
 use chromiumoxide::Page;
-use chromiumoxide::cdp::browser_protocol::input::InsertTextParams;
-use chromiumoxide::cdp::browser_protocol::network::{CookieParam, Headers, SetExtraHttpHeadersParams};
+use chromiumoxide::cdp::browser_protocol::network::{CookieParam, Headers, LoaderId, SetExtraHttpHeadersParams};
 use chromiumoxide::cdp::browser_protocol::page::{
     CaptureScreenshotFormat, CaptureScreenshotParams, EventLifecycleEvent, NavigateParams, Viewport,
 };
 use chromiumoxide::cdp::browser_protocol::target::{CreateBrowserContextParams, CreateTargetParams};
 use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
 use chromiumoxide::error::CdpError;
+use chromiumoxide::listeners::EventStream;
 use chromiumoxide::page::ScreenshotParams;
-use driftwatch_core::{FetchSpec, ScreenshotMode, Step, WaitKind};
+use driftwatch_core::{FetchSpec, ScreenshotMode, WaitKind};
 use futures_util::StreamExt;
 use tokio::time::Instant;
 use url::Url;
 
 use crate::config::BrowserConfig;
 use crate::instance::Instance;
+
+mod steps;
+use steps::run_steps;
 
 /// How often a wait for an element looks again.
 const POLL: Duration = Duration::from_millis(50);
@@ -200,6 +203,21 @@ async fn in_context(
     give_up: Instant,
 ) -> Result<Rendered, RenderError> {
     let spec = request.spec;
+    let page = open_page(instance, spec, url, context).await?;
+    let wait = spec.wait.as_ref().map_or(WaitKind::Load, |w| w.kind());
+    let (status, loader, lifecycle) = load(&page, url, &wait).await?;
+    wait_after_load(&page, wait, loader, lifecycle, give_up).await?;
+    run_steps(&page, &spec.steps, give_up).await?;
+    capture(&page, config, spec.screenshot, status).await
+}
+
+/// A blank page in `context` with the watch's user agent, headers and cookies for `url`.
+async fn open_page(
+    instance: &Instance,
+    spec: &FetchSpec,
+    url: &Url,
+    context: chromiumoxide::cdp::browser_protocol::browser::BrowserContextId,
+) -> Result<Page, RenderError> {
     let target = CreateTargetParams::builder()
         .url("about:blank")
         .browser_context_id(context)
@@ -226,8 +244,20 @@ async fn in_context(
             .map_err(RenderError::Browser)?;
         page.set_cookies(cookies).await.map_err(browser)?;
     }
-    let wait = spec.wait.as_ref().map_or(WaitKind::Load, |w| w.kind());
-    let mut lifecycle = match wait {
+    Ok(page)
+}
+
+/// Lifecycle events of the page, listened to before loading when the wait needs them.
+type Lifecycle = Option<EventStream<EventLifecycleEvent>>;
+
+/// Navigates to `url` and checks the main document's status; returns the status, the loader of
+/// the navigation and, when `wait` is for network idle, the page's lifecycle events.
+async fn load(
+    page: &Page,
+    url: &Url,
+    wait: &WaitKind<'_>,
+) -> Result<(Option<u16>, Option<LoaderId>, Lifecycle), RenderError> {
+    let lifecycle = match wait {
         WaitKind::NetworkIdle => Some(page.event_listener::<EventLifecycleEvent>().await.map_err(browser)?),
         _ => None,
     };
@@ -238,18 +268,28 @@ async fn in_context(
     if let Some(text) = navigated.result.error_text.as_deref() {
         return Err(load_error(text));
     }
-    let status = eval(&page, STATUS_JS).await?.as_u64().and_then(|s| u16::try_from(s).ok()).filter(|s| *s > 0);
+    let status = eval(page, STATUS_JS).await?.as_u64().and_then(|s| u16::try_from(s).ok()).filter(|s| *s > 0);
     if let Some(status) = status.filter(|s| *s >= 400) {
         return Err(RenderError::Status { status });
     }
+    Ok((status, navigated.result.loader_id.clone(), lifecycle))
+}
+
+/// Waits as the watch asks after the page loaded; the lifecycle events are dropped after.
+async fn wait_after_load(
+    page: &Page,
+    wait: WaitKind<'_>,
+    loader: Option<LoaderId>,
+    mut lifecycle: Lifecycle,
+    give_up: Instant,
+) -> Result<(), RenderError> {
     match wait {
         WaitKind::Load => {}
         WaitKind::Delay(delay) => tokio::time::sleep(delay).await,
-        WaitKind::Selector(selector) => wait_for_selector(&page, selector, give_up)
+        WaitKind::Selector(selector) => wait_for_selector(page, selector, give_up)
             .await
             .map_err(|reason| RenderError::Wait(format!("waiting for {selector}: {reason}")))?,
         WaitKind::NetworkIdle => {
-            let loader = navigated.result.loader_id.clone();
             if let Some(events) = lifecycle.as_mut() {
                 loop {
                     match events.next().await {
@@ -266,14 +306,16 @@ async fn in_context(
         }
     }
     drop(lifecycle);
-    for (i, step) in spec.steps.iter().enumerate() {
-        run_step(&page, step, give_up).await.map_err(|reason| RenderError::Step {
-            number: i + 1,
-            action: step.action(),
-            target: step.selector().map(|s| format!(" {s}")).unwrap_or_default(),
-            reason,
-        })?;
-    }
+    Ok(())
+}
+
+/// Reads where the page ended, its document and, when the watch keeps one, its screenshot.
+async fn capture(
+    page: &Page,
+    config: &BrowserConfig,
+    mode: ScreenshotMode,
+    status: Option<u16>,
+) -> Result<Rendered, RenderError> {
     let final_url = page.url().await.map_err(browser)?.unwrap_or_default();
     if !(final_url.starts_with("http://") || final_url.starts_with("https://")) {
         let scheme = final_url.split(':').next().unwrap_or_default();
@@ -283,9 +325,9 @@ async fn in_context(
     if html.len() > config.max_html_bytes {
         return Err(RenderError::TooLarge(config.max_html_bytes));
     }
-    let (screenshot, note) = match spec.screenshot {
+    let (screenshot, note) = match mode {
         ScreenshotMode::Off => (None, None),
-        mode => match screenshot(&page, config, mode).await? {
+        mode => match screenshot(page, config, mode).await? {
             shot if shot.bytes.len() > config.max_screenshot_bytes => (
                 None,
                 Some(format!(
@@ -350,84 +392,6 @@ async fn wait_for_selector(page: &Page, selector: &str, give_up: Instant) -> Res
             return Err(format!("no element matched within {:.1}s", started.elapsed().as_secs_f64()));
         }
         tokio::time::sleep(POLL).await;
-    }
-}
-
-/// Does one step: waits for its element, then acts.
-async fn run_step(page: &Page, step: &Step, give_up: Instant) -> Result<(), String> {
-    if let Some(selector) = step.selector() {
-        wait_for_selector(page, selector, give_up).await?;
-    }
-    match step {
-        Step::Click { selector } => {
-            let js = format!(
-                "(() => {{ const e = document.querySelector({}); e.scrollIntoView({{block: 'center'}}); e.click(); return true; }})()",
-                js_str(selector)
-            );
-            eval_in(page, &js).await?;
-            settle(page).await
-        }
-        Step::Type { selector, text } => {
-            let js = format!(
-                "(() => {{ const e = document.querySelector({}); e.focus(); if ('select' in e) e.select(); return document.activeElement === e; }})()",
-                js_str(selector)
-            );
-            if eval_in(page, &js).await? != serde_json::Value::Bool(true) {
-                return Err("the element cannot take text".into());
-            }
-            page.execute(InsertTextParams::new(text.clone())).await.map_err(|e| e.to_string())?;
-            Ok(())
-        }
-        Step::Press { key } => {
-            if chromiumoxide::keys::get_key_definition(key).is_none() {
-                return Err(format!("unknown key {key:?}"));
-            }
-            let focused = match page.find_element(":focus").await {
-                Ok(element) => element,
-                Err(_) => page.find_element("body").await.map_err(|e| e.to_string())?,
-            };
-            focused.press_key(key).await.map_err(|e| e.to_string())?;
-            settle(page).await
-        }
-        Step::Select { selector, value } => {
-            let js = format!(
-                "(() => {{ const e = document.querySelector({}); const v = {}; \
-                 if (!e.options || ![...e.options].some(o => o.value === v)) return false; \
-                 e.value = v; e.dispatchEvent(new Event('input', {{bubbles: true}})); \
-                 e.dispatchEvent(new Event('change', {{bubbles: true}})); return true; }})()",
-                js_str(selector),
-                js_str(value)
-            );
-            if eval_in(page, &js).await? != serde_json::Value::Bool(true) {
-                return Err(format!("no option with the value {value:?}"));
-            }
-            Ok(())
-        }
-        Step::Scroll { selector: Some(selector) } => {
-            let js = format!("document.querySelector({}).scrollIntoView({{block: 'center'}})", js_str(selector));
-            eval_in(page, &js).await.map(drop)
-        }
-        Step::Scroll { selector: None } => {
-            eval_in(page, "window.scrollTo(0, document.scrollingElement.scrollHeight)").await.map(drop)
-        }
-        Step::WaitFor { selector: Some(_), .. } => Ok(()),
-        Step::WaitFor { selector: None, ms } => {
-            tokio::time::sleep(Duration::from_millis(u64::from(ms.unwrap_or(0).min(60_000)))).await;
-            Ok(())
-        }
-    }
-}
-
-/// After a click or a key: lets a navigation it started finish loading.
-async fn settle(page: &Page) -> Result<(), String> {
-    // A navigation starts on the next task; give it that turn, then wait for the document.
-    tokio::time::sleep(POLL).await;
-    loop {
-        match eval_in(page, "document.readyState").await {
-            Ok(state) if state == "complete" => return Ok(()),
-            // Between two documents there is no context to evaluate in: look again.
-            Ok(_) | Err(_) => tokio::time::sleep(POLL).await,
-        }
     }
 }
 

@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use driftwatch_core::values::Conditions;
+use driftwatch_core::{Engine, FetchSpec, MAX_STEPS, NoiseRules, ScreenshotMode, Step, Wait, WaitKind};
 use driftwatch_core::{Timing, TimingError};
 use driftwatch_core::{WatchOptions, WatchState};
 use driftwatch_net::TargetPolicy;
@@ -143,14 +144,24 @@ pub fn valid_options(options: &WatchOptions, limits: &Limits) -> Result<String, 
 /// Checks the browser's settings: the engine is available, waits and steps are well formed and
 /// only asked of the browser, visual comparison has a screenshot to compare.
 fn valid_browser_options(options: &WatchOptions, limits: &Limits) -> Result<(), FieldError> {
-    use driftwatch_core::{Engine, MAX_STEPS, ScreenshotMode, Step, Wait, WaitKind};
     let fetch = &options.fetch;
-    let selector = |field: String, selector: &str| {
-        if selector.trim().is_empty() {
-            return Err(FieldError::new(field, "a CSS selector is needed"));
-        }
-        driftwatch_scrape::validate_selector(selector).map_err(|e| FieldError::new(field, e.to_string()))
-    };
+    valid_engine(fetch, limits)?;
+    valid_wait(fetch.wait.as_ref())?;
+    valid_steps(&fetch.steps)?;
+    valid_screenshot_noise(&options.noise, fetch.screenshot)
+}
+
+/// A CSS selector for the browser: not blank, and one the scraper can parse.
+fn valid_css(field: String, selector: &str) -> Result<(), FieldError> {
+    if selector.trim().is_empty() {
+        return Err(FieldError::new(field, "a CSS selector is needed"));
+    }
+    driftwatch_scrape::validate_selector(selector).map_err(|e| FieldError::new(field, e.to_string()))
+}
+
+/// The engine is available, browser-only settings are not asked of plain HTTP, and the browser
+/// is not asked for another method or a body.
+fn valid_engine(fetch: &FetchSpec, limits: &Limits) -> Result<(), FieldError> {
     if fetch.engine == Engine::Browser && !limits.browser_available {
         return Err(FieldError::new(
             "options.fetch.engine",
@@ -178,26 +189,36 @@ fn valid_browser_options(options: &WatchOptions, limits: &Limits) -> Result<(), 
     {
         return Err(FieldError::new("options.fetch.method", "the browser loads pages with GET and no body"));
     }
-    match fetch.wait.as_ref() {
+    Ok(())
+}
+
+/// The wait after loading: a delay of at most a minute, or a valid selector.
+fn valid_wait(wait: Option<&Wait>) -> Result<(), FieldError> {
+    match wait {
         Some(Wait::Delay(ms)) if *ms > 60_000 => {
             return Err(FieldError::new("options.fetch.wait", "at most 60000 milliseconds"));
         }
         Some(wait) => {
             if let WaitKind::Selector(css) = wait.kind() {
-                selector("options.fetch.wait".into(), css)?;
+                valid_css("options.fetch.wait".into(), css)?;
             }
         }
         None => {}
     }
-    if fetch.steps.len() > MAX_STEPS {
+    Ok(())
+}
+
+/// The browser steps: not too many, each with valid selectors, text, key or wait.
+fn valid_steps(steps: &[Step]) -> Result<(), FieldError> {
+    if steps.len() > MAX_STEPS {
         return Err(FieldError::new("options.fetch.steps", format!("at most {MAX_STEPS} steps")));
     }
-    for (i, step) in fetch.steps.iter().enumerate() {
+    for (i, step) in steps.iter().enumerate() {
         let field = |name: &str| format!("options.fetch.steps[{i}].{name}");
         match step {
-            Step::Click { selector: css } | Step::Select { selector: css, .. } => selector(field("selector"), css)?,
+            Step::Click { selector: css } | Step::Select { selector: css, .. } => valid_css(field("selector"), css)?,
             Step::Type { selector: css, text } => {
-                selector(field("selector"), css)?;
+                valid_css(field("selector"), css)?;
                 if text.chars().count() > 1000 {
                     return Err(FieldError::new(field("text"), "at most 1000 characters"));
                 }
@@ -209,19 +230,24 @@ fn valid_browser_options(options: &WatchOptions, limits: &Limits) -> Result<(), 
             }
             Step::Scroll { selector: css } => {
                 if let Some(css) = css {
-                    selector(field("selector"), css)?;
+                    valid_css(field("selector"), css)?;
                 }
             }
             Step::WaitFor { selector: css, ms } => match (css, ms) {
-                (Some(css), None) => selector(field("selector"), css)?,
+                (Some(css), None) => valid_css(field("selector"), css)?,
                 (None, Some(ms)) if *ms <= 60_000 => {}
                 (None, Some(_)) => return Err(FieldError::new(field("ms"), "at most 60000 milliseconds")),
                 _ => return Err(FieldError::new(field("selector"), "wait_for takes a selector or ms, one of them")),
             },
         }
     }
-    let noise = &options.noise;
-    if noise.compare.visual() && fetch.screenshot == ScreenshotMode::Off {
+    Ok(())
+}
+
+/// Visual comparison has a screenshot, its threshold is a percentage, and the ignored regions
+/// are few and not empty.
+fn valid_screenshot_noise(noise: &NoiseRules, screenshot: ScreenshotMode) -> Result<(), FieldError> {
+    if noise.compare.visual() && screenshot == ScreenshotMode::Off {
         return Err(FieldError::new(
             "options.noise.compare",
             "comparing how the page looks needs a screenshot: set options.fetch.screenshot",

@@ -1,9 +1,13 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
+use crate::decode::decode;
+use crate::diff::differs;
+use crate::paint::{BACKGROUND, CHANGED, IGNORED};
 use image::codecs::jpeg::JpegEncoder;
 use image::codecs::webp::WebPEncoder;
 use image::{ImageEncoder, Rgb, RgbImage, RgbaImage};
+use std::io::Cursor;
 
 fn png(img: &RgbImage) -> Vec<u8> {
     let mut out = Vec::new();

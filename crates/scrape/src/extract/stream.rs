@@ -44,6 +44,30 @@ pub(super) fn html_texts(
     if body.contains('\0') {
         return Err(Bail("NUL character"));
     }
+    let (parsed, failures) = parse_reads(reads)?;
+    let limit = text_limit(body.len());
+    let body = driftwatch_html::prepare(body);
+    let body = &*body;
+
+    let mut collectors = collectors(reads, &parsed, &failures, limit, body.len());
+    // The first read (the one with removes) is fed last, so that the others open each element
+    // before it is marked removed.
+    if !collectors.is_empty() || scripts.is_some() {
+        collectors.rotate_left(1);
+        driftwatch_html::build(body, &mut Fan { collectors: &mut collectors, scripts })?;
+        collectors.rotate_right(1);
+    }
+    if collectors.iter().any(|c| c.over) {
+        return Err(OVER);
+    }
+    Ok(results(reads, failures, collectors))
+}
+
+/// A read's parsed remove selectors and selector.
+type Parsed = (Vec<SelectorList<Simple>>, Option<SelectorList<Simple>>);
+
+/// Parses each read's selectors, and the error of each read whose selectors do not parse.
+fn parse_reads(reads: &[Read<'_>]) -> Result<(Vec<Parsed>, Vec<Option<ExtractError>>), Bail> {
     let mut parsed = Vec::with_capacity(reads.len());
     let mut failures = Vec::with_capacity(reads.len());
     for read in reads {
@@ -70,21 +94,29 @@ pub(super) fn html_texts(
         parsed.push((removes, main));
         failures.push(failed);
     }
-    let limit = text_limit(body.len());
-    let body = driftwatch_html::prepare(body);
-    let body = &*body;
+    Ok((parsed, failures))
+}
 
-    let mut collectors: Vec<Collector<'_>> = reads
+/// A collector for each read whose selectors parsed, in order; `body_len` is the prepared
+/// page's length.
+fn collectors<'a>(
+    reads: &[Read<'_>],
+    parsed: &'a [Parsed],
+    failures: &[Option<ExtractError>],
+    limit: usize,
+    body_len: usize,
+) -> Vec<Collector<'a>> {
+    reads
         .iter()
-        .zip(&parsed)
-        .zip(&failures)
+        .zip(parsed)
+        .zip(failures)
         .filter(|(_, failed)| failed.is_none())
         .map(|((read, (removes, main)), _)| Collector {
             main: main.as_ref(),
             removes,
             links: read.links,
             matcher: Matcher::default(),
-            out: String::with_capacity(if read.selector.is_some() { 256 } else { body.len() / 2 }),
+            out: String::with_capacity(if read.selector.is_some() { 256 } else { body_len / 2 }),
             nested: Vec::new(),
             captures: Vec::new(),
             matched: false,
@@ -92,19 +124,18 @@ pub(super) fn html_texts(
             limit,
             over: false,
         })
-        .collect();
-    // The first read (the one with removes) is fed last, so that the others open each element
-    // before it is marked removed.
-    if !collectors.is_empty() || scripts.is_some() {
-        collectors.rotate_left(1);
-        driftwatch_html::build(body, &mut Fan { collectors: &mut collectors, scripts })?;
-        collectors.rotate_right(1);
-    }
-    if collectors.iter().any(|c| c.over) {
-        return Err(OVER);
-    }
+        .collect()
+}
+
+/// Each read's text, or the error that its selectors did not parse or its selector matched
+/// nothing.
+fn results(
+    reads: &[Read<'_>],
+    failures: Vec<Option<ExtractError>>,
+    collectors: Vec<Collector<'_>>,
+) -> Vec<Result<String, ExtractError>> {
     let mut collected = collectors.into_iter();
-    Ok(reads
+    reads
         .iter()
         .zip(failures)
         .map(|(read, failed)| match failed {
@@ -117,7 +148,7 @@ pub(super) fn html_texts(
                 }
             }
         })
-        .collect())
+        .collect()
 }
 
 /// Several collectors fed by one pass, in order, and the structured data's scripts (which
