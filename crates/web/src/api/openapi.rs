@@ -221,40 +221,56 @@ fn add_operation_conventions(path: &str, method: &str, operation: &mut Map<Strin
     let parameters = operation.entry("parameters").or_insert_with(|| json!([]));
     let has_query =
         parameters.as_array().is_some_and(|ps| ps.iter().any(|p| p.get("in").and_then(Value::as_str) == Some("query")));
-    let is_get = method == "get";
     if let Value::Array(parameters) = parameters {
-        // No id or filter holds a NUL character; the server refuses one in a path or query (400).
-        for schema in parameters.iter_mut().filter_map(|p| p.get_mut("schema")).filter_map(Value::as_object_mut) {
-            let is_string = schema
-                .get("type")
-                .is_some_and(|t| t == "string" || t.as_array().is_some_and(|a| a.contains(&json!("string"))));
-            let constrained = ["pattern", "enum", "format"].iter().any(|k| schema.contains_key(*k));
-            if is_string && !constrained {
-                schema.insert("pattern".into(), json!("^[^\\u0000]*$"));
-            }
-        }
-        if is_get {
-            parameters.push(json!({
-                "name": "If-None-Match", "in": "header", "required": false,
-                "description": "An `ETag` from an earlier answer: 304 without a body when it still matches.",
-                "schema": {"type": "string"}
-            }));
-        }
-        if method == "post" {
-            parameters.push(json!({
-                "name": "Idempotency-Key", "in": "header", "required": false,
-                "description": "Repeating a key on this path within 24 hours replays the first successful \
-                                answer (`idempotent-replayed: true`) and does nothing again; the same key with \
-                                a different body is a 422, and a repeat while the first request still runs a \
-                                409. A failed request frees its key. Keys are scoped to the account and path.",
-                "schema": {"type": "string", "minLength": 1, "maxLength": 255}
-            }));
-        }
+        add_parameter_conventions(method, parameters);
         if parameters.is_empty() {
             operation.remove("parameters");
         }
     }
     let Some(Value::Object(responses)) = operation.get_mut("responses") else { return };
+    add_response_headers(method, responses);
+    for status in problem_statuses(path, method, public, has_query, has_body) {
+        responses.entry(status).or_insert_with(|| problem(status));
+    }
+}
+
+/// The parameters every operation takes: no NUL in a path or query string, `If-None-Match` on
+/// reads and `Idempotency-Key` on posts.
+fn add_parameter_conventions(method: &str, parameters: &mut Vec<Value>) {
+    let is_get = method == "get";
+    // No id or filter holds a NUL character; the server refuses one in a path or query (400).
+    for schema in parameters.iter_mut().filter_map(|p| p.get_mut("schema")).filter_map(Value::as_object_mut) {
+        let is_string = schema
+            .get("type")
+            .is_some_and(|t| t == "string" || t.as_array().is_some_and(|a| a.contains(&json!("string"))));
+        let constrained = ["pattern", "enum", "format"].iter().any(|k| schema.contains_key(*k));
+        if is_string && !constrained {
+            schema.insert("pattern".into(), json!("^[^\\u0000]*$"));
+        }
+    }
+    if is_get {
+        parameters.push(json!({
+            "name": "If-None-Match", "in": "header", "required": false,
+            "description": "An `ETag` from an earlier answer: 304 without a body when it still matches.",
+            "schema": {"type": "string"}
+        }));
+    }
+    if method == "post" {
+        parameters.push(json!({
+            "name": "Idempotency-Key", "in": "header", "required": false,
+            "description": "Repeating a key on this path within 24 hours replays the first successful \
+                            answer (`idempotent-replayed: true`) and does nothing again; the same key with \
+                            a different body is a 422, and a repeat while the first request still runs a \
+                            409. A failed request frees its key. Keys are scoped to the account and path.",
+            "schema": {"type": "string", "minLength": 1, "maxLength": 255}
+        }));
+    }
+}
+
+/// The response headers every operation documents: `ETag` (and 304) on reads,
+/// `idempotent-replayed` on the successes of posts.
+fn add_response_headers(method: &str, responses: &mut Map<String, Value>) {
+    let is_get = method == "get";
     if is_get {
         if let Some(ok) = responses.get_mut("200") {
             add_header(ok, "ETag", "A strong tag of this body.", json!({"type": "string"}));
@@ -270,6 +286,11 @@ fn add_operation_conventions(path: &str, method: &str, operation: &mut Map<Strin
             add_header(response, "idempotent-replayed", description, json!({"type": "string", "enum": ["true"]}));
         }
     }
+}
+
+/// The problem answers an operation may give, by status (a status may repeat).
+fn problem_statuses(path: &str, method: &str, public: bool, has_query: bool, has_body: bool) -> Vec<&'static str> {
+    let is_get = method == "get";
     // Any request may be unreadable (a NUL in its path or query, a path that is not UTF-8) and
     // any request with a token counts against its rate limit.
     let mut statuses = vec!["400", "429"];
@@ -295,9 +316,7 @@ fn add_operation_conventions(path: &str, method: &str, operation: &mut Map<Strin
     if !public {
         statuses.extend(["500", "503"]);
     }
-    for status in statuses {
-        responses.entry(status).or_insert_with(|| problem(status));
-    }
+    statuses
 }
 
 #[cfg(test)]

@@ -94,13 +94,7 @@ impl WatchForm {
     /// The form filled from a stored watch.
     pub(super) fn of(watch: &Watch) -> WatchForm {
         let options: WatchOptions = watch.options();
-        let (every, unit) = match watch.interval_seconds {
-            Some(s) if s % 86_400 == 0 => ((s / 86_400).to_string(), "days"),
-            Some(s) if s % 3600 == 0 => ((s / 3600).to_string(), "hours"),
-            Some(s) if s % 60 == 0 => ((s / 60).to_string(), "minutes"),
-            Some(s) => (s.to_string(), "seconds"),
-            None => ("1".to_owned(), "hours"),
-        };
+        let (every, unit) = every_and_unit(watch.interval_seconds);
         let join = |v: &[String]| v.join("\n");
         let presets: Vec<&String> = options.rules.masks.iter().filter(|m| MASK_PRESETS.contains(&m.as_str())).collect();
         let has = |name: &str| checked(presets.iter().any(|m| m.as_str() == name));
@@ -135,13 +129,7 @@ impl WatchForm {
             mask_numbers: has("numbers"),
             mask_uuids: has("uuids"),
             mask_hex_ids: has("hex_ids"),
-            custom_masks: rules
-                .masks
-                .iter()
-                .filter(|m| !MASK_PRESETS.contains(&m.as_str()))
-                .cloned()
-                .collect::<Vec<_>>()
-                .join("\n"),
+            custom_masks: custom_masks(&rules.masks),
             sort_lines: checked(rules.sort_lines),
             unique_lines: checked(rules.unique_lines),
             trigger_text: join(&noise.trigger_text),
@@ -373,6 +361,23 @@ pub(super) fn form_field(field: &str) -> &'static str {
         "price_drop" => "price_drop",
         _ => "url",
     }
+}
+
+/// A watch's interval as the form's `every` and `unit`: in the largest unit that divides it
+/// (hourly when there is none).
+fn every_and_unit(interval_seconds: Option<i64>) -> (String, &'static str) {
+    match interval_seconds {
+        Some(s) if s % 86_400 == 0 => ((s / 86_400).to_string(), "days"),
+        Some(s) if s % 3600 == 0 => ((s / 3600).to_string(), "hours"),
+        Some(s) if s % 60 == 0 => ((s / 60).to_string(), "minutes"),
+        Some(s) => (s.to_string(), "seconds"),
+        None => ("1".to_owned(), "hours"),
+    }
+}
+
+/// The masks that are not presets, one a line.
+fn custom_masks(masks: &[String]) -> String {
+    masks.iter().filter(|m| !MASK_PRESETS.contains(&m.as_str())).cloned().collect::<Vec<_>>().join("\n")
 }
 
 /// An option named as the API names it (`full_page`, `text_or_visual`), for a select.
