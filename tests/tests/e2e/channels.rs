@@ -502,7 +502,12 @@ pub async fn apprise_urls_become_endpoints(backend: Backend) {
         (format!("ntfy://{host}/shop-alerts"), "ntfy", Provider::Ntfy),
         (format!("gotify://{host}/AbCdEf123"), "gotify", Provider::Gotify),
         (format!("json://{host}/hook/n8n"), "http", Provider::Generic),
-        (format!("mmost://{host}{MATTERMOST_HOOK}?channel=shop-alerts"), "mattermost", Provider::Mattermost),
+        // Apprise names the hook's key only: mmost://host/key (the /hooks/ path is Mattermost's).
+        (
+            format!("mmost://{host}/{}?channel=shop-alerts", MATTERMOST_HOOK.trim_start_matches("/hooks/")),
+            "mattermost",
+            Provider::Mattermost,
+        ),
     ] {
         let (status, created) = app.post("/endpoints/import", &token, json!({"apprise_url": apprise})).await;
         assert_eq!((status, created["kind"].as_str()), (StatusCode::CREATED, Some(kind)), "{created}");
