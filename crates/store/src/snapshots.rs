@@ -62,7 +62,7 @@ pub fn list_snapshots(
 const SCREENSHOT_LOOKBACK: i64 = 100;
 
 /// The newest snapshot of the account's watch `watch_id` before `snapshot_id` that has a
-/// screenshot, among the [`SCREENSHOT_LOOKBACK`] before it: what the snapshot's screenshot is
+/// screenshot, among the `SCREENSHOT_LOOKBACK` before it: what the snapshot's screenshot is
 /// shown beside and its visual difference drawn against.
 pub fn previous_screenshot(
     conn: &mut DbConn,
