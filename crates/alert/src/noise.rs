@@ -77,7 +77,7 @@ impl std::fmt::Display for Quiet {
             Quiet::Blocked => f.write_str("a block text is present"),
             Quiet::NotAdded => f.write_str("nothing was added"),
             Quiet::NotRemoved => f.write_str("nothing was removed"),
-            Quiet::TooFewLines(n) => write!(f, "only {n} changed lines"),
+            Quiet::TooFewLines(n) => write!(f, "only {n} changed {}", driftwatch_core::text::noun_for(*n, "line")),
             Quiet::TooSmall(p) => write!(f, "only {p:.1}% of words changed"),
             Quiet::KnownState => f.write_str("back to a recent state"),
         }
@@ -195,6 +195,10 @@ mod tests {
             NoiseRules { min_changed_lines: Some(3), ..Default::default() },
             false,
             Err(Quiet::TooFewLines(2)),
+        );
+        assert_eq!(
+            [Quiet::TooFewLines(1).to_string(), Quiet::TooFewLines(2).to_string()],
+            ["only 1 changed line", "only 2 changed lines"]
         );
         let long = "the quick brown fox jumps over the lazy dog again and again\n";
         let tweak = "the quick brown fox jumps over the lazy cat again and again\n";

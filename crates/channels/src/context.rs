@@ -153,8 +153,11 @@ impl Context {
             ),
             None => change.watch.url.clone(),
         };
-        self.summary =
-            format!("{} changed: +{} / -{} lines", change.watch.name, change.diff.added, change.diff.removed);
+        self.summary = format!(
+            "{} changed: {}",
+            change.watch.name,
+            crate::message::line_counts(change.diff.added, change.diff.removed)
+        );
         if !change.values.is_empty() {
             self.summary.push_str("; ");
             self.summary.push_str(&crate::message::value_changes_sentence(&change.values));
@@ -172,17 +175,18 @@ impl Context {
         };
         let error = data.check.error.clone().unwrap_or_else(|| "unknown error".to_owned());
         let failures = data.check.consecutive_failures;
+        let in_a_row = crate::message::in_a_row(failures);
         self.summary = match envelope.event_type {
             driftwatch_core::EventType::CheckRecovered => {
                 format!("{} is being checked successfully again", data.watch.name)
             }
             driftwatch_core::EventType::SelectorMissing => {
-                format!("{}: the watched element is missing ({failures} checks in a row): {error}", data.watch.name)
+                format!("{}: the watched element is missing {in_a_row}: {error}", data.watch.name)
             }
             driftwatch_core::EventType::ValueMissing => {
-                format!("{}: a value could not be read ({failures} checks in a row): {error}", data.watch.name)
+                format!("{}: a value could not be read {in_a_row}: {error}", data.watch.name)
             }
-            _ => format!("{} is failing ({failures} checks in a row): {error}", data.watch.name),
+            _ => format!("{} is failing {in_a_row}: {error}", data.watch.name),
         };
         self.check = CheckVars {
             error: data.check.error.unwrap_or_default(),
@@ -302,7 +306,7 @@ pub fn cut_lines(lines: &[String], max_lines: usize, max_chars: usize) -> String
     }
     let more = lines.len() - shown;
     if more > 0 {
-        out.push_str(&format!("… and {more} more line{}", if more == 1 { "" } else { "s" }));
+        out.push_str(&format!("… and {more} more {}", driftwatch_core::text::noun_for(more, "line")));
     }
     out.trim_end().to_owned()
 }

@@ -4,6 +4,7 @@
 
 use driftwatch_alert::v1;
 use driftwatch_core::EventType;
+use driftwatch_core::text::count;
 
 use crate::context::{Context, cut_chars, cut_lines};
 use crate::template;
@@ -89,22 +90,28 @@ pub(crate) fn cut_bytes(text: &str, max: usize) -> String {
     format!("{}…", &text[..end])
 }
 
-/// The values that moved, in words: `price 67 → 45 EUR (-32.84%); stock in_stock → out_of_stock`.
+/// The values that moved, in words: `price 67.00 → 45.00 EUR (-32.84%); stock in_stock → out_of_stock`.
+/// Amounts read as the watch page and the conditions' reasons show them (`67.00 EUR`).
 pub fn value_changes_sentence(changes: &[v1::ValueChange]) -> String {
-    let shown = |v: &serde_json::Value| match v {
-        serde_json::Value::Null => "none".to_owned(),
-        serde_json::Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
     changes
         .iter()
         .map(|c| {
             let currency = c.currency.as_deref().map(|c| format!(" {c}")).unwrap_or_default();
             let percent = c.change_percent.map(|p| format!(" ({p:+}%)")).unwrap_or_default();
-            format!("{} {} → {}{currency}{percent}", c.name, shown(&c.from), shown(&c.to))
+            format!("{} {} → {}{currency}{percent}", c.name, c.from_text(), c.to_text())
         })
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// A change's size in words, for every kind's default message: `+1 line / -2 lines`.
+pub fn line_counts(added: usize, removed: usize) -> String {
+    format!("+{} / -{}", count(added, "line"), count(removed, "line"))
+}
+
+/// How long a watch has been failing, in words: `(1 check in a row)`, `(3 checks in a row)`.
+pub fn in_a_row(failures: i32) -> String {
+    format!("({} in a row)", count(failures, "check"))
 }
 
 /// One sentence for `condition.met` / `condition.cleared`: "Widget (https://…): conditions
@@ -128,6 +135,9 @@ mod tests {
             assert_eq!(title == "driftwatch test message", is_test, "{event_type}: {title}");
         }
         context.event.event_type = "check.selector_missing".into();
+        assert_eq!(line_counts(1, 2), "+1 line / -2 lines");
+        assert_eq!(line_counts(0, 1), "+0 lines / -1 line");
+        assert_eq!((in_a_row(1), in_a_row(3)), ("(1 check in a row)".into(), "(3 checks in a row)".into()));
         assert_eq!(default_title(&context), "Coffee shop: the watched element is missing");
     }
 }

@@ -1,5 +1,5 @@
 //! Text from outside (a page, a receiver's answer, an error a remote server caused) made safe
-//! to store on both backends.
+//! to store on both backends, and counts said in words (`1 line`, `2 lines`).
 
 use std::borrow::Cow;
 
@@ -26,9 +26,37 @@ pub fn storable_opt(text: Option<String>) -> Option<String> {
     })
 }
 
+/// `n` and `noun`, plural unless `n` is one: `count(1, "line")` is `1 line`, `count(2, "watch")`
+/// is `2 watches`. Every count people read goes through it, so none says "1 lines".
+pub fn count<N: Copy + std::fmt::Display + PartialEq + From<u8>>(n: N, noun: &str) -> String {
+    format!("{n} {}", noun_for(n, noun))
+}
+
+/// `noun` as it reads after `n`: as given for one, else its English plural (`-es` after
+/// s, x, ch and sh; `-s` otherwise), for the words these messages count.
+pub fn noun_for<N: PartialEq + From<u8>>(n: N, noun: &str) -> String {
+    if n == N::from(1) {
+        noun.to_owned()
+    } else if ["s", "x", "ch", "sh"].iter().any(|end| noun.ends_with(end)) {
+        format!("{noun}es")
+    } else {
+        format!("{noun}s")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_agree_with_their_number() {
+        assert_eq!(count(1usize, "line"), "1 line");
+        assert_eq!(count(2usize, "line"), "2 lines");
+        assert_eq!(count(0i64, "line"), "0 lines");
+        assert_eq!(count(1i32, "watch"), "1 watch");
+        assert_eq!(count(3u64, "watch"), "3 watches");
+        assert_eq!(noun_for(1usize, "change"), "change");
+    }
 
     #[test]
     fn nul_becomes_the_replacement_character_and_nothing_else_changes() {

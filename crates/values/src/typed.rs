@@ -57,8 +57,8 @@ impl Typed {
     pub fn display(&self) -> String {
         match self {
             Typed::Number { value } => trim_number(*value),
-            Typed::Money { amount, currency: Some(c) } => format!("{amount:.2} {c}"),
-            Typed::Money { amount, currency: None } => format!("{amount:.2}"),
+            Typed::Money { amount, currency: Some(c) } => format!("{} {c}", amount_text(*amount)),
+            Typed::Money { amount, currency: None } => amount_text(*amount),
             Typed::Availability { value } => value.as_str().to_owned(),
             Typed::Boolean { value } => value.to_string(),
             Typed::Text { value } => value.clone(),
@@ -87,6 +87,11 @@ impl Typed {
 }
 
 /// `12`, `12.5`, `0.333333` (at most six decimals, no trailing zeros).
+/// An amount of money as people read it, whoever shows it: two decimals (`67.00`).
+fn amount_text(amount: f64) -> String {
+    format!("{amount:.2}")
+}
+
 fn trim_number(value: f64) -> String {
     if value.fract() == 0.0 && value.abs() < 1e15 {
         return format!("{value:.0}");
@@ -114,6 +119,33 @@ pub struct ValueChange {
     /// The change in percent of `from`, for numbers (none from zero).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub change_percent: Option<f64>,
+}
+
+impl ValueChange {
+    /// `from` as people read it, as [`Typed::display`] shows it: an amount with two decimals
+    /// (`67.00`, its currency said once after both ends), a number without trailing zeros,
+    /// `none` for a value not read.
+    pub fn from_text(&self) -> String {
+        self.shown(&self.from)
+    }
+
+    /// `to` as people read it (see [`ValueChange::from_text`]).
+    pub fn to_text(&self) -> String {
+        self.shown(&self.to)
+    }
+
+    fn shown(&self, value: &serde_json::Value) -> String {
+        match value {
+            serde_json::Value::Null => "none".to_owned(),
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Number(n) => match (n.as_f64(), &self.currency) {
+                (Some(amount), Some(_)) => amount_text(amount),
+                (Some(number), None) => trim_number(number),
+                (None, _) => n.to_string(),
+            },
+            other => other.to_string(),
+        }
+    }
 }
 
 /// The values that differ between two checks, by name; a value only on one side counts.
@@ -168,10 +200,12 @@ mod tests {
             json,
             serde_json::json!({"name": "price", "from": 89.99, "to": 67.0, "currency": "EUR", "change_percent": -25.55})
         );
+        assert_eq!((moved[0].from_text(), moved[0].to_text()), ("89.99".into(), "67.00".into()), "as display shows it");
         assert!(changes(&after, &after).is_empty());
         let gone = changes(&before, &Values::new());
         assert_eq!(gone.len(), 2);
         assert!(gone.iter().all(|c| c.to.is_null()));
+        assert_eq!(gone[0].to_text(), "none");
     }
 
     #[test]

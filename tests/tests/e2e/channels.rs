@@ -206,7 +206,7 @@ pub async fn email_arrives_as_text_and_html_and_smtp_codes_decide(backend: Backe
         ("dw@example.com", vec!["ops@example.com".to_owned(), "shop@example.com".to_owned()])
     );
     let parsed = mail.parsed();
-    assert_eq!(parsed.subject, "Widget changed (+1 / -1 lines)");
+    assert_eq!(parsed.subject, "Widget changed (+1 line / -1 line)");
     let text = parsed.text.expect("a text part");
     assert!(
         text.contains("- Espresso machine. Price: 10 EUR") && text.contains("+ Espresso machine. Price: 12 EUR"),

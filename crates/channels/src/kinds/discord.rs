@@ -72,8 +72,8 @@ fn embed(context: &Context, parts: Said) -> Value {
     }
     if context.event.event_type == "change.detected" {
         embed["fields"] = json!([
-            {"name": "Added", "value": format!("{} lines", context.diff.added), "inline": true},
-            {"name": "Removed", "value": format!("{} lines", context.diff.removed), "inline": true},
+            {"name": "Added", "value": driftwatch_core::text::count(context.diff.added, "line"), "inline": true},
+            {"name": "Removed", "value": driftwatch_core::text::count(context.diff.removed, "line"), "inline": true},
             {"name": "Page", "value": cut_chars(&context.watch.url, 1024), "inline": false},
         ]);
     }

@@ -166,7 +166,11 @@ fn templated_text(context: &Context, templates: Templates<'_>) -> Result<Option<
 fn default_subject(context: &Context) -> String {
     match context.event.event_type.as_str() {
         "change.detected" => {
-            format!("{} changed (+{} / -{} lines)", context.watch.name, context.diff.added, context.diff.removed)
+            format!(
+                "{} changed ({})",
+                context.watch.name,
+                crate::message::line_counts(context.diff.added, context.diff.removed)
+            )
         }
         _ => context.summary.clone(),
     }
@@ -253,8 +257,8 @@ fn default_html(context: &Context, subject: &str) -> String {
         let more = changed.len() - shown;
         if more > 0 {
             html.push_str(&format!(
-                "<p style=\"color:#656d76\">… and {more} more line{}{}</p>",
-                if more == 1 { "" } else { "s" },
+                "<p style=\"color:#656d76\">… and {more} more {}{}</p>",
+                driftwatch_core::text::noun_for(more, "line"),
                 if context.link.starts_with("http") {
                     format!(": <a href=\"{}\">see them all</a>", escape_html(&context.link))
                 } else {
@@ -380,7 +384,7 @@ mod tests {
         let context = Context::sample(Some("https://dw.example"));
         let raw = message(&settings, &context, Templates::default(), "end_1").expect("builds");
         let text = String::from_utf8(raw).expect("utf-8");
-        assert!(text.contains("Subject: Coffee shop changed (+2 / -1 lines)"), "{text}");
+        assert!(text.contains("Subject: Coffee shop changed (+2 lines / -1 line)"), "{text}");
         assert!(text.contains("multipart/alternative"), "{text}");
         assert!(text.contains("Message-ID: <evt_sample.end_1@driftwatch>"), "{text}");
         assert!(text.contains("text/html"), "{text}");

@@ -128,6 +128,13 @@ pub struct Spec {
     pub apprise: &'static [&'static str],
 }
 
+impl Spec {
+    /// Its name alone, the label before its colon: "ntfy", "Email over SMTP".
+    pub fn name(&self) -> &'static str {
+        self.label.split_once(':').map_or(self.label, |(name, _)| name).trim()
+    }
+}
+
 /// Where a message goes: an endpoint's URL, settings and opened secrets.
 #[derive(Debug, Clone, Copy)]
 pub struct Target<'a> {

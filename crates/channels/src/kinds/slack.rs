@@ -9,8 +9,9 @@ use serde_json::json;
 use super::{Kind, Message, Spec, Target, Transport, json_post};
 use crate::apprise::{ImportError, Imported, Parts};
 use crate::context::cut_chars;
-use crate::message::{condition_sentence, parts, value_changes_sentence};
+use crate::message::{condition_sentence, in_a_row, line_counts, parts, value_changes_sentence};
 use crate::outgoing::Outgoing;
+use driftwatch_core::text::count;
 
 /// Slack.
 pub struct Slack;
@@ -65,16 +66,16 @@ pub fn slack_message(payload: &str) -> String {
             let v1::CheckEvent { watch, check, .. } = event.data;
             let (name, url) = (watch.name, watch.url);
             let error = check.error.as_deref().unwrap_or("unknown error");
-            let failures = check.consecutive_failures;
+            let in_a_row = in_a_row(check.consecutive_failures);
             let text = match event.event_type {
                 EventType::CheckRecovered => format!("{name} ({url}) is being checked successfully again."),
                 EventType::SelectorMissing => {
-                    format!("{name} ({url}): the watched element is missing ({failures} checks in a row): {error}")
+                    format!("{name} ({url}): the watched element is missing {in_a_row}: {error}")
                 }
                 EventType::ValueMissing => {
-                    format!("{name} ({url}): a value could not be read ({failures} checks in a row): {error}")
+                    format!("{name} ({url}): a value could not be read {in_a_row}: {error}")
                 }
-                _ => format!("{name} ({url}) is failing ({failures} checks in a row): {error}"),
+                _ => format!("{name} ({url}) is failing {in_a_row}: {error}"),
             };
             slack_text(&text)
         }
@@ -112,12 +113,12 @@ fn slack_change(change: &v1::ChangeDetected) -> serde_json::Value {
         excerpt.push_str(&line);
         excerpt.push('\n');
     }
-    let text = format!("Change detected on {name} ({url}): +{added} / -{removed} lines");
+    let text = format!("Change detected on {name} ({url}): {}", line_counts(added, removed));
     let mut message = json!({
         "text": text,
         "blocks": [
             {"type": "section", "text": {"type": "mrkdwn", "text": format!("*Change detected:* <{url}|{}>", slack_escape(name))}},
-            {"type": "context", "elements": [{"type": "mrkdwn", "text": format!("+{added} lines, -{removed} lines")}]},
+            {"type": "context", "elements": [{"type": "mrkdwn", "text": format!("+{}, -{}", count(added, "line"), count(removed, "line"))}]},
             {"type": "section", "text": {"type": "mrkdwn", "text": format!("```{}```", slack_escape(excerpt.trim_end()))}},
         ]
     });
@@ -159,9 +160,34 @@ mod tests {
             Utc::now(),
         );
         let slack: serde_json::Value = serde_json::from_str(&slack_message(&body)).expect("json");
-        assert_eq!(slack["text"], "Change detected on Prices (https://example.com/): +1 / -1 lines");
+        assert_eq!(slack["text"], "Change detected on Prices (https://example.com/): +1 line / -1 line");
         let excerpt = slack["blocks"][2]["text"]["text"].as_str().expect("excerpt");
         assert_eq!(excerpt, "```- price 10\n+ price 12```");
+    }
+
+    #[test]
+    fn slack_says_amounts_as_every_other_kind_does() {
+        let change = driftwatch_diff::diff_texts("price 67\n", "price 45\n", "snp_a", "snp_b");
+        let moved = v1::ValueChange {
+            name: "price".into(),
+            from: serde_json::json!(67.0),
+            to: serde_json::json!(45.5),
+            currency: Some("EUR".into()),
+            change_percent: Some(-32.09),
+        };
+        let body = driftwatch_alert::change_payload_with(
+            "evt_1",
+            WatchRef { id: "wat_1", name: "Prices", url: "https://example.com/" },
+            &change,
+            SnapshotPair { previous: "snp_a", current: "snp_b" },
+            Utc::now(),
+            driftwatch_alert::ChangeExtras { render: None, values: vec![moved] },
+        );
+        let slack: serde_json::Value = serde_json::from_str(&slack_message(&body)).expect("json");
+        let values = slack["blocks"][2]["text"]["text"].as_str().expect("values");
+        assert_eq!(values, "*Values:* price 67.00 → 45.50 EUR (-32.09%)");
+        let summary = crate::context::Context::new("evt_1", "change.detected", &body, "", None).summary;
+        assert!(summary.ends_with("price 67.00 → 45.50 EUR (-32.09%)"), "the same words everywhere: {summary}");
     }
 
     #[test]

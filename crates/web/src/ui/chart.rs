@@ -97,8 +97,8 @@ fn chart(name: &str, points: &[(NaiveDateTime, &Typed)]) -> Option<Chart> {
     let short = (last.0 - first.0) < chrono::TimeDelta::days(2);
     let date = |when: NaiveDateTime| when.format(if short { "%b %-d %H:%M" } else { "%b %-d" }).to_string();
     let summary = format!(
-        "{name}: {} readings from {} ({}) to {} ({}); low {}, high {}",
-        numbers.len(),
+        "{name}: {} from {} ({}) to {} ({}); low {}, high {}",
+        driftwatch_core::text::count(numbers.len(), "reading"),
         first.2.display(),
         first.0.format("%Y-%m-%d"),
         last.2.display(),

@@ -26,6 +26,12 @@ pub fn human_seconds(seconds: u64) -> String {
     format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
 }
 
+/// `1 line`, `2 lines`: a count in words, for the templates (which hand fields over by
+/// reference); the one rule of [`driftwatch_core::text::count`].
+pub fn count<N: Copy + std::fmt::Display + PartialEq + From<u8>>(n: &N, noun: &str) -> String {
+    driftwatch_core::text::count(*n, noun)
+}
+
 /// A share in percent for people: `12%`, `4.2%`, `0.35%`, `<0.01%` (never a misleading 0 for
 /// a change that is there).
 pub fn percent(p: f64) -> String {
@@ -56,8 +62,9 @@ impl When {
         let utc = t.and_utc();
         let tz: Tz = zone.parse().unwrap_or(Tz::UTC);
         let delta = (utc - now).num_seconds();
+        // "just now" is the past only: what is due in 50 s is "in 50 seconds".
         let relative = match delta {
-            -59..=59 => "just now".to_owned(),
+            -59..=0 => "just now".to_owned(),
             d if d < 0 => format!("{} ago", human_seconds(d.unsigned_abs())),
             d => format!("in {}", human_seconds(d as u64)),
         };
@@ -67,6 +74,21 @@ impl When {
             relative,
         }
     }
+}
+
+/// Two times as a range reads them, `(from, to)`: each relative to now, unless both would read
+/// the same ("between just now and just now"), when each says its exact time instead (the
+/// time of day alone when both fall on the same day).
+pub fn range(from: &When, to: &When) -> (When, When) {
+    if from.relative != to.relative {
+        return (from.clone(), to.clone());
+    }
+    let same_day = from.exact.get(..10) == to.exact.get(..10);
+    let exact = |w: &When| {
+        let shown = if same_day { w.exact.get(11..).unwrap_or(&w.exact) } else { &w.exact };
+        When { relative: shown.to_owned(), ..w.clone() }
+    };
+    (exact(from), exact(to))
 }
 
 /// The badge of a watch: paused wins, then its health.
@@ -130,6 +152,35 @@ mod tests {
         assert_eq!(when.relative, "5 minutes ago");
         assert_eq!(when.exact, "2026-12-03 12:55:00 CET");
         assert_eq!(When::new((now + chrono::TimeDelta::hours(2)).naive_utc(), now, "UTC").relative, "in 2 hours");
+        let soon = When::new((now + chrono::TimeDelta::seconds(50)).naive_utc(), now, "UTC");
+        assert_eq!(soon.relative, "in 50 seconds", "the future is never \"just now\"");
+        let recent = When::new((now - chrono::TimeDelta::seconds(50)).naive_utc(), now, "UTC");
+        assert_eq!(recent.relative, "just now");
+        assert_eq!(count(&1usize, "line"), "1 line");
+        assert_eq!(count(&2i64, "line"), "2 lines");
+    }
+
+    #[test]
+    fn a_range_never_reads_between_a_time_and_itself() {
+        let now = DateTime::parse_from_rfc3339("2026-12-03T12:00:00Z").expect("time").with_timezone(&Utc);
+        let at = |seconds: i64| When::new((now - chrono::TimeDelta::seconds(seconds)).naive_utc(), now, "UTC");
+        let (from, to) = range(&at(40), &at(5));
+        assert_eq!((from.relative.as_str(), to.relative.as_str()), ("11:59:20 UTC", "11:59:55 UTC"));
+        assert_eq!(from.iso, "2026-12-03T11:59:20Z", "still the same instant");
+        let (from, to) = range(&at(3_600), &at(5));
+        assert_eq!((from.relative.as_str(), to.relative.as_str()), ("1 hour ago", "just now"));
+        let (from, to) = range(&at(12 * 3_600 + 60), &at(12 * 3_600 + 10));
+        assert_eq!((from.relative.as_str(), to.relative.as_str()), ("23:59:00 UTC", "23:59:50 UTC"));
+        // Either side of midnight, both "12 hours ago" at 12:30: each says its day too.
+        let at = |seconds: i64| {
+            let now = now + chrono::TimeDelta::minutes(30);
+            When::new((now - chrono::TimeDelta::seconds(seconds)).naive_utc(), now, "UTC")
+        };
+        let (from, to) = range(&at(12 * 3_600 + 1_810), &at(12 * 3_600 + 1_790));
+        assert_eq!(
+            (from.relative.as_str(), to.relative.as_str()),
+            ("2026-12-02 23:59:50 UTC", "2026-12-03 00:00:10 UTC")
+        );
         assert_eq!(
             [percent(0.0), percent(0.004), percent(0.35), percent(4.21), percent(56.7)],
             ["0%", "<0.01%", "0.35%", "4.2%", "57%"]

@@ -336,16 +336,20 @@ fn page(
     let seen = loaded.seen.as_deref();
     let timeline = timeline(&loaded, now, zone);
     let content = loaded.baseline.clone();
-    let diff = loaded.sides.as_ref().zip(change).map(|((from, to), change)| DiffView {
-        from: from.id.clone(),
-        to: to.id.clone(),
-        from_at: When::new(from.created_at, now, zone),
-        to_at: When::new(to.created_at, now, zone),
-        added: change.added,
-        removed: change.removed,
-        blocks: blocks(&change),
-        from_seen: seen == Some(from.id.as_str()),
-        truncated: change.truncated,
+    let diff = loaded.sides.as_ref().zip(change).map(|((from, to), change)| {
+        let (from_at, to_at) =
+            crate::ui::present::range(&When::new(from.created_at, now, zone), &When::new(to.created_at, now, zone));
+        DiffView {
+            from: from.id.clone(),
+            to: to.id.clone(),
+            from_at,
+            to_at,
+            added: change.added,
+            removed: change.removed,
+            blocks: blocks(&change),
+            from_seen: seen == Some(from.id.as_str()),
+            truncated: change.truncated,
+        }
     });
     let runs = loaded.runs.iter().map(|r| run_row(r, now, zone)).collect();
     let deliveries = loaded.deliveries.iter().map(|d| delivery_row(d, now, zone)).collect();
