@@ -120,9 +120,20 @@ pub fn describe(matches: &ArgMatches, file: &FileSettings) -> String {
             (name, Some(_)) if is_secret(name) => "\"********\"".to_owned(),
             (_, Some(value)) => format!("{value:?}"),
         };
-        out.push_str(&format!("{name} = {shown}  # {} ({env})\n", source(matches, name, file)));
+        out.push_str(&format!("{name} = {shown}  # {} ({env}){}\n", source(matches, name, file), hint(name, &shown)));
     }
     out
+}
+
+/// What a setting's value means where it is easy to miss.
+fn hint(name: &str, shown: &str) -> &'static str {
+    match (name, shown) {
+        ("public_url", "(unset)") => {
+            "; messages link to the watched page, and payloads' screenshot links are paths without a host"
+        }
+        ("public_url", _) => "; payloads' screenshot links are paths: put this URL in front of them",
+        _ => "",
+    }
 }
 
 /// Settings whose values are never printed.
@@ -144,6 +155,13 @@ mod tests {
         );
         assert_eq!(path_from(&args(&["driftwatch", "serve"]), Some("c.toml".into())), Some("c.toml".into()));
         assert_eq!(path_from(&args(&["driftwatch", "serve"]), Some("".into())), None);
+    }
+
+    #[test]
+    fn the_public_url_says_what_links_look_like() {
+        assert!(hint("public_url", "(unset)").contains("screenshot links are paths without a host"));
+        assert!(hint("public_url", "\"https://watch.example.com\"").contains("put this URL in front"));
+        assert_eq!(hint("max_attempts", "7"), "");
     }
 
     #[test]

@@ -28,7 +28,9 @@ pub struct Settings {
     pub max_connections: usize,
 
     /// The URL people open driftwatch at (e.g. `https://watch.example.com`): used in the setup
-    /// URL, and an https URL makes session cookies `Secure`. Default: `http://` and the listen address.
+    /// URL and in messages' links, and an https URL makes session cookies `Secure`. Default:
+    /// `http://` and the listen address; unset, messages link to the watched page instead.
+    /// Payloads' screenshot links are paths either way (put this URL in front of them).
     #[arg(long, env = "DRIFTWATCH_PUBLIC_URL")]
     pub public_url: Option<String>,
 

@@ -186,19 +186,11 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         let grant = self.grant(&context)?;
-        let not_found = || McpError::resource_not_found(format!("no resource {}", request.uri), None);
-        let path = resources::path_of(&request.uri).ok_or_else(not_found)?;
-        let call = ApiRequest { method: http::Method::GET, path, body: None, idempotency_key: None };
-        let (status, body) = self.api.call(&grant.token, call).await.map_err(|e| McpError::internal_error(e, None))?;
-        match status {
-            200 => Ok(ReadResourceResult::new(vec![
-                ResourceContents::text(body.to_string(), request.uri.clone()).with_mime_type("application/json"),
-            ])
-            .into()),
-            // Another account's watch is not found, as in the API.
-            404 => Err(not_found()),
-            _ => Err(McpError::internal_error(format!("reading it answered {status}"), Some(body))),
-        }
+        let body = self.fetch(&grant, &request.uri).await?;
+        Ok(ReadResourceResult::new(vec![
+            ResourceContents::text(body.to_string(), request.uri.clone()).with_mime_type("application/json"),
+        ])
+        .into())
     }
 
     async fn list_prompts(
@@ -301,14 +293,31 @@ impl Server {
     /// Refuses a URI that is not one of the caller's resources (another account's watch is
     /// "not found").
     async fn readable(&self, grant: &Grant, uri: &str) -> Result<(), McpError> {
+        self.fetch(grant, uri).await.map(drop)
+    }
+
+    /// `GET path` through the API as the caller: the status and the body.
+    async fn get(&self, grant: &Grant, path: String) -> Result<(u16, Value), McpError> {
+        let call = ApiRequest { method: http::Method::GET, path, body: None, idempotency_key: None };
+        self.api.call(&grant.token, call).await.map_err(|e| McpError::internal_error(e, None))
+    }
+
+    /// The resource at `uri`, read through the API as the caller. Another account's watch is
+    /// "not found", as in the API; a watch's `diff/latest` before its first change is there,
+    /// and says "no change yet".
+    async fn fetch(&self, grant: &Grant, uri: &str) -> Result<Value, McpError> {
         let not_found = || McpError::resource_not_found(format!("no resource {uri}"), None);
         let path = resources::path_of(uri).ok_or_else(not_found)?;
-        let call = ApiRequest { method: http::Method::GET, path, body: None, idempotency_key: None };
-        match self.api.call(&grant.token, call).await {
-            Ok((200, _)) => Ok(()),
-            Ok((404, _)) => Err(not_found()),
-            Ok((status, body)) => Err(McpError::internal_error(format!("reading it answered {status}"), Some(body))),
-            Err(e) => Err(McpError::internal_error(e, None)),
+        match self.get(grant, path).await? {
+            (200, body) => Ok(body),
+            (404, _) => match resources::watch_of_diff(uri) {
+                Some(watch) => match self.get(grant, watch).await? {
+                    (200, _) => Ok(resources::no_change_yet()),
+                    _ => Err(not_found()),
+                },
+                None => Err(not_found()),
+            },
+            (status, body) => Err(McpError::internal_error(format!("reading it answered {status}"), Some(body))),
         }
     }
 }

@@ -25,6 +25,22 @@ pub fn path_of(uri: &str) -> Option<String> {
     }
 }
 
+/// For a watch's `diff/latest`, the watch's own API path: that diff is not found until the
+/// watch's second snapshot, but the resource is there as soon as the watch is.
+pub fn watch_of_diff(uri: &str) -> Option<String> {
+    path_of(uri)?.strip_suffix("/diff").map(str::to_owned)
+}
+
+/// What a watch's `diff/latest` reads before its first change.
+pub fn no_change_yet() -> serde_json::Value {
+    serde_json::json!({
+        "from": null,
+        "to": null,
+        "change": null,
+        "detail": "no change yet: a diff needs two snapshots of this watch, and it has fewer",
+    })
+}
+
 /// The resources listed for a watch.
 pub fn of_watch(id: &str, name: &str, url: &str) -> Vec<Resource> {
     let title = if name.is_empty() { url } else { name };
@@ -59,6 +75,8 @@ mod tests {
         assert_eq!(path_of("driftwatch://watches/wat_1/diff/latest").as_deref(), Some("/watches/wat_1/diff"));
         assert_eq!(path_of("driftwatch://watches/wat_1/snapshots").as_deref(), Some("/watches/wat_1/snapshots"));
         assert_eq!(path_of("driftwatch://watches").as_deref(), Some("/watches?limit=500"), "all of them");
+        assert_eq!(watch_of_diff("driftwatch://watches/wat_1/diff/latest").as_deref(), Some("/watches/wat_1"));
+        assert_eq!(watch_of_diff("driftwatch://watches/wat_1"), None, "only a diff");
         for bad in [
             "driftwatch://watches/",
             "driftwatch://watches/../tokens",

@@ -11,6 +11,6 @@ mod hosts;
 mod reader;
 mod runner;
 
-pub use check::{CheckError, Preview};
+pub use check::{CheckError, Preview, PreviewError};
 pub use reader::PageReader;
 pub use runner::{Runner, RunnerConfig};

@@ -19,7 +19,7 @@ mod decide;
 mod preview;
 mod read;
 
-pub use preview::Preview;
+pub use preview::{Preview, PreviewError};
 
 /// A page as fetched and read.
 struct PageRead {
@@ -38,6 +38,16 @@ struct PageRead {
     /// Over HTTP: the page looks like a shell its scripts fill in (the selector found
     /// nothing, or scripts and almost no text).
     shell: bool,
+    /// The step (0-based) that failed the render, so a preview can name its field.
+    failed_step: Option<usize>,
+}
+
+/// Two notes about one read as one, either or both absent.
+fn join_notes(a: Option<String>, b: Option<String>) -> Option<String> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        (a, b) => a.or(b),
+    }
 }
 
 impl PageRead {
@@ -52,6 +62,7 @@ impl PageRead {
             browser_since: None,
             note: None,
             shell: false,
+            failed_step: None,
         }
     }
 }
@@ -228,13 +239,14 @@ impl Runner {
             return Ok(None);
         };
         let (http_status, bytes, validators) = (page.http_status, page.bytes, page.validators);
-        let (engine, browser_since, read_note) = (page.engine, page.browser_since, page.note);
+        let (engine, browser_since, mut read_note) = (page.engine, page.browser_since, page.note);
+        if matches!(browser_since, Some(Some(_))) && watch.browser_since.is_none() {
+            read_note =
+                join_notes(Some("auto: the page needs a browser; it is rendered from now on".into()), read_note);
+        }
         let mut compared = self.compare(&watch, &options, page.text, page.screenshot, engine).await?;
         let (conditions_met, crossing) = self.judge_conditions(&watch, &options, &mut compared);
-        compared.note = match (compared.note, read_note) {
-            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
-            (a, b) => a.or(b),
-        };
+        compared.note = join_notes(compared.note, read_note);
         let run = Run {
             id: new_id(IdKind::Run),
             watch_id: watch.id.clone(),

@@ -23,32 +23,65 @@ pub struct Preview {
     pub note: Option<String>,
 }
 
+/// Why a preview has no text, and the field of the watch's settings it is about: the failed
+/// step (`options.fetch.steps[1]`), the wait, the selector, or else the page's `url`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreviewError {
+    /// The field, named as validation names it.
+    pub field: String,
+    /// What went wrong.
+    pub message: String,
+}
+
+impl PreviewError {
+    fn of(message: String, kind: &str, failed_step: Option<usize>) -> PreviewError {
+        let field = match (kind, failed_step) {
+            ("step", Some(i)) => format!("options.fetch.steps[{i}]"),
+            ("step", None) => "options.fetch.steps".to_owned(),
+            ("wait", _) => "options.fetch.wait".to_owned(),
+            ("selector_missing", _) => "selector".to_owned(),
+            _ => "url".to_owned(),
+        };
+        PreviewError { field, message }
+    }
+}
+
+impl std::fmt::Display for PreviewError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for PreviewError {}
+
 impl PageReader {
     /// Reads `url` now as a watch with `selector` and `options` would (its engine included)
-    /// and returns what it would compare, saving nothing. The error says why there is no text.
+    /// and returns what it would compare, saving nothing. The error says why there is no text
+    /// and which setting it is about.
     pub async fn preview(
         &self,
         url: &str,
         selector: Option<&str>,
         options: &driftwatch_core::WatchOptions,
-    ) -> Result<Preview, String> {
+    ) -> Result<Preview, PreviewError> {
         let mut watch = Watch::new("", url, self.now());
         watch.selector = selector.map(str::to_owned);
         let Some(read) = self.read(&watch, options, false, None).await else {
-            return Err("the preview was cancelled".into());
+            return Err(PreviewError::of("the preview was cancelled".into(), "", None));
         };
         match read.text {
             PageText::Text(text, readings) => {
                 let value_note = readings.as_ref().and_then(driftwatch_values::Readings::note);
-                let note = match (read.note, value_note) {
-                    (Some(a), Some(b)) => Some(format!("{a}; {b}")),
-                    (a, b) => a.or(b),
-                };
+                // An auto watch's first render: said as what this read did, for a preview keeps nothing.
+                let switched = matches!(read.browser_since, Some(Some(_))).then(|| {
+                    "auto: over HTTP the page is an empty shell, so it was rendered in the browser".to_owned()
+                });
+                let note = super::join_notes(super::join_notes(switched, read.note), value_note);
                 let values = readings.map(|r| r.values);
                 Ok(Preview { text, values, engine: read.engine, screenshot: read.screenshot, note })
             }
-            PageText::NotModified => Err("the server answered 304 Not Modified".into()),
-            PageText::Failed { error, .. } => Err(error),
+            PageText::NotModified => Err(PreviewError::of("the server answered 304 Not Modified".into(), "", None)),
+            PageText::Failed { error, kind } => Err(PreviewError::of(error, kind, read.failed_step)),
         }
     }
 }
@@ -61,7 +94,22 @@ impl Runner {
         url: &str,
         selector: Option<&str>,
         options: &driftwatch_core::WatchOptions,
-    ) -> Result<Preview, String> {
+    ) -> Result<Preview, PreviewError> {
         self.reader().preview(url, selector, options).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_preview_names_the_setting_it_is_about() {
+        let field = |kind: &str, step: Option<usize>| PreviewError::of(String::new(), kind, step).field;
+        assert_eq!(field("step", Some(1)), "options.fetch.steps[1]", "the second step, as validation names it");
+        assert_eq!(field("wait", None), "options.fetch.wait");
+        assert_eq!(field("selector_missing", None), "selector");
+        assert_eq!(field("timeout", None), "url");
+        assert_eq!(field("status", None), "url");
     }
 }

@@ -66,12 +66,10 @@ impl PageReader {
             ));
             return http;
         }
+        // What the switch means is said by the caller: a check keeps it, a preview saves nothing.
         let mut rendered = self.read_browser(watch, options).await;
         if matches!(rendered.text, PageText::Text(..)) {
             rendered.browser_since = Some(Some(now));
-            if watch.browser_since.is_none() {
-                rendered.note = Some("auto: the page needs a browser; it is rendered from now on".into());
-            }
         }
         rendered
     }
@@ -98,7 +96,12 @@ impl PageReader {
         let rendered = match rendered {
             Ok(rendered) => rendered,
             Err(e) => {
-                return PageRead::failed("browser", e.status().map(i32::from), e.to_string(), e.kind());
+                let failed_step = match &e {
+                    driftwatch_browser::RenderError::Step { number, .. } => number.checked_sub(1),
+                    _ => None,
+                };
+                let failed = PageRead::failed("browser", e.status().map(i32::from), e.to_string(), e.kind());
+                return PageRead { failed_step, ..failed };
             }
         };
         let page = driftwatch_scrape::Page {
@@ -123,6 +126,7 @@ impl PageReader {
             browser_since: None,
             note: rendered.note,
             shell: false,
+            failed_step: None,
         }
     }
 
@@ -161,6 +165,7 @@ impl PageReader {
                     browser_since: None,
                     note: None,
                     shell: shell && options.fetch.engine == Engine::Auto,
+                    failed_step: None,
                 }
             }
             Err(e) => PageRead::failed("http", e.status().map(i32::from), e.to_string(), e.kind()),

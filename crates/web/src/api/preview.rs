@@ -43,7 +43,8 @@ pub struct Preview {
 
 /// Read a page now as a watch with these settings would, and answer the text it would compare.
 /// Nothing is saved. The settings are checked as `POST /watches` checks them; a page that
-/// cannot be read is refused naming `url`.
+/// cannot be read is refused naming the setting it is about: the step that failed
+/// (`options.fetch.steps[1]`), `options.fetch.wait`, `selector`, or else `url`.
 #[utoipa::path(
     post,
     path = "/preview",
@@ -81,7 +82,7 @@ pub async fn preview(
         .runner
         .preview(&watch.url, watch.selector.as_deref(), &watch.options())
         .await
-        .map_err(|why| ApiError::invalid("url", format!("the page could not be read: {why}")))?;
+        .map_err(|why| ApiError::invalid(&why.field, format!("the page could not be read: {}", why.message)))?;
     let values = read.values.map(|values| values.iter().map(|(name, value)| (name.clone(), value.plain())).collect());
     Ok(axum::Json(Preview { text: read.text, values, engine: read.engine.to_owned(), note: read.note }))
 }

@@ -238,7 +238,7 @@ impl WatchFormPage {
 
     /// `1 alert`, `2 alerts`.
     fn count(&self, n: &usize, word: &str) -> String {
-        format!("{n} {word}{}", if *n == 1 { "" } else { "s" })
+        crate::ui::present::count(n, word)
     }
 
     /// The presets of "Alert when…": value and label.
@@ -327,7 +327,14 @@ async fn with_preview(state: &AppState, mut page: WatchFormPage, input: &WatchIn
     let options = input.options.clone().unwrap_or_default();
     let url = input.url.trim().to_owned();
     let result = state.runner.preview(&url, input.selector.as_deref(), &options).await;
-    page.preview = Some(result.map(PreviewView::of));
+    // A failed step, wait or selector is also said beside its field.
+    if let Err(e) = &result
+        && e.field != "url"
+    {
+        let message = page.form.message(FieldError::new(&e.field, &e.message));
+        page.errors.entry(fields::form_field(&e.field)).or_insert(message);
+    }
+    page.preview = Some(result.map(PreviewView::of).map_err(|e| e.message));
     page
 }
 
