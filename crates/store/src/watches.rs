@@ -62,6 +62,9 @@ pub fn list_watches(conn: &mut DbConn, account_id: &str, filter: &WatchFilter, p
     if let Some(health) = filter.health {
         query = query.filter(watches::health.eq(health.as_str()));
     }
+    if let Some(muted) = filter.muted {
+        query = query.filter(watches::muted.eq(muted));
+    }
     if let Some(tag) = &filter.tag {
         query = query.filter(watches::tags.like(contains_pattern(&format!(",{tag},"))).escape('\\'));
     }
@@ -106,6 +109,8 @@ pub struct WatchFilter {
     pub state: Option<driftwatch_core::WatchState>,
     /// Only watches in this health.
     pub health: Option<driftwatch_core::WatchHealth>,
+    /// Only muted watches (`true`) or only those not muted (`false`).
+    pub muted: Option<bool>,
     /// Only watches with this tag (normalised: lower case).
     pub tag: Option<String>,
     /// Only watches whose name or URL contains this (any case).

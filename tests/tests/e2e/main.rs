@@ -16,6 +16,7 @@ mod openapi;
 mod ops;
 mod pages;
 mod pipeline;
+mod polish;
 mod rendering;
 mod scale;
 mod store;
@@ -149,6 +150,9 @@ on_both_backends!(
     mcp::the_rate_limit_holds_through_mcp,
     mcp::an_agent_redelivers_a_dead_letter,
     mcp::open_sessions_are_capped,
+    polish::pages_read_well_on_a_phone_and_say_things_right,
+    polish::a_preview_names_the_setting_that_failed_it,
+    polish::the_latest_diff_says_no_change_yet_before_the_first,
 );
 
 /// The browser harness tested on its own pages: no application or database involved.

@@ -136,6 +136,8 @@ pub struct WatchParams {
     health: Option<WatchHealth>,
     /// Only watches with this tag.
     tag: Option<String>,
+    /// Only muted watches (`true`: checked, nothing delivered) or only those not muted (`false`).
+    muted: Option<bool>,
     /// Only watches whose name or URL contains this text (any case).
     q: Option<String>,
     /// The order: `oldest` first (default), `newest` first, or by `name`; pages follow it.
@@ -179,6 +181,7 @@ pub async fn list(
     let filter = WatchFilter {
         state: params.state,
         health: params.health,
+        muted: params.muted,
         tag: params.tag.map(|t| t.trim().to_lowercase()).filter(|t| !t.is_empty()),
         q: params.q.map(|q| q.trim().to_owned()).filter(|q| !q.is_empty()),
         sort: match params.sort {

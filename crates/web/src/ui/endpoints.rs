@@ -93,6 +93,19 @@ struct EndpointsPage {
     rows: Vec<EndpointRow>,
 }
 
+impl EndpointsPage {
+    /// Every kind an endpoint can be, by name, from the kinds list: "12 kinds: Webhook, Slack,
+    /// … or HTTP".
+    fn kinds(&self) -> String {
+        let names: Vec<&str> = driftwatch_channels::EndpointKind::ALL.iter().map(|k| k.spec().name()).collect();
+        let listed = match names.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            _ => names.concat(),
+        };
+        format!("{}: {listed}", driftwatch_core::text::count(names.len(), "kind"))
+    }
+}
+
 /// `GET /endpoints`.
 pub async fn list(State(state): State<AppState>, viewer: Viewer) -> Result<Response, UiError> {
     let account = viewer.account_id().to_owned();

@@ -50,6 +50,8 @@ pub struct WatchRow {
     pub url: String,
     /// `ok`, `failing`, `selector_missing`, `value_missing` or `paused` (badge class and text).
     pub badge: &'static str,
+    /// Checked and recorded, nothing delivered (a badge of its own beside the health).
+    pub muted: bool,
     /// Tags.
     pub tags: Vec<String>,
     /// Last check.
@@ -115,6 +117,7 @@ pub async fn rows(state: &AppState, viewer: &Viewer, watches: Vec<Watch>) -> Res
             let paused = w.state == WatchState::Paused.as_str();
             WatchRow {
                 badge: badge(&w),
+                muted: w.muted,
                 tags: tags_of(&w),
                 checked: w.last_run_at.map(|t| When::new(t, now, zone)),
                 changed: changed.map(|t| When::new(t, now, zone)),
@@ -142,7 +145,7 @@ pub struct ListQuery {
     /// `ok`, `failing`, `selector_missing`, `value_missing`.
     #[serde(default)]
     pub health: String,
-    /// `active`, `paused`.
+    /// `active`, `paused` or `muted`.
     #[serde(default)]
     pub state: String,
     /// `oldest` (default), `newest` or `name`.
@@ -154,10 +157,12 @@ pub struct ListQuery {
 }
 
 impl ListQuery {
-    /// The store filter; unknown values filter nothing.
+    /// The store filter; unknown values filter nothing. `muted` is a state to people (what the
+    /// watch does) and a flag beside the state in the store.
     pub fn filter(&self) -> WatchFilter {
         WatchFilter {
             state: self.state.parse::<WatchState>().ok(),
+            muted: (self.state == "muted").then_some(true),
             health: self.health.parse::<WatchHealth>().ok(),
             tag: Some(self.tag.trim().to_lowercase()).filter(|t| !t.is_empty()),
             q: Some(self.q.trim().to_owned()).filter(|q| !q.is_empty()),
@@ -362,6 +367,7 @@ mod tests {
             name: "<b>Prices</b>".into(),
             url: "https://example.com/?a=1&b=2".into(),
             badge: "failing",
+            muted: true,
             tags: vec!["shop".into()],
             checked: Some(When::new(now.naive_utc(), now, "UTC")),
             changed: None,
@@ -374,6 +380,7 @@ mod tests {
         assert!(html.contains("&#60;b&#62;Prices") || html.contains("&lt;b&gt;Prices"), "{html}");
         assert!(!html.contains("<b>Prices"));
         assert!(html.contains("badge-failing") && html.contains("class=\"unseen\""));
+        assert!(html.contains("<span class=\"badge badge-muted\">muted</span>"), "said in words: {html}");
         assert_eq!(html.matches("<rect ").count(), 2, "the baseline and a bar for the day with changes");
         assert!(html.contains("2 changes in 30 days"));
         assert!(html.contains("href=\"/?tag=shop\""));
