@@ -103,7 +103,7 @@ impl Browsers {
         tokio::task::spawn_blocking(move || crate::process::tree_memory(pid)).await.ok()
     }
 
-    /// The guard proxy's counters (passed, refused), once it runs.
+    /// The guard proxy's counters of pages' requests (passed, refused), once it runs.
     pub async fn proxy_counts(&self) -> Option<(u64, u64)> {
         self.inner.proxy.lock().await.as_ref().map(|p| (p.passed(), p.refused()))
     }
@@ -187,7 +187,7 @@ impl Browsers {
         let (process, ws_url) = match (&config.remote, &self.inner.executable) {
             (Some(remote), _) => (None, remote.clone()),
             (None, Some(executable)) => {
-                let process = Process::start(executable, &proxy.url(), config.window)
+                let process = Process::start(executable, &proxy.background_url(), config.window)
                     .await
                     .map_err(|e| RenderError::Browser(format!("cannot start Chromium: {e}")))?;
                 let url = process.ws_url.clone();

@@ -1,5 +1,7 @@
 //! A local Chromium: found, started headless in a process group of its own, measured, and
-//! killed as a whole group, so no renderer or zygote outlives it.
+//! killed as a whole group, so no renderer or zygote outlives it, not even when driftwatch is
+//! killed with SIGKILL: a watchdog (`/bin/sh` reading a pipe only this process holds) kills the
+//! group when the pipe ends, which is when this process ends, however it ends.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -26,6 +28,9 @@ pub fn find_chromium(configured: Option<&Path>, search_path: Option<&OsStr>) -> 
     NAMES.iter().flat_map(|name| dirs.iter().map(move |dir| dir.join(name))).find(|p| p.is_file())
 }
 
+/// What the watchdog runs: wait for its standard input to end, then kill process group `$0`.
+const WATCHDOG: &str = "read -r line; kill -9 \"-$0\"";
+
 /// A running Chromium. Dropping it kills its whole process group.
 pub(crate) struct Process {
     child: Child,
@@ -34,11 +39,15 @@ pub(crate) struct Process {
     /// The DevTools WebSocket address.
     pub ws_url: String,
     _profile: tempfile::TempDir,
+    /// Kills the group once its standard input (held here) ends. Killed first when dropped
+    /// (`kill_on_drop`, then its pipe closes), so it never outlives the group it guards.
+    _watchdog: Option<Child>,
 }
 
 impl Process {
     /// Starts Chromium headless with a throwaway profile and every background service off;
-    /// `proxy` carries all its traffic (loopback included: `<-loopback>`).
+    /// `proxy` carries the browser's own traffic (loopback included: `<-loopback>`; pages'
+    /// traffic goes through the proxy of each render's context).
     pub(crate) async fn start(executable: &Path, proxy: &str, window: (u32, u32)) -> std::io::Result<Process> {
         let profile = tempfile::Builder::new().prefix("driftwatch-chromium-").tempdir()?;
         let mut command = Command::new(executable);
@@ -60,7 +69,11 @@ impl Process {
                 "--disable-extensions",
                 "--disable-sync",
                 "--disable-client-side-phishing-detection",
-                "--disable-features=Translate,MediaRouter,OptimizationHints,InterestFeedContentSuggestions,AutofillServerCommunication,CertificateTransparencyComponentUpdater",
+                "--disable-component-extensions-with-background-pages",
+                "--disable-field-trial-config",
+                "--disable-search-engine-choice-screen",
+                "--no-service-autorun",
+                "--disable-features=Translate,MediaRouter,DialMediaRouteProvider,OptimizationHints,OptimizationHintsFetching,OptimizationGuideModelDownloading,OptimizationTargetPrediction,InterestFeedContentSuggestions,AutofillServerCommunication,CertificateTransparencyComponentUpdater",
                 "--no-first-run",
                 "--no-default-browser-check",
                 "--no-pings",
@@ -110,7 +123,8 @@ impl Process {
                 tracing::debug!(target: "driftwatch::chromium", "{line}");
             }
         });
-        let process = Process { child, group, ws_url, _profile: profile };
+        let watchdog = group.and_then(watchdog);
+        let process = Process { child, group, ws_url, _profile: profile, _watchdog: watchdog };
         tracing::info!(pid = ?process.group, executable = %executable.display(), "Chromium started");
         Ok(process)
     }
@@ -155,6 +169,27 @@ impl Process {
     /// every process in the group, in bytes. Linux only; `None` elsewhere.
     pub(crate) fn memory(&self) -> Option<u64> {
         self.group.map(tree_memory)
+    }
+}
+
+/// Starts the watchdog of process group `group`: a shell in a group of its own (a terminal's
+/// Ctrl-C does not reach it) that kills `group` when its standard input ends. Without a shell
+/// Chromium still runs; it only loses this guard, and the log says so.
+fn watchdog(group: u32) -> Option<Child> {
+    let started = Command::new("/bin/sh")
+        .args(["-c", WATCHDOG, &group.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .process_group(0)
+        .spawn();
+    match started {
+        Ok(child) => Some(child),
+        Err(e) => {
+            tracing::warn!(error = %e, "no watchdog for Chromium: it would outlive a killed driftwatch");
+            None
+        }
     }
 }
 

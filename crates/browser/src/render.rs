@@ -39,6 +39,9 @@ pub struct RenderRequest<'a> {
     pub url: &'a str,
     /// The watch's request settings: headers, cookies, user agent, wait, steps, screenshot.
     pub spec: &'a FetchSpec,
+    /// The watch's selector. Without a `wait` of its own, the render waits until an element
+    /// it selects has text, or the network has gone idle (a script may fill it after `load`).
+    pub selector: Option<&'a str>,
     /// The whole render: slot, load, wait, steps, reading and the screenshot.
     pub timeout: Duration,
 }
@@ -205,8 +208,15 @@ async fn in_context(
     let spec = request.spec;
     let page = open_page(instance, spec, url, context).await?;
     let wait = spec.wait.as_ref().map_or(WaitKind::Load, |w| w.kind());
-    let (status, loader, lifecycle) = load(&page, url, &wait).await?;
-    wait_after_load(&page, wait, loader, lifecycle, give_up).await?;
+    // No wait of the watch's own: its selector's text (or the network going quiet) is what
+    // says that the scripts are done.
+    let filled = request.selector.filter(|s| spec.wait.is_none() && !s.trim().is_empty());
+    let listen = filled.is_some() || matches!(wait, WaitKind::NetworkIdle);
+    let (status, loader, lifecycle) = load(&page, url, listen).await?;
+    match filled {
+        Some(selector) => wait_for_text_or_idle(&page, selector, loader, lifecycle, give_up).await?,
+        None => wait_after_load(&page, wait, loader, lifecycle, give_up).await?,
+    }
     run_steps(&page, &spec.steps, give_up).await?;
     capture(&page, config, spec.screenshot, status).await
 }
@@ -251,15 +261,11 @@ async fn open_page(
 type Lifecycle = Option<EventStream<EventLifecycleEvent>>;
 
 /// Navigates to `url` and checks the main document's status; returns the status, the loader of
-/// the navigation and, when `wait` is for network idle, the page's lifecycle events.
-async fn load(
-    page: &Page,
-    url: &Url,
-    wait: &WaitKind<'_>,
-) -> Result<(Option<u16>, Option<LoaderId>, Lifecycle), RenderError> {
-    let lifecycle = match wait {
-        WaitKind::NetworkIdle => Some(page.event_listener::<EventLifecycleEvent>().await.map_err(browser)?),
-        _ => None,
+/// the navigation and, when `listen` (a wait for network idle), the page's lifecycle events.
+async fn load(page: &Page, url: &Url, listen: bool) -> Result<(Option<u16>, Option<LoaderId>, Lifecycle), RenderError> {
+    let lifecycle = match listen {
+        true => Some(page.event_listener::<EventLifecycleEvent>().await.map_err(browser)?),
+        false => None,
     };
     let navigated = page.execute(NavigateParams::new(url.as_str())).await.map_err(|e| match e {
         CdpError::ChromeMessage(message) => load_error(&message),
@@ -291,22 +297,67 @@ async fn wait_after_load(
             .map_err(|reason| RenderError::Wait(format!("waiting for {selector}: {reason}")))?,
         WaitKind::NetworkIdle => {
             if let Some(events) = lifecycle.as_mut() {
-                loop {
-                    match events.next().await {
-                        Some(event)
-                            if event.name == "networkIdle" && loader.as_ref().is_none_or(|l| *l == event.loader_id) =>
-                        {
-                            break;
-                        }
-                        Some(_) => {}
-                        None => return Err(RenderError::Browser("the page closed while loading".into())),
-                    }
-                }
+                network_idle(events, loader.as_ref()).await?;
             }
         }
     }
     drop(lifecycle);
     Ok(())
+}
+
+/// Waits for the navigation of `loader` to have had no request in flight for a while.
+async fn network_idle(
+    events: &mut EventStream<EventLifecycleEvent>,
+    loader: Option<&LoaderId>,
+) -> Result<(), RenderError> {
+    loop {
+        match events.next().await {
+            Some(event) if event.name == "networkIdle" && loader.is_none_or(|l| *l == event.loader_id) => {
+                return Ok(());
+            }
+            Some(_) => {}
+            None => return Err(RenderError::Browser("the page closed while loading".into())),
+        }
+    }
+}
+
+/// The default wait of a watch with a selector: until an element it selects has text or the
+/// network has gone idle, whichever comes first, giving up quietly at `give_up` (what is
+/// there then is read, and a selector that still matches nothing says so).
+async fn wait_for_text_or_idle(
+    page: &Page,
+    selector: &str,
+    loader: Option<LoaderId>,
+    mut lifecycle: Lifecycle,
+    give_up: Instant,
+) -> Result<(), RenderError> {
+    let idle = async {
+        match lifecycle.as_mut() {
+            Some(events) => network_idle(events, loader.as_ref()).await,
+            None => std::future::pending().await,
+        }
+    };
+    let filled = async {
+        // A selector the browser does not take (`null`) leaves the network to decide.
+        let probe = format!(
+            "(() => {{ try {{ return Array.from(document.querySelectorAll({})).some(e => (e.innerText || e.textContent || '').trim() !== ''); }} catch (e) {{ return null; }} }})()",
+            js_str(selector)
+        );
+        loop {
+            // An error here is the page navigating away mid-probe (a script's redirect): look
+            // again in the new document.
+            match eval_in(page, &probe).await {
+                Ok(serde_json::Value::Bool(true)) => return Ok::<(), RenderError>(()),
+                Ok(serde_json::Value::Null) => return std::future::pending().await,
+                _ => tokio::time::sleep(POLL).await,
+            }
+        }
+    };
+    tokio::select! {
+        done = idle => done,
+        done = filled => done,
+        () = tokio::time::sleep_until(give_up) => Ok(()),
+    }
 }
 
 /// Reads where the page ended, its document and, when the watch keeps one, its screenshot.

@@ -79,7 +79,7 @@ const PRICE_PAGE: &str = r#"<!doctype html><html><body><h1>Shop</h1><div id="pri
 <script>document.getElementById('price').textContent = 'Price: ' + (40 + 2) + ' EUR';</script></body></html>"#;
 
 fn request<'a>(url: &'a str, spec: &'a FetchSpec) -> RenderRequest<'a> {
-    RenderRequest { url, spec, timeout: Duration::from_secs(30) }
+    RenderRequest { url, spec, selector: None, timeout: Duration::from_secs(30) }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -214,7 +214,9 @@ async fn a_browser_killed_mid_render_fails_that_render_and_the_next_one_works() 
         let browsers = browsers.clone();
         tokio::spawn(async move {
             let spec = FetchSpec::default();
-            browsers.render(RenderRequest { url: &slow, spec: &spec, timeout: Duration::from_secs(30) }).await
+            browsers
+                .render(RenderRequest { url: &slow, spec: &spec, selector: None, timeout: Duration::from_secs(30) })
+                .await
         })
     };
     until("the hanging page to be asked for", || hits.load(Ordering::SeqCst) >= 2).await;
@@ -349,5 +351,25 @@ async fn a_browser_over_its_memory_cap_is_replaced() {
     assert!(pids[..9].iter().all(|p| *p == pids[0]), "{pids:?}");
     assert_ne!(pids[9], pids[0], "replaced once measured over its cap: {pids:?}");
     assert_eq!(pids[9], pids[10]);
+    browsers.shutdown(Duration::from_secs(5)).await;
+}
+
+/// Rendering a plain page, the guard refuses none of the page's requests. What Chromium asks
+/// for itself (Debian's build turns on extension updates and sign-in, whatever the flags say:
+/// `update.googleapis.com`, `clients2.google.com`, `accounts.google.com`) arrives on the
+/// proxy's other listener, counted apart (and logged at DEBUG, not INFO).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_page_makes_the_guard_refuse_nothing() {
+    let Some(browsers) = browsers(TargetPolicy { allow_private: true }) else { return };
+    let (base, hits) =
+        serve(vec![("/", "text/html", "<!doctype html><html><body><p>plain</p></body></html>".into())]).await;
+    let url = format!("{base}/");
+    for _ in 0..2 {
+        let rendered = browsers.render(request(&url, &FetchSpec::default())).await.expect("rendered");
+        assert!(rendered.html.contains("plain"), "{}", rendered.html);
+    }
+    assert!(hits.load(Ordering::SeqCst) >= 2);
+    let (passed, refused) = browsers.proxy_counts().await.expect("the proxy ran");
+    assert_eq!((passed >= 2, refused), (true, 0), "the page's own requests");
     browsers.shutdown(Duration::from_secs(5)).await;
 }

@@ -60,6 +60,9 @@ impl App {
         let worker = parts::delivery_worker(settings, &store, &clock, &metrics, &keyring)?;
         let runner = parts::runner(settings, &store, &clock, &metrics, worker.clone())?;
         let browsers = runner.browsers().cloned();
+        if let Some(why) = runner.browser_shortfall().await? {
+            tracing::warn!(%why, "watches need a browser and none can be found; they fail until one is");
+        }
         let shutdown = CancellationToken::new();
         let tasks = TaskTracker::new();
         let mut scheduler = None;

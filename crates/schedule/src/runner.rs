@@ -136,6 +136,20 @@ impl Runner {
         self.inner.reader.browsers()
     }
 
+    /// Why this node cannot serve every watch, when it cannot: no browser, and active watches
+    /// that render in it or may (`engine` `browser` or `auto`). Said at start-up and by
+    /// `/readyz`; `None` when a browser is available or no watch needs one.
+    pub async fn browser_shortfall(&self) -> StoreResult<Option<String>> {
+        if self.browsers().is_some_and(driftwatch_browser::Browsers::available) {
+            return Ok(None);
+        }
+        let watches = self.store().read(driftwatch_store::stats::rendering_watches).await?;
+        let reason = self.browsers().map_or_else(|| "no browser on this node".to_owned(), |b| b.unavailable_reason());
+        Ok((watches > 0).then(|| {
+            format!("{watches} active watches render in the browser or may (engine browser or auto), and {reason}")
+        }))
+    }
+
     /// Asks the loop to look for due watches now (a watch was added or changed).
     pub fn wake(&self) {
         self.inner.wake.notify_one();

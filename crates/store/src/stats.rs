@@ -1,4 +1,4 @@
-//! Counts for `GET /stats`.
+//! Counts for `GET /stats`, `/metrics` and `/readyz`.
 
 use chrono::NaiveDateTime;
 use diesel::dsl::count_star;
@@ -124,4 +124,16 @@ pub fn operations(conn: &mut DbConn, now: NaiveDateTime) -> StoreResult<Operatio
         endpoints_disabled,
         recoveries_running,
     })
+}
+
+/// Active watches (of every account) that render in the browser or may (`engine` `browser` or
+/// `auto`): what a node without a browser cannot fully serve. Operators' question, not an
+/// account's: `/readyz` and the start-up warning ask it.
+///
+/// Options are stored as compact JSON (`validate` writes them with `serde_json::to_string`)
+/// and `engine` is always written, so the engine is matched in the text: a quote inside any
+/// user-written value is escaped, so no value can spell `"engine":"auto"`.
+pub fn rendering_watches(conn: &mut DbConn) -> StoreResult<i64> {
+    let engine = watches::options.like("%\"engine\":\"browser\"%").or(watches::options.like("%\"engine\":\"auto\"%"));
+    Ok(watches::table.filter(watches::state.eq("active")).filter(engine).count().get_result(conn)?)
 }

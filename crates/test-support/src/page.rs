@@ -26,6 +26,8 @@ struct PageState {
     etag: Option<String>,
     delay: Duration,
     content_type: String,
+    /// Other paths the page loads (`/data.json`): content type, body and delay.
+    resources: HashMap<String, (String, String, Duration)>,
 }
 
 /// A web page whose status and content the test changes; it answers conditional requests when
@@ -46,10 +48,22 @@ impl PageServer {
             etag: None,
             delay: Duration::ZERO,
             content_type: "text/html; charset=utf-8".to_owned(),
+            resources: HashMap::new(),
         }));
         let requests = Arc::new(Mutex::new(Vec::new()));
         let (shared, log) = (Arc::clone(&state), Arc::clone(&requests));
-        let app = axum::Router::new().route(
+        let resources = Arc::clone(&state);
+        let app = axum::Router::new().fallback(move |uri: axum::http::Uri| {
+            let resource = resources.lock().expect("lock").resources.get(uri.path()).cloned();
+            async move {
+                let Some((content_type, body, delay)) = resource else {
+                    return axum::response::IntoResponse::into_response(StatusCode::NOT_FOUND);
+                };
+                tokio::time::sleep(delay).await;
+                axum::response::IntoResponse::into_response(([("content-type", content_type)], body))
+            }
+        });
+        let app = app.route(
             "/page",
             axum::routing::any(move |method: axum::http::Method, headers: HeaderMap, body: String| {
                 let (shared, log) = (Arc::clone(&shared), Arc::clone(&log));
@@ -96,6 +110,13 @@ impl PageServer {
     /// Serves its content as `content_type` from now on (`application/json` for an API).
     pub fn set_content_type(&self, content_type: &str) {
         self.state.lock().expect("lock").content_type = content_type.to_owned();
+    }
+
+    /// Serves `body` as `content_type` at `path` (`/data.json`, beside `/page`), each answer
+    /// only after `delay`: what a page's scripts fetch.
+    pub fn set_resource(&self, path: &str, content_type: &str, body: &str, delay: Duration) {
+        let resource = (content_type.to_owned(), body.to_owned(), delay);
+        self.state.lock().expect("lock").resources.insert(path.to_owned(), resource);
     }
 
     /// Answers with `status` from now on.

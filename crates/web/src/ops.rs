@@ -94,12 +94,24 @@ pub(crate) async fn metrics(State(state): State<AppState>, headers: HeaderMap) -
 
 /// `GET /readyz`: 200 when the database answers, its schema is this build's, and the node is
 /// not draining; 503 with the reason otherwise. `/healthz` stays the liveness probe.
+///
+/// A node without a browser while watches render (or may) is still ready: it serves the API,
+/// the UI and every HTTP watch, and taking it out of a load balancer would not bring a browser
+/// back. It answers 200 with a second line, `degraded: browser: <why>`, for people and probes
+/// that read the body.
 pub(crate) async fn ready(State(state): State<AppState>) -> Response {
     if state.ops.draining.is_cancelled() {
         return (StatusCode::SERVICE_UNAVAILABLE, "draining: this node is shutting down\n").into_response();
     }
     match state.store.pending_migrations().await {
-        Ok(0) => (StatusCode::OK, "ready\n").into_response(),
+        Ok(0) => match state.runner.browser_shortfall().await {
+            Ok(Some(why)) => (StatusCode::OK, format!("ready\ndegraded: browser: {why}\n")).into_response(),
+            Ok(None) => (StatusCode::OK, "ready\n").into_response(),
+            Err(e) => {
+                tracing::warn!(error = %e, "readiness: the database did not answer");
+                (StatusCode::SERVICE_UNAVAILABLE, "the database did not answer\n").into_response()
+            }
+        },
         Ok(n) => (StatusCode::SERVICE_UNAVAILABLE, format!("{n} migrations are not applied yet\n")).into_response(),
         Err(e) => {
             tracing::warn!(error = %e, "readiness: the database did not answer");

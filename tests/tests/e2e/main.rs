@@ -17,6 +17,7 @@ mod ops;
 mod pages;
 mod pipeline;
 mod polish;
+mod render_fixes;
 mod rendering;
 mod scale;
 mod store;
@@ -62,6 +63,9 @@ on_both_backends!(
     rendering::a_visual_only_change_alerts_and_an_ignored_region_does_not,
     rendering::browser_options_are_checked_field_by_field,
     rendering::without_a_browser_the_engine_is_refused_and_a_large_screenshot_is_not_kept,
+    render_fixes::the_default_wait_reads_what_a_script_fetches_every_time,
+    render_fixes::auto_renders_an_element_the_html_leaves_empty,
+    render_fixes::without_chromium_the_watch_page_says_why,
     api::owners_cannot_see_each_other,
     api::bad_input_answers_problem_json,
     api::lists_page_with_a_cursor,

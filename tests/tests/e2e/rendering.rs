@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::support::TestApp;
 
 /// Whether Chromium is here; says why not (or fails under `DRIFTWATCH_REQUIRE_BROWSER=1`).
-fn chromium() -> bool {
+pub(crate) fn chromium() -> bool {
     if driftwatch_browser::find_chromium(None, std::env::var_os("PATH").as_deref()).is_some() {
         return true;
     }

@@ -54,6 +54,10 @@ type ProxyBody = UnsyncBoxBody<Bytes, hyper::Error>;
 pub struct GuardProxy {
     addr: SocketAddr,
     shared: Arc<Shared>,
+    /// A second listener for the browser's own traffic (not any page's): the same guard, its
+    /// own counters, and its refusals logged at DEBUG.
+    background_addr: SocketAddr,
+    background: Arc<Shared>,
 }
 
 #[derive(Debug)]
@@ -63,6 +67,8 @@ struct Shared {
     exempt: Vec<SocketAddr>,
     passed: AtomicU64,
     refused: AtomicU64,
+    /// Whether this listener carries the browser's own traffic rather than pages'.
+    background: bool,
     cancel: CancellationToken,
     tracker: TaskTracker,
 }
@@ -80,18 +86,32 @@ impl GuardProxy {
         exempt: Vec<SocketAddr>,
         bind: Option<SocketAddr>,
     ) -> std::io::Result<GuardProxy> {
-        let listener = TcpListener::bind(bind.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)))).await?;
-        let addr = listener.local_addr()?;
+        let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+        let listener = TcpListener::bind(bind.unwrap_or(loopback)).await?;
+        let background_listener = TcpListener::bind(loopback).await?;
+        let (addr, background_addr) = (listener.local_addr()?, background_listener.local_addr()?);
         let shared = Arc::new(Shared {
             policy,
             exempt,
             passed: AtomicU64::new(0),
             refused: AtomicU64::new(0),
+            background: false,
             cancel: CancellationToken::new(),
             tracker: TaskTracker::new(),
         });
+        // One cancellation and one tracker: both listeners stop together.
+        let background = Arc::new(Shared {
+            policy,
+            exempt: Vec::new(),
+            passed: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
+            background: true,
+            cancel: shared.cancel.clone(),
+            tracker: shared.tracker.clone(),
+        });
         shared.tracker.spawn(accept_loop(listener, Arc::clone(&shared)));
-        Ok(GuardProxy { addr, shared })
+        shared.tracker.spawn(accept_loop(background_listener, Arc::clone(&background)));
+        Ok(GuardProxy { addr, shared, background_addr, background })
     }
 
     /// The address to give Chromium: `http://127.0.0.1:PORT`.
@@ -104,8 +124,20 @@ impl GuardProxy {
         self.addr
     }
 
-    /// Requests refused so far (for tests and metrics): a non-public or unresolvable target,
-    /// a scheme other than http, or port 0. Malformed requests (400) are not counted.
+    /// The address to give a local Chromium for its own traffic (`--proxy-server`), which
+    /// no page makes: update, account and other background services. Always on 127.0.0.1.
+    pub fn background_url(&self) -> String {
+        format!("http://{}", self.background_addr)
+    }
+
+    /// The browser's own requests refused so far (see [`GuardProxy::background_url`]); they
+    /// are not counted in [`GuardProxy::refused`].
+    pub fn background_refused(&self) -> u64 {
+        self.background.refused.load(Ordering::Relaxed)
+    }
+
+    /// Pages' requests refused so far (for tests and metrics): a non-public or unresolvable
+    /// target, a scheme other than http, or port 0. Malformed requests (400) are not counted.
     pub fn refused(&self) -> u64 {
         self.shared.refused.load(Ordering::Relaxed)
     }

@@ -53,7 +53,12 @@ pub(super) async fn open_upstream(shared: &Shared, host: &str, port: u16) -> Res
 
 pub(super) fn refuse(shared: &Shared, host: &str, reason: &str) -> Response<ProxyBody> {
     shared.refused.fetch_add(1, Ordering::Relaxed);
-    tracing::info!(target.host = %host, reason = %reason, "browser proxy refused a request");
+    if shared.background {
+        // The browser's own services (updates, accounts): no page asked, nobody needs to know.
+        tracing::debug!(target.host = %host, reason = %reason, "browser proxy refused a background request");
+    } else {
+        tracing::info!(target.host = %host, reason = %reason, "browser proxy refused a request");
+    }
     text(StatusCode::FORBIDDEN, &format!("driftwatch: {reason}"))
 }
 

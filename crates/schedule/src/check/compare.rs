@@ -128,9 +128,12 @@ impl Runner {
             // 304: the page is as it was, so is its text; nothing to extract or compare.
             PageText::NotModified => return Ok(Compared::outcome(RunOutcome::Unchanged)),
             PageText::Failed { error, kind } => {
+                // A page read too early (or broken) is not a page whose text went away.
+                let empty = matches!(kind, "empty" | "selector_missing") && watch.last_run_at.is_some();
                 return Ok(Compared {
                     error: Some(error),
                     error_kind: Some(kind),
+                    note: empty.then(|| "an empty read is a failed run, not a change: the last snapshot stays".into()),
                     ..Compared::outcome(RunOutcome::Failed)
                 });
             }

@@ -36,7 +36,7 @@ struct PageRead {
     /// Worth saying about the read, though it did not fail it.
     note: Option<String>,
     /// Over HTTP: the page looks like a shell its scripts fill in (the selector found
-    /// nothing, or scripts and almost no text).
+    /// nothing or only blank text, or scripts and almost no text).
     shell: bool,
     /// The step (0-based) that failed the render, so a preview can name its field.
     failed_step: Option<usize>,

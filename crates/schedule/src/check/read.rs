@@ -88,7 +88,12 @@ impl PageReader {
             .fetch
             .timeout_seconds
             .map_or(self.fetcher().options().timeout, |s| Duration::from_secs(u64::from(s.clamp(1, 300))));
-        let request = driftwatch_browser::RenderRequest { url: &watch.url, spec: &options.fetch, timeout };
+        let request = driftwatch_browser::RenderRequest {
+            url: &watch.url,
+            spec: &options.fetch,
+            selector: watch.selector.as_deref(),
+            timeout,
+        };
         let started = std::time::Instant::now();
         let rendered = browsers.render(request).await;
         let result = rendered.as_ref().map_or_else(driftwatch_browser::RenderError::kind, |_| "ok");
@@ -119,6 +124,12 @@ impl PageReader {
             validators: None,
             text: match text {
                 Ok((text, _, readings)) => PageText::Text(text, readings),
+                Err((error, kind)) if kind == "selector_missing" || kind == "empty" => {
+                    let error = format!(
+                        "{error} (if a script writes it later, set \"Wait for\" to the selector, or to network_idle)"
+                    );
+                    PageText::Failed { error, kind }
+                }
                 Err((error, kind)) => PageText::Failed { error, kind },
             },
             engine: "browser",
@@ -150,7 +161,7 @@ impl PageReader {
                 let text = self.page_text(watch, options, page).await;
                 let shell = match &text {
                     Err((_, kind)) => *kind == "selector_missing" || *kind == "empty",
-                    Ok((text, scripted, _)) => *scripted && text.chars().filter(|c| c.is_alphanumeric()).count() < 100,
+                    Ok((_, thin, _)) => *thin,
                 };
                 PageRead {
                     http_status,
@@ -174,7 +185,8 @@ impl PageReader {
 
     /// The page's text, read off the async threads (parsing is CPU work on whatever a page
     /// sends: a pathological page slows its own check, not every request and check), and
-    /// whether the page loads scripts.
+    /// whether an `auto` watch's page is a script shell: scripts, and almost no text in the
+    /// whole page (the selected element's text aside).
     async fn page_text(
         &self,
         watch: &Watch,
@@ -188,20 +200,35 @@ impl PageReader {
             // Values only for watches that have them: the others pay nothing.
             let reader = (!options.values.is_empty()).then(|| Reader::new(&options.values));
             // Selector values are read in the page text's own pass over the page.
-            let also: Vec<&str> = match &reader {
+            let mut also: Vec<&str> = match &reader {
                 Some(Ok(reader)) => reader.text_selectors().collect(),
                 _ => Vec::new(),
             };
+            // Whether a script page is a shell is the whole page's question, not the selected
+            // element's: its text rides the same pass.
+            let whole_page = scripted && selector.is_some();
+            if whole_page {
+                also.push("body");
+            }
             // Structured values' scripts ride the same pass.
             let scripts = matches!(&reader, Some(Ok(reader)) if reader.reads_structured_data());
-            let extracted =
+            let mut extracted =
                 extract_also(&page, selector.as_deref(), &options.extract, Also { selectors: &also, scripts });
+            let letters = |text: &str| text.chars().filter(|c| c.is_alphanumeric()).count();
+            let page_letters = match whole_page {
+                true => {
+                    also.pop();
+                    extracted.also.pop().and_then(Result::ok).map_or(0, |text| letters(&text))
+                }
+                false => extracted.text.as_deref().map_or(0, letters),
+            };
+            let thin = scripted && page_letters < 100;
             let readings = reader.as_ref().map(|reader| match reader {
                 Ok(reader) => read_values(reader, &page, &also, extracted.also, extracted.scripts, &extracted.body),
                 Err(e) => Readings { failures: vec![("values".to_owned(), e.to_string())], ..Readings::default() },
             });
             let text = ruled_text(extracted.text, &options, cap)?;
-            Ok((text, scripted, readings))
+            Ok((text, thin, readings))
         })
         .await
         .unwrap_or_else(|e| Err((format!("reading the page failed: {e}"), "extract")))
@@ -249,7 +276,12 @@ fn ruled_text(
     max_bytes: usize,
 ) -> Result<String, (String, &'static str)> {
     let text = extracted.map_err(|e| {
-        let kind = if matches!(e, ExtractError::SelectorMissing(_)) { "selector_missing" } else { "extract" };
+        let kind = match e {
+            ExtractError::SelectorMissing(_) => "selector_missing",
+            // An element (or page) whose text its scripts write: empty in the HTML.
+            ExtractError::Empty => "empty",
+            _ => "extract",
+        };
         (e.to_string(), kind)
     })?;
     let rules = Rules::new(&options.rules).map_err(|e| (e.to_string(), "rules"))?;

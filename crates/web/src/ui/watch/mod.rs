@@ -113,6 +113,8 @@ pub struct EngineView {
     pub text: &'static str,
     /// Since when an `auto` watch has rendered in the browser.
     pub since: Option<When>,
+    /// Why this node has no browser, when it has none: the watch's renders fail until it does.
+    pub missing: Option<String>,
 }
 
 /// The diff shown.
@@ -363,7 +365,12 @@ fn page(
         after_at: When::new(after.created_at, now, zone),
         change: after.visual_change_percent.map(percent),
     });
-    let engine = engine_view(&watch, options, now, zone);
+    let missing = match state.runner.browsers() {
+        Some(browsers) if browsers.available() => None,
+        Some(browsers) => Some(browsers.unavailable_reason()),
+        None => Some("no browser on this node".to_owned()),
+    };
+    let engine = engine_view(&watch, options, now, zone, missing);
     WatchPage {
         layout: Layout::signed_in(viewer, "watches", watch.name.clone()),
         badge: badge(&watch),
@@ -446,24 +453,36 @@ fn run_row(r: &Run, now: DateTime<Utc>, zone: &str) -> RunRow {
         outcome: r.outcome.clone(),
         http_status: r.http_status,
         duration_ms: r.duration_ms,
-        detail: r.error.clone().or_else(|| r.note.clone()),
+        // Both: a failure's cause is often in the note ("no browser is available").
+        detail: match (&r.error, &r.note) {
+            (Some(error), Some(note)) => Some(format!("{error} ({note})")),
+            (error, note) => error.clone().or_else(|| note.clone()),
+        },
         browser: r.engine.as_deref() == Some("browser"),
         error_kind: r.error_kind.clone(),
     }
 }
 
-/// What loads the page (nothing to say for HTTP): for `auto`, the engine its next check uses.
-fn engine_view(watch: &Watch, options: &WatchOptions, now: DateTime<Utc>, zone: &str) -> Option<EngineView> {
-    match (options.fetch.engine, watch.engine_in_use(options, now.naive_utc())) {
-        (Engine::Http, _) => None,
-        (Engine::Browser, _) => Some(EngineView { text: "Rendered in the browser", since: None }),
-        (Engine::Auto, Engine::Browser) => Some(EngineView {
-            text: "Auto: rendered in the browser since",
-            since: watch.browser_since.map(|t| When::new(t, now, zone)),
-        }),
-        (Engine::Auto, _) => Some(EngineView {
-            text: "Auto: read over HTTP; the browser takes over when the page needs scripts",
-            since: None,
-        }),
-    }
+/// What loads the page (nothing to say for HTTP): for `auto`, the engine its next check uses;
+/// `missing` is why this node has no browser, when it has none.
+fn engine_view(
+    watch: &Watch,
+    options: &WatchOptions,
+    now: DateTime<Utc>,
+    zone: &str,
+    missing: Option<String>,
+) -> Option<EngineView> {
+    let (text, since) = match (options.fetch.engine, watch.engine_in_use(options, now.naive_utc()), &missing) {
+        (Engine::Http, ..) => return None,
+        (Engine::Browser, _, None) => ("Rendered in the browser", None),
+        (Engine::Browser, _, Some(_)) => ("Renders in the browser, and this node has none", None),
+        (Engine::Auto, Engine::Browser, None) => {
+            ("Auto: rendered in the browser since", watch.browser_since.map(|t| When::new(t, now, zone)))
+        }
+        (Engine::Auto, _, None) => ("Auto: read over HTTP; the browser takes over when the page needs scripts", None),
+        (Engine::Auto, ..) => {
+            ("Auto: read over HTTP; a page that needs scripts fails, as this node has no browser", None)
+        }
+    };
+    Some(EngineView { text, since, missing })
 }
