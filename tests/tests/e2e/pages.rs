@@ -8,10 +8,10 @@ use serde_json::{Value, json};
 
 use crate::support::TestApp;
 
-const PASSWORD: &str = "correct horse battery";
+pub(crate) const PASSWORD: &str = "correct horse battery";
 
 /// A client that reports redirects instead of following them and keeps no cookies.
-fn client() -> reqwest::Client {
+pub(crate) fn client() -> reqwest::Client {
     reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client")
 }
 
@@ -32,13 +32,13 @@ fn form_token(html: &str) -> Option<String> {
 }
 
 /// The response's `name` header as text ("" when absent).
-fn header(response: &reqwest::Response, name: &str) -> String {
+pub(crate) fn header(response: &reqwest::Response, name: &str) -> String {
     response.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned()
 }
 
 /// Creates the account `account` with the user `email` (through the store, as setup does) and
 /// an API token for the account; returns the token.
-async fn user(app: &TestApp, account: &str, email: &str) -> String {
+pub(crate) async fn user(app: &TestApp, account: &str, email: &str) -> String {
     let hash = tokio::task::spawn_blocking(|| driftwatch_core::hash_password(PASSWORD))
         .await
         .expect("hashing")
@@ -57,16 +57,16 @@ async fn user(app: &TestApp, account: &str, email: &str) -> String {
 }
 
 /// A signed-in client: its session cookie and the CSRF token its pages' forms carry.
-struct Session {
+pub(crate) struct Session {
     root: String,
     http: reqwest::Client,
-    cookie: String,
-    csrf: String,
+    pub(crate) cookie: String,
+    pub(crate) csrf: String,
 }
 
 /// Signs `email` in as a browser would: the sign-in form (its token and pre-session cookie),
 /// the post, then the home page for the session's form token.
-async fn sign_in(app: &TestApp, email: &str) -> Session {
+pub(crate) async fn sign_in(app: &TestApp, email: &str) -> Session {
     let (root, http) = (app.root(), client());
     let form = http.get(format!("{root}/sign-in")).send().await.expect("get");
     assert_eq!(form.status(), 200);
@@ -90,7 +90,7 @@ async fn sign_in(app: &TestApp, email: &str) -> Session {
 
 impl Session {
     /// `GET path` with the session cookie.
-    async fn get(&self, path: &str) -> reqwest::Response {
+    pub(crate) async fn get(&self, path: &str) -> reqwest::Response {
         self.http.get(format!("{}{path}", self.root)).header("cookie", &self.cookie).send().await.expect("get")
     }
 
@@ -100,7 +100,7 @@ impl Session {
     }
 
     /// Posts `fields` to `path` with the session's `_csrf`, as the page's form would.
-    async fn submit(&self, path: &str, fields: &[(&str, &str)]) -> reqwest::Response {
+    pub(crate) async fn submit(&self, path: &str, fields: &[(&str, &str)]) -> reqwest::Response {
         let mut form = vec![("_csrf", self.csrf.as_str())];
         form.extend_from_slice(fields);
         self.post(path).form(&form).send().await.expect("post")
