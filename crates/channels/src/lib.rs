@@ -15,6 +15,7 @@
 pub mod apprise;
 pub mod context;
 pub mod kinds;
+pub mod masked;
 pub mod message;
 pub mod outgoing;
 pub mod settings;
@@ -24,6 +25,7 @@ use driftwatch_core::render::{EventRef, Recipient, Render, WatchFacts};
 
 pub use context::Context;
 pub use kinds::{EndpointKind, Kind, Security, Spec, Transport};
+pub use masked::{masked_url, shown_and_sealed};
 pub use message::Templates;
 pub use settings::{FieldError, Secrets, Settings};
 pub use template::TemplateError;

@@ -93,7 +93,16 @@ pub fn keyring(settings: &Settings) -> anyhow::Result<(Keyring, KeySource)> {
 /// Encrypts every stored secret still in plaintext, or sealed under another key, under the
 /// current key, in batches; returns how many endpoints changed.
 pub async fn seal_stored(store: &Store, keyring: &Keyring) -> anyhow::Result<usize> {
-    let changed = store.reseal_secrets(keyring, RESEAL_BATCH).await.context("encrypting stored secrets")?;
+    // A credential URL stored whole (before such URLs were sealed) is moved out of sight first.
+    let credential_kinds = driftwatch_channels::EndpointKind::ALL
+        .iter()
+        .filter(|k| k.spec().credential_url)
+        .map(|k| k.as_str().to_owned())
+        .collect();
+    let changed = store
+        .seal_credential_urls_and_reseal(keyring, RESEAL_BATCH, credential_kinds, driftwatch_channels::masked_url)
+        .await
+        .context("encrypting stored secrets")?;
     if changed > 0 {
         store.scrub_replaced_secrets().await.context("removing the replaced secrets' old copies")?;
         tracing::info!(

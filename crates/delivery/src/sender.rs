@@ -109,11 +109,16 @@ impl Sender {
             };
             return crate::smtp::send(&server, endpoint, &settings, &secrets, body, started).await;
         }
-        let outgoing =
-            match driftwatch_channels::outgoing::request(kind, &endpoint.url, &settings, &secrets, delivery_id, body) {
-                Ok(outgoing) => outgoing,
-                Err(e) => return failed(AttemptErrorKind::Secret, e, started),
-            };
+        // A credential URL is stored sealed (and `url` masked): opened here, at send.
+        let url = match endpoint.url_secret.as_deref().map(|s| self.open(s)).transpose() {
+            Ok(opened) => opened.unwrap_or_else(|| endpoint.url.clone()),
+            Err(e) => return failed(AttemptErrorKind::Secret, e, started),
+        };
+        let outgoing = match driftwatch_channels::outgoing::request(kind, &url, &settings, &secrets, delivery_id, body)
+        {
+            Ok(outgoing) => outgoing,
+            Err(e) => return failed(AttemptErrorKind::Secret, e, started),
+        };
         let meta = Meta { delivery_id, event_type, attempt, timestamp };
         let request = match self.request(endpoint, outgoing, &meta).await {
             Ok(request) => request,

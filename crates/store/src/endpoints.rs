@@ -252,8 +252,10 @@ pub fn rotate_secret(
 #[derive(Debug, Clone, Default, AsChangeset)]
 #[diesel(table_name = endpoints)]
 pub struct EndpointChanges {
-    /// New URL.
+    /// New URL (masked when it is a credential).
     pub url: Option<String>,
+    /// New sealed credential URL (`Some(None)`: `url` is the real one).
+    pub url_secret: Option<Option<String>>,
     /// New description.
     pub description: Option<String>,
     /// New retry schedule (`Some(None)` returns to the global one).

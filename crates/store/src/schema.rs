@@ -177,6 +177,7 @@ diesel::table! {
         body_template -> Nullable<Text>,
         route_tags -> Nullable<Text>,
         route_watches -> Nullable<Text>,
+        url_secret -> Nullable<Text>,
     }
 }
 

@@ -22,14 +22,14 @@ use crate::{DbConn, StoreError, StoreResult};
 macro_rules! secret_columns {
     ($($column:ident),+ $(,)?) => {
         /// The columns of `endpoints` that hold secrets, sealed at rest: the signing secret, the
-        /// one it replaced (still signing during a rotation's overlap), and the kind's other
-        /// secrets (a JSON object: a bot token, a password...). A new secret column is one more
-        /// name in this list.
+        /// one it replaced (still signing during a rotation's overlap), the kind's other
+        /// secrets (a JSON object: a bot token, a password...) and a URL that is a credential.
+        /// A new secret column is one more name in this list.
         pub const SECRET_COLUMNS: &[&str] = &[$(<endpoints::$column as diesel::Column>::NAME),+];
     };
 }
 
-secret_columns!(secret, previous_secret, secrets);
+secret_columns!(secret, previous_secret, secrets, url_secret);
 
 /// What one [`reseal_batch`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -94,6 +94,26 @@ pub fn reseal_all(conn: &mut DbConn, keyring: &Keyring, batch: i64) -> StoreResu
     }
 }
 
+/// Moves the URL of every endpoint of one of `kinds` (those whose URL is a credential) that
+/// still holds it whole in `url` into `url_secret`, leaving `url` as `mask` shows it; returns
+/// how many moved. Run at start before [`reseal_all`], which then seals the moved URLs. The
+/// caller scrubs the old copies ([`crate::Store::scrub_replaced_secrets`]).
+pub fn move_credential_urls(conn: &mut DbConn, kinds: &[String], mask: &dyn Fn(&str) -> String) -> StoreResult<usize> {
+    conn.transaction(|conn| {
+        let found: Vec<(String, String)> = endpoints::table
+            .filter(endpoints::kind.eq_any(kinds))
+            .filter(endpoints::url_secret.is_null())
+            .select((endpoints::id, endpoints::url))
+            .load(conn)?;
+        for (id, url) in &found {
+            diesel::update(endpoints::table.find(id).filter(endpoints::url_secret.is_null()))
+                .set((endpoints::url_secret.eq(url), endpoints::url.eq(mask(url))))
+                .execute(conn)?;
+        }
+        Ok(found.len())
+    })
+}
+
 /// How many endpoints hold a secret in the clear: a secret column neither `NULL`, empty, nor
 /// starting with `dwenc:`. Values sealed under a previous key do not count.
 pub fn plaintext_count(conn: &mut DbConn) -> StoreResult<i64> {
@@ -120,6 +140,26 @@ impl crate::Store {
     /// [`reseal_all`] on the pool, each batch a write of its own (so other writers take turns
     /// between batches on SQLite); returns how many endpoints had a secret sealed afresh.
     pub async fn reseal_secrets(&self, keyring: &Keyring, batch: i64) -> StoreResult<usize> {
+        self.reseal_secrets_with(keyring, batch, 0).await
+    }
+
+    /// [`move_credential_urls`] then [`Store::reseal_secrets`]: what start-up runs. Returns how
+    /// many endpoints had a secret sealed afresh.
+    pub async fn seal_credential_urls_and_reseal(
+        &self,
+        keyring: &Keyring,
+        batch: i64,
+        credential_kinds: Vec<String>,
+        mask: fn(&str) -> String,
+    ) -> StoreResult<usize> {
+        let moved = self.write(move |conn| move_credential_urls(conn, &credential_kinds, &mask)).await?;
+        if moved > 0 {
+            tracing::info!(endpoints = moved, "credential URLs moved to be sealed");
+        }
+        self.reseal_secrets_with(keyring, batch, moved).await
+    }
+
+    async fn reseal_secrets_with(&self, keyring: &Keyring, batch: i64, moved: usize) -> StoreResult<usize> {
         let keyring = std::sync::Arc::new(keyring.clone());
         let batch = batch.max(1);
         let mut after: Option<String> = None;
@@ -130,7 +170,7 @@ impl crate::Store {
             let progress = self.write(move |conn| reseal_batch(conn, &ring, from.as_deref(), batch)).await?;
             resealed += progress.resealed;
             if progress.last_id.is_none() || i64::try_from(progress.scanned).unwrap_or(i64::MAX) < batch {
-                return Ok(resealed);
+                return Ok(resealed.max(moved));
             }
             after = progress.last_id;
         }

@@ -128,6 +128,12 @@ pub fn valid_channel(
         ("", Some(default)) => default.to_owned(),
         (url, _) => url.to_owned(),
     };
+    if kind.spec().credential_url && url.contains(driftwatch_channels::masked::MASK) {
+        errors.push(FieldError::new(
+            "url",
+            format!("type the whole URL: {} stands for the part kept secret", driftwatch_channels::masked::MASK),
+        ));
+    }
     let url = if kind.spec().transport == Transport::Smtp {
         // smtp://host:port, with the host held to the same guard as any other target.
         match url::Url::parse(&url) {
@@ -242,8 +248,9 @@ pub fn valid_route(route: Option<RouteInput>) -> Result<(Option<String>, Option<
     Ok((tags, watches))
 }
 
-/// Builds the endpoint `input` asks for (with a new signing secret), or says every field at
-/// fault.
+/// Builds the endpoint `input` asks for (with a new signing secret when its kind signs, and its
+/// URL masked with the real one beside it to seal when the URL is a credential), or says every
+/// field at fault.
 pub fn new_endpoint(
     input: EndpointInput,
     policy: TargetPolicy,
@@ -272,7 +279,12 @@ pub fn new_endpoint(
     let invalid = || Invalid(vec![FieldError::new("url", "invalid")]);
     let channel = channel.ok_or_else(invalid)?;
     let (route_tags, route_watches) = route.ok_or_else(invalid)?;
+    let (url, url_secret) = driftwatch_channels::shown_and_sealed(kind, &channel.url);
+    let base = Endpoint::webhook(account_id, &url, now.naive_utc());
     Ok(Endpoint {
+        // Only a kind whose requests carry a signature has a signing secret.
+        secret: if kind.spec().signed { base.secret.clone() } else { String::new() },
+        url_secret,
         kind: kind.as_str().to_owned(),
         settings: channel.settings,
         secrets: channel.secrets,
@@ -286,8 +298,17 @@ pub fn new_endpoint(
         rate_limit_per_second: rate_limit_per_second.ok_or_else(invalid)?,
         max_in_flight: max_in_flight.ok_or_else(invalid)?,
         event_types: event_types.ok_or_else(invalid)?,
-        ..Endpoint::webhook(account_id, &channel.url, now.naive_utc())
+        ..base
     })
+}
+
+/// Whether an endpoint of `kind` (its stored name) has a signing secret to rotate: only a
+/// kind whose requests are signed does.
+pub fn may_rotate_secret(kind: &str) -> Result<(), String> {
+    match kind.parse::<EndpointKind>() {
+        Ok(k) if k.spec().signed => Ok(()),
+        _ => Err(format!("a {kind} endpoint's requests are not signed, so it has no signing secret to rotate")),
+    }
 }
 
 /// A change to an endpoint: only the fields given change; `Some(None)` returns a setting to the
@@ -310,7 +331,8 @@ pub struct EndpointPatch {
     pub event_types: Option<Option<Vec<EventType>>>,
     /// New settings (all of them).
     pub settings: Option<serde_json::Value>,
-    /// New secrets (all of them); the stored ones are kept when absent.
+    /// Secrets to change: each one named replaces the stored one, `null` removes it, and those
+    /// not named are kept.
     pub secrets: Option<serde_json::Value>,
     /// A new title template (`Some(None)`: the default).
     pub title_template: Option<Option<String>>,
@@ -327,6 +349,27 @@ pub struct Current<'a> {
     pub endpoint: &'a Endpoint,
     /// Its secrets in plaintext (`None` for none).
     pub secrets: Option<&'a str>,
+    /// Its credential URL opened (`url_secret`); `None` when `endpoint.url` is the real one.
+    pub url: Option<&'a str>,
+}
+
+/// The secrets after a change: `given`'s keys replace `stored`'s, a `null` removes one, the
+/// others are kept. What is not an object is passed on as it is, to be refused by name.
+fn merged_secrets(stored: Option<serde_json::Value>, given: Option<serde_json::Value>) -> Option<serde_json::Value> {
+    match (stored, given) {
+        (Some(serde_json::Value::Object(mut kept)), Some(serde_json::Value::Object(given))) => {
+            for (key, value) in given {
+                if value.is_null() {
+                    kept.remove(&key);
+                } else {
+                    kept.insert(key, value);
+                }
+            }
+            Some(serde_json::Value::Object(kept))
+        }
+        (stored, None) => stored,
+        (_, given) => given,
+    }
 }
 
 /// The changes `patch` asks for, or every field at fault.
@@ -338,6 +381,9 @@ pub fn endpoint_changes(
 ) -> Result<EndpointChanges, Invalid> {
     let mut errors = Errors::default();
     let mut changes = EndpointChanges { updated_at: Some(now.naive_utc()), ..EndpointChanges::default() };
+    // The URL as shown (masked when it is a credential) sent back unchanged keeps the stored one.
+    let mut patch = patch;
+    patch.url = patch.url.filter(|url| url.trim() != current.endpoint.url);
     let channel_changed = patch.url.is_some()
         || patch.settings.is_some()
         || patch.secrets.is_some()
@@ -350,13 +396,18 @@ pub fn endpoint_changes(
         let json = |s: &str| serde_json::from_str::<serde_json::Value>(s).ok();
         let input = ChannelInput {
             settings: patch.settings.clone().or_else(|| json(&endpoint.settings)),
-            secrets: patch.secrets.clone().or_else(|| current.secrets.and_then(json)),
+            secrets: merged_secrets(current.secrets.and_then(json), patch.secrets.clone()),
             title_template: patch.title_template.clone().unwrap_or_else(|| endpoint.title_template.clone()),
             body_template: patch.body_template.clone().unwrap_or_else(|| endpoint.body_template.clone()),
         };
-        match valid_channel(kind, patch.url.as_deref().unwrap_or(&endpoint.url), input, policy) {
+        let url = patch.url.as_deref().or(current.url).unwrap_or(&endpoint.url);
+        match valid_channel(kind, url, input, policy) {
             Ok(channel) => {
-                changes.url = patch.url.is_some().then_some(channel.url);
+                if patch.url.is_some() {
+                    let (shown, sealed) = driftwatch_channels::shown_and_sealed(kind, &channel.url);
+                    changes.url = Some(shown);
+                    changes.url_secret = Some(sealed);
+                }
                 changes.settings = patch.settings.is_some().then_some(channel.settings);
                 changes.secrets = patch.secrets.is_some().then_some(channel.secrets);
                 changes.title_template = patch.title_template.is_some().then_some(channel.title_template);
@@ -398,34 +449,4 @@ pub fn endpoint_changes(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn endpoints_report_every_field_at_fault() {
-        let policy = TargetPolicy { allow_private: false };
-        let now = Utc::now();
-        let ok = new_endpoint(
-            EndpointInput { url: "https://hooks.example.com/x".into(), ..EndpointInput::default() },
-            policy,
-            "acc_1",
-            now,
-        )
-        .expect("valid");
-        assert!(ok.secret.starts_with("whsec_"));
-        let bad = EndpointInput {
-            url: "https://hooks.example.com/x".into(),
-            retry_schedule: Some("soon".into()),
-            max_attempts: Some(0),
-            event_types: Some(vec![]),
-            ..EndpointInput::default()
-        };
-        let Invalid(errors) = new_endpoint(bad, policy, "acc_1", now).expect_err("invalid");
-        let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
-        assert_eq!(fields, ["retry_schedule", "max_attempts", "event_types"]);
-        let patch = EndpointPatch { max_in_flight: Some(Some(5000)), ..EndpointPatch::default() };
-        let current = Current { endpoint: &ok, secrets: None };
-        let Invalid(errors) = endpoint_changes(patch, current, policy, now).expect_err("invalid");
-        assert_eq!(errors[0].message, "must be between 1 and 1000");
-    }
-}
+mod tests;

@@ -15,7 +15,7 @@ mod watch;
 
 pub use endpoint::{
     Channel, ChannelInput, Current, EndpointInput, EndpointPatch, RouteInput, endpoint_changes, from_apprise,
-    new_endpoint, valid_channel, valid_route,
+    may_rotate_secret, new_endpoint, valid_channel, valid_route,
 };
 pub use portable::{PortableWatch, from_watch};
 pub use recovery::{RecoveryInput, RecoveryRequest, recovery};

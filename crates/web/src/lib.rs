@@ -109,6 +109,21 @@ impl AppState {
         }
     }
 
+    /// A new endpoint as stored: its signing secret (none for a kind that does not sign), its
+    /// kind's secrets and its credential URL sealed.
+    pub fn sealed(&self, endpoint: &driftwatch_store::Endpoint) -> driftwatch_store::Endpoint {
+        endpoint.sealed(|s| self.seal(s))
+    }
+
+    /// `changes` as stored: new secrets and a new credential URL sealed.
+    pub fn seal_changes(&self, changes: &mut driftwatch_store::endpoints::EndpointChanges) {
+        for value in [&mut changes.secrets, &mut changes.url_secret] {
+            if let Some(Some(plaintext)) = value {
+                *plaintext = self.seal(plaintext);
+            }
+        }
+    }
+
     /// A stored secret opened; `None` when it cannot be (logged, never shown).
     pub fn open(&self, stored: &str) -> Option<String> {
         match &self.keyring {

@@ -20,6 +20,7 @@ mod polish;
 mod render_fixes;
 mod rendering;
 mod scale;
+mod secrets_at_rest;
 mod store;
 mod ui;
 mod ui_browser;
@@ -82,6 +83,8 @@ on_both_backends!(
     ops::stopping_gives_back_watches_not_yet_fetched,
     ops::a_hanging_host_or_account_leaves_room_for_others,
     ops::retention_keeps_the_newest_runs_and_what_is_owed,
+    secrets_at_rest::no_secret_is_stored_in_plaintext,
+    secrets_at_rest::a_stored_secret_can_be_removed,
     store::concurrent_claims_never_overlap,
     store::a_wide_fan_out_is_queued_whole,
     store::another_accounts_ids_find_nothing_in_the_store,

@@ -8,10 +8,10 @@ use serde_json::{Value, json};
 
 use crate::support::TestApp;
 
-const PASSWORD: &str = "correct horse battery";
+pub(crate) const PASSWORD: &str = "correct horse battery";
 
 /// A client that reports redirects instead of following them and keeps no cookies.
-fn client() -> reqwest::Client {
+pub(crate) fn client() -> reqwest::Client {
     reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client")
 }
 
@@ -32,7 +32,7 @@ fn form_token(html: &str) -> Option<String> {
 }
 
 /// The response's `name` header as text ("" when absent).
-fn header(response: &reqwest::Response, name: &str) -> String {
+pub(crate) fn header(response: &reqwest::Response, name: &str) -> String {
     response.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned()
 }
 
@@ -60,8 +60,8 @@ pub(crate) async fn user(app: &TestApp, account: &str, email: &str) -> String {
 pub(crate) struct Session {
     root: String,
     http: reqwest::Client,
-    cookie: String,
-    csrf: String,
+    pub(crate) cookie: String,
+    pub(crate) csrf: String,
 }
 
 /// Signs `email` in as a browser would: the sign-in form (its token and pre-session cookie),
@@ -100,7 +100,7 @@ impl Session {
     }
 
     /// Posts `fields` to `path` with the session's `_csrf`, as the page's form would.
-    async fn submit(&self, path: &str, fields: &[(&str, &str)]) -> reqwest::Response {
+    pub(crate) async fn submit(&self, path: &str, fields: &[(&str, &str)]) -> reqwest::Response {
         let mut form = vec![("_csrf", self.csrf.as_str())];
         form.extend_from_slice(fields);
         self.post(path).form(&form).send().await.expect("post")

@@ -19,6 +19,7 @@ static SPEC: Spec = Spec {
     fields: &[],
     transport: Transport::Http,
     signed: false,
+    credential_url: true,
     apprise: &["discord"],
 };
 

@@ -59,6 +59,7 @@ static SPEC: Spec = Spec {
     ],
     transport: Transport::Smtp,
     signed: false,
+    credential_url: false,
     apprise: &["mailto", "mailtos"],
 };
 

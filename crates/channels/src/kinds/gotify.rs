@@ -20,6 +20,7 @@ static SPEC: Spec = Spec {
     ],
     transport: Transport::Http,
     signed: false,
+    credential_url: false,
     apprise: &["gotify", "gotifys"],
 };
 

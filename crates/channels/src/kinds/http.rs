@@ -33,6 +33,7 @@ static SPEC: Spec = Spec {
     ],
     transport: Transport::Http,
     signed: false,
+    credential_url: false,
     apprise: &["json", "jsons"],
 };
 

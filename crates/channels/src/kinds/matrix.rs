@@ -30,6 +30,7 @@ static SPEC: Spec = Spec {
     ],
     transport: Transport::Http,
     signed: false,
+    credential_url: false,
     apprise: &["matrix", "matrixs"],
 };
 

@@ -38,6 +38,7 @@ static SPEC: Spec = Spec {
     ],
     transport: Transport::Http,
     signed: false,
+    credential_url: true,
     apprise: &["mmost", "mmosts"],
 };
 

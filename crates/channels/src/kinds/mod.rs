@@ -124,6 +124,9 @@ pub struct Spec {
     pub transport: Transport,
     /// Whether its requests carry the Standard Webhooks signature (and so it has a signing secret).
     pub signed: bool,
+    /// Whether its URL is itself a credential (a chat service's webhook URL carries the key
+    /// that lets anyone post): stored sealed, shown only masked ([`crate::masked_url`]).
+    pub credential_url: bool,
     /// The Apprise URL schemes that describe it.
     pub apprise: &'static [&'static str],
 }

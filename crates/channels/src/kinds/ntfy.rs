@@ -35,6 +35,7 @@ static SPEC: Spec = Spec {
     ],
     transport: Transport::Http,
     signed: false,
+    credential_url: false,
     apprise: &["ntfy", "ntfys"],
 };
 

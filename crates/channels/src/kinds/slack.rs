@@ -23,6 +23,7 @@ static SPEC: Spec = Spec {
     fields: &[],
     transport: Transport::Http,
     signed: false,
+    credential_url: true,
     apprise: &["slack"],
 };
 

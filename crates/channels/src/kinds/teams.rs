@@ -18,6 +18,7 @@ static SPEC: Spec = Spec {
     fields: &[],
     transport: Transport::Http,
     signed: false,
+    credential_url: true,
     apprise: &["msteams", "workflow", "workflows"],
 };
 

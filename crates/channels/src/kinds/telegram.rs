@@ -31,6 +31,7 @@ static SPEC: Spec = Spec {
     ],
     transport: Transport::Http,
     signed: false,
+    credential_url: false,
     apprise: &["tgram"],
 };
 

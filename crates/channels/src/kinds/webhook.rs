@@ -13,6 +13,7 @@ static SPEC: Spec = Spec {
     fields: &[],
     transport: Transport::Http,
     signed: true,
+    credential_url: false,
     apprise: &[],
 };
 

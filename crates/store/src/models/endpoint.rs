@@ -15,7 +15,8 @@ pub struct Endpoint {
     pub account_id: String,
     /// The kind's stored name (`webhook`, `slack`, ...; `driftwatch_channels::EndpointKind`).
     pub kind: String,
-    /// Receiver URL.
+    /// Receiver URL; for a kind whose URL is a credential, masked (what is shown), the real
+    /// one in `url_secret`.
     pub url: String,
     /// A label.
     pub description: String,
@@ -64,6 +65,9 @@ pub struct Endpoint {
     /// These watches (comma-separated ids) are routed here. With `route_tags` also `None`, every
     /// watch is.
     pub route_watches: Option<String>,
+    /// The real URL when it is a credential (a chat webhook's URL carries its key), sealed
+    /// like `secrets`; `url` then holds it masked. `None` when `url` is the real one.
+    pub url_secret: Option<String>,
 }
 
 /// An endpoint's circuit breaker at a given moment.
@@ -109,6 +113,18 @@ pub fn receives(event_types: Option<&str>, event_type: &str) -> bool {
 }
 
 impl Endpoint {
+    /// The endpoint as stored, its secrets passed through `seal`: the signing secret (none, the
+    /// empty string, for a kind that does not sign), the kind's secrets and a credential URL.
+    pub fn sealed(&self, seal: impl Fn(&str) -> String) -> Endpoint {
+        let mut stored = self.clone();
+        if !stored.secret.is_empty() {
+            stored.secret = seal(&stored.secret);
+        }
+        stored.secrets = stored.secrets.as_deref().map(&seal);
+        stored.url_secret = stored.url_secret.as_deref().map(&seal);
+        stored
+    }
+
     /// A new enabled webhook endpoint with a fresh secret, healthy, with no overrides.
     pub fn webhook(account_id: &str, url: &str, now: NaiveDateTime) -> Endpoint {
         Endpoint {
@@ -138,6 +154,7 @@ impl Endpoint {
             body_template: None,
             route_tags: None,
             route_watches: None,
+            url_secret: None,
         }
     }
 }

@@ -120,7 +120,8 @@ pub struct UpdateEndpoint {
     /// New settings (all of them; see `KindFields`).
     #[schema(value_type = Option<driftwatch_channels::kinds::KindFields>)]
     settings: Option<serde_json::Value>,
-    /// New secrets (all of them; see `KindFields`); the stored ones are kept when left out.
+    /// Secrets to change (see `KindFields`): each one named replaces the stored one, `null`
+    /// removes it (`{"password": null}`), and those not named are kept.
     #[schema(value_type = Option<driftwatch_channels::kinds::KindFields>)]
     secrets: Option<serde_json::Value>,
     /// A new title template, or `null` for the default.
@@ -183,14 +184,13 @@ pub async fn update(
         route: body.route.map(|r| r.map(RouteInput::from)),
     };
     let opened = current.secrets.as_deref().and_then(|s| state.open(s));
-    let current = Current { endpoint: &current, secrets: opened.as_deref() };
+    let url = current.url_secret.as_deref().and_then(|s| state.open(s));
+    let current = Current { endpoint: &current, secrets: opened.as_deref(), url: url.as_deref() };
     let mut changes = driftwatch_validate::endpoint_changes(patch, current, state.policy, state.clock.now())?;
     if let Some(Some(watches)) = &changes.route_watches {
         check_routed_watches(&state, &caller.account_id, Some(watches)).await?;
     }
-    if let Some(Some(secrets)) = &mut changes.secrets {
-        *secrets = state.seal(secrets);
-    }
+    state.seal_changes(&mut changes);
     let endpoint = state
         .store
         .write(move |c| endpoints::update_endpoint(c, &caller.account_id, &id, &changes))
@@ -218,7 +218,8 @@ pub async fn delete(
     if deleted { Ok(StatusCode::NO_CONTENT) } else { Err(ApiError::not_found("no such endpoint")) }
 }
 
-/// Add an endpoint. The answer carries the signing `secret`, shown this once.
+/// Add an endpoint. For a kind that signs (`webhook`) the answer carries the signing `secret`,
+/// shown this once.
 #[utoipa::path(
     post,
     path = "/endpoints",
@@ -231,7 +232,7 @@ pub async fn create(
     State(state): State<AppState>,
     caller: Caller,
     Json(body): Json<CreateEndpoint>,
-) -> Result<(StatusCode, axum::Json<views::Endpoint>), ApiError> {
+) -> Result<(StatusCode, views::Revealing<views::Endpoint>), ApiError> {
     let input = EndpointInput {
         url: body.url,
         description: body.description,
@@ -250,7 +251,7 @@ pub async fn create(
         route: body.route.map(RouteInput::from),
     };
     let endpoint = insert(&state, &caller, input).await?;
-    Ok((StatusCode::CREATED, axum::Json(views::Endpoint::with_secret(endpoint, state.clock.now().naive_utc()))))
+    Ok((StatusCode::CREATED, views::Revealing(views::Endpoint::with_secret(endpoint, state.clock.now().naive_utc()))))
 }
 
 /// Validates and stores a new endpoint (its secrets sealed); the endpoint as created.
@@ -261,9 +262,7 @@ async fn insert(
 ) -> Result<driftwatch_store::Endpoint, ApiError> {
     let endpoint = driftwatch_validate::new_endpoint(input, state.policy, &caller.account_id, state.clock.now())?;
     check_routed_watches(state, &caller.account_id, endpoint.route_watches.as_deref()).await?;
-    let mut stored = endpoint.clone();
-    stored.secret = state.seal(&stored.secret);
-    stored.secrets = stored.secrets.as_deref().map(|s| state.seal(s));
+    let stored = state.sealed(&endpoint);
     state.store.write(move |c| endpoints::insert_endpoint(c, &stored)).await?;
     tracing::info!(endpoint.id = %endpoint.id, account.id = %endpoint.account_id, kind = %endpoint.kind, "endpoint created");
     Ok(endpoint)

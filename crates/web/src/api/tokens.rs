@@ -48,13 +48,13 @@ pub async fn create(
     State(state): State<AppState>,
     caller: Caller,
     Json(body): Json<CreateToken>,
-) -> Result<(StatusCode, axum::Json<views::Token>), ApiError> {
+) -> Result<(StatusCode, views::Revealing<views::Token>), ApiError> {
     let (name, scopes) = driftwatch_validate::token(&body.name, body.scopes)?;
     let now = state.clock.now().naive_utc();
     let (token, plaintext) =
         state.store.write(move |c| accounts::create_token(c, &caller.account_id, &name, &scopes, now)).await?;
     tracing::info!(token.id = %token.id, token.prefix = %token.prefix, "token created");
-    Ok((StatusCode::CREATED, axum::Json(views::Token::with_secret(token, plaintext))))
+    Ok((StatusCode::CREATED, views::Revealing(views::Token::with_secret(token, plaintext))))
 }
 
 /// The account's tokens (never their secrets), newest first.

@@ -10,7 +10,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use driftwatch_channels::EndpointKind;
 use driftwatch_core::EventType;
-use driftwatch_store::{Endpoint, endpoints};
+use driftwatch_store::Endpoint;
+use driftwatch_store::endpoints::{self, EndpointChanges};
 use driftwatch_validate::{ChannelInput, Current, EndpointInput, EndpointPatch, FieldError, Invalid};
 
 use super::endpoint_channel::{self, ChannelForm, FormField, Preview};
@@ -149,18 +150,26 @@ impl EndpointFormPage {
         endpoint_channel::fields(*kind)
     }
 
-    fn url_hint(&self) -> &'static str {
-        endpoint_channel::url_hint(self.endpoint_id.as_ref().and_then(|_| self.form.kind.parse().ok()))
+    fn url_hint(&self) -> String {
+        let kind: Option<EndpointKind> = self.endpoint_id.as_ref().and_then(|_| self.form.kind.parse().ok());
+        let hint = endpoint_channel::url_hint(kind);
+        match kind {
+            Some(kind) if kind.spec().credential_url => {
+                format!("{hint} It is a key, so it is stored encrypted and shown masked: leave it as it is to keep it.")
+            }
+            _ => hint.to_owned(),
+        }
     }
 
     /// A field's hint; a stored secret's says it is kept when left empty.
     fn hint_for(&self, field: &FormField) -> String {
         let hint = field.hint;
-        if field.secret && self.form.channel.secrets_set.contains(&field.name) {
-            format!("Set. Leave empty to keep it. {hint}")
-        } else {
-            hint.to_owned()
-        }
+        if self.stored(field) { format!("Set. Leave empty to keep it. {hint}") } else { hint.to_owned() }
+    }
+
+    /// Whether `field` is a secret with a stored value (which the form can remove).
+    fn stored(&self, field: &FormField) -> bool {
+        field.secret && self.form.channel.secrets_set.contains(&field.name)
     }
 
     /// An error about the kind's settings as a whole.
@@ -307,9 +316,7 @@ pub async fn create(State(state): State<AppState>, post: Post<Vec<(String, Strin
         let page = full_page(&state, &post.viewer, None, form, vec![FieldError::new("route.watches", bad)]).await?;
         return Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page));
     }
-    let mut stored = endpoint.clone();
-    stored.secret = state.seal(&stored.secret);
-    stored.secrets = stored.secrets.as_deref().map(|s| state.seal(s));
+    let stored = state.sealed(&endpoint);
     state.store.write(move |c| endpoints::insert_endpoint(c, &stored)).await?;
     tracing::info!(endpoint.id = %endpoint.id, kind = %endpoint.kind, "endpoint created from the UI");
     super::endpoints::created(&state, &post.viewer, endpoint).await
@@ -352,25 +359,68 @@ pub async fn update(
         body_template: Some(channel.body_template),
         route: Some(form.channel.route()),
     };
-    let current = Current { endpoint: &current, secrets: opened.as_deref() };
-    let changes = match (
-        driftwatch_validate::endpoint_changes(patch, current, state.policy, state.clock.now()),
-        errors.is_empty(),
-    ) {
+    let changes = match (changes_to(&state, &current, patch), errors.is_empty()) {
         (Ok(changes), true) => changes,
         (result, _) => {
             errors.extend(result.err().map(|Invalid(e)| e).unwrap_or_default());
             return Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page(&post.viewer, Some(id), form, errors)));
         }
     };
-    let (account, target) = (post.viewer.account_id().to_owned(), id.clone());
+    store_changes(&state, &post.viewer, &id, changes).await?;
+    flash::set(&state, &post.viewer, "Endpoint saved.").await?;
+    Ok(Redirect::to(&format!("/endpoints/{id}")).into_response())
+}
+
+/// The changes `patch` makes to `current` (checked with its secrets and credential URL
+/// opened), with what they set sealed; every field at fault when invalid.
+fn changes_to(state: &AppState, current: &Endpoint, patch: EndpointPatch) -> Result<EndpointChanges, Invalid> {
+    let opened = current.secrets.as_deref().and_then(|s| state.open(s));
+    let url = current.url_secret.as_deref().and_then(|s| state.open(s));
+    let at = Current { endpoint: current, secrets: opened.as_deref(), url: url.as_deref() };
+    let mut changes = driftwatch_validate::endpoint_changes(patch, at, state.policy, state.clock.now())?;
+    state.seal_changes(&mut changes);
+    Ok(changes)
+}
+
+/// Stores `changes` to the viewer's endpoint `id` and wakes the worker (limits may have changed).
+async fn store_changes(state: &AppState, viewer: &Viewer, id: &str, changes: EndpointChanges) -> Result<(), UiError> {
+    let (account, id) = (viewer.account_id().to_owned(), id.to_owned());
     state
         .store
-        .write(move |c| endpoints::update_endpoint(c, &account, &target, &changes))
+        .write(move |c| endpoints::update_endpoint(c, &account, &id, &changes))
         .await?
         .ok_or(UiError::NotFound("endpoint"))?;
     state.worker.wake();
-    flash::set(&state, &post.viewer, "Endpoint saved.").await?;
+    Ok(())
+}
+
+/// `POST /endpoints/{id}/remove-secret`: removes the stored secret the `remove` button names
+/// (its form name, like `email_password`), then to the endpoint's page, which says what
+/// happened.
+pub async fn remove_secret(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    post: Post<Vec<(String, String)>>,
+) -> Result<Response, UiError> {
+    let current = find(&state, &post.viewer, &id).await?;
+    let kind = current.kind.parse::<EndpointKind>().unwrap_or(EndpointKind::Webhook);
+    let name = form::value(&post.form, "remove");
+    let Some(field) = kind.spec().fields.iter().find(|f| f.secret && kind.form_name(f) == name) else {
+        return Err(UiError::BadRequest("no such secret".into()));
+    };
+    let patch = EndpointPatch { secrets: Some(serde_json::json!({ field.key: null })), ..EndpointPatch::default() };
+    let notice = match changes_to(&state, &current, patch) {
+        Ok(changes) => {
+            store_changes(&state, &post.viewer, &id, changes).await?;
+            tracing::info!(endpoint.id = %id, secret = field.key, "stored secret removed from the UI");
+            format!("{} removed.", field.label)
+        }
+        Err(Invalid(errors)) => {
+            let why: Vec<String> = errors.into_iter().map(|e| e.message).collect();
+            format!("{} not removed: {}.", field.label, why.join("; "))
+        }
+    };
+    flash::set(&state, &post.viewer, notice).await?;
     Ok(Redirect::to(&format!("/endpoints/{id}")).into_response())
 }
 
@@ -428,9 +478,7 @@ pub async fn import(State(state): State<AppState>, post: Post<Vec<(String, Strin
             return Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page));
         }
     };
-    let mut stored = endpoint.clone();
-    stored.secret = state.seal(&stored.secret);
-    stored.secrets = stored.secrets.as_deref().map(|s| state.seal(s));
+    let stored = state.sealed(&endpoint);
     state.store.write(move |c| endpoints::insert_endpoint(c, &stored)).await?;
     tracing::info!(endpoint.id = %endpoint.id, kind = %endpoint.kind, "endpoint imported from an Apprise URL in the UI");
     flash::set(

@@ -277,6 +277,11 @@ impl EndpointPage {
         })
     }
 
+    /// Whether it has a signing secret to rotate (its kind signs its requests).
+    fn signed(&self) -> bool {
+        driftwatch_validate::may_rotate_secret(&self.row.endpoint.kind).is_ok()
+    }
+
     /// Which watches it receives, in words.
     fn route_words(&self) -> String {
         let e = &self.row.endpoint;
@@ -349,10 +354,15 @@ pub async fn rotate(
     Path(id): Path<String>,
     post: Post<Vec<(String, String)>>,
 ) -> Result<Response, UiError> {
+    if let Err(refused) = driftwatch_validate::may_rotate_secret(&find(&state, &post.viewer, &id).await?.kind) {
+        flash::set(&state, &post.viewer, format!("Not rotated: {refused}.")).await?;
+        return Ok(Redirect::to(&format!("/endpoints/{id}")).into_response());
+    }
     let now = state.clock.now().naive_utc();
     let overlap = TimeDelta::from_std(state.limits.secret_rotation_overlap).unwrap_or(TimeDelta::days(1));
     let secret = new_webhook_secret();
-    let (account, stored) = (post.viewer.account_id().to_owned(), secret.clone());
+    // Sealed like every stored secret (it was once written here in the clear).
+    let (account, stored) = (post.viewer.account_id().to_owned(), state.seal(&secret));
     let endpoint = state
         .store
         .write(move |c| endpoints::rotate_secret(c, &account, &id, &stored, now + overlap, now))
@@ -370,7 +380,8 @@ pub async fn rotate(
 pub async fn created(state: &AppState, viewer: &Viewer, endpoint: Endpoint) -> Result<Response, UiError> {
     // Post/Redirect/Get: reloading the endpoint's page cannot add it again; its secret comes
     // through the session, this once.
-    if endpoint.kind == "webhook" {
+    // Only a kind that signs has a signing secret to show.
+    if !endpoint.secret.is_empty() {
         let reveal = flash::Reveal { of: endpoint.id.clone(), value: endpoint.secret.clone(), label: String::new() };
         let notice = "Endpoint added. Copy its signing secret now: it is not shown again.";
         flash::set_reveal(state, viewer, notice, reveal).await?;

@@ -13,8 +13,8 @@ pub async fn set(state: &AppState, viewer: &Viewer, message: impl Into<String>) 
 }
 
 /// A secret shown once on the page an action redirects to (an endpoint's signing secret, a new
-/// API token): carried in the session row from the `POST` to the next page and cleared as it is
-/// shown, so reloading that page neither repeats the action nor shows the secret again.
+/// API token): carried in the session row (sealed) from the `POST` to the next page and cleared
+/// as it is shown, so reloading that page neither repeats the action nor shows the secret again.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Reveal {
     /// What the secret belongs to (an endpoint or token id): only that page shows it.
@@ -40,6 +40,9 @@ pub async fn set_reveal(
     message: impl Into<String>,
     reveal: Reveal,
 ) -> Result<(), UiError> {
+    // Sealed like every stored secret: the session row (and what the database's log keeps of
+    // it) never holds the plaintext.
+    let reveal = Reveal { value: state.seal(&reveal.value), ..reveal };
     let stored = serde_json::to_string(&WithReveal { notice: message.into(), reveal })
         .map_err(|e| UiError::Server(e.to_string()))?;
     set(state, viewer, stored).await
@@ -56,7 +59,10 @@ pub async fn take_with_reveal(state: &AppState, viewer: &Viewer) -> Result<(Opti
     let id = viewer.session.id_hash.clone();
     state.store.write(move |c| driftwatch_store::users::set_flash(c, &id, None)).await?;
     Ok(match serde_json::from_str::<WithReveal>(&message) {
-        Ok(with) => (Some(with.notice), Some(with.reveal)),
+        Ok(with) => {
+            let value = state.open(&with.reveal.value);
+            (Some(with.notice), value.map(|value| Reveal { value, ..with.reveal }))
+        }
         Err(_) => (Some(message), None),
     })
 }

@@ -130,6 +130,7 @@ pub fn routes() -> Router<AppState> {
         .route("/endpoints/{id}/enable", post(endpoints::enable))
         .route("/endpoints/{id}/disable", post(endpoints::disable))
         .route("/endpoints/{id}/rotate-secret", post(endpoints::rotate))
+        .route("/endpoints/{id}/remove-secret", post(endpoint_form::remove_secret))
         .route("/endpoints/{id}/test", post(endpoints::test))
         .route("/endpoints/{id}/recover", post(endpoints::recovery::recover))
         .route("/recoveries/{id}", get(endpoints::recovery::recovery))

@@ -163,9 +163,8 @@ pub(crate) async fn import(account: &str, file: &std::path::Path, settings: &Set
         let (keyring, _) = driftwatch::keys::keyring(settings)?;
         for (n, url) in parsed.notifications.iter().enumerate() {
             match driftwatch::import::to_endpoint(url, &account_id, policy, SystemClock.now()) {
-                Ok(mut row) => {
-                    row.secret = keyring.seal(&row.secret);
-                    row.secrets = row.secrets.as_deref().map(|s| keyring.seal(s));
+                Ok(row) => {
+                    let row = row.sealed(|s| keyring.seal(s));
                     store.write(move |c| driftwatch_store::endpoints::insert_endpoint(c, &row)).await?;
                     endpoints += 1;
                 }

@@ -70,7 +70,8 @@ pub async fn disable(
     set_enabled(state, caller, id, false).await
 }
 
-/// Replace the signing secret; the previous one keeps signing alongside for the overlap.
+/// Replace the signing secret; the previous one keeps signing alongside for the overlap. Only
+/// a kind that signs its requests (`webhook`) has one: any other answers 409.
 #[utoipa::path(
     post,
     path = "/endpoints/{id}/rotate-secret",
@@ -83,7 +84,8 @@ pub async fn rotate_secret(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-) -> Result<axum::Json<views::Endpoint>, ApiError> {
+) -> Result<views::Revealing<views::Endpoint>, ApiError> {
+    driftwatch_validate::may_rotate_secret(&find(&state, &caller, &id).await?.kind).map_err(ApiError::conflict)?;
     let now = state.clock.now().naive_utc();
     let overlap = TimeDelta::from_std(state.limits.secret_rotation_overlap).unwrap_or(TimeDelta::days(1));
     let secret = new_webhook_secret();
@@ -95,7 +97,7 @@ pub async fn rotate_secret(
         .ok_or_else(|| ApiError::not_found("no such endpoint"))?;
     tracing::info!(endpoint.id = %endpoint.id, "endpoint secret rotated");
     endpoint.secret = secret;
-    Ok(axum::Json(views::Endpoint::with_secret(endpoint, state.clock.now().naive_utc())))
+    Ok(views::Revealing(views::Endpoint::with_secret(endpoint, state.clock.now().naive_utc())))
 }
 
 /// Queue an `endpoint.test` event to this endpoint alone.

@@ -14,6 +14,7 @@ use super::etag::MAX_BUFFERED;
 use crate::AppState;
 use crate::api::auth::{bearer_token, may_write};
 use crate::api::error::ApiError;
+use crate::api::views::{ShownOnceFields, without_fields};
 
 /// How long a claimed key waits for its request before a crash is assumed and the key freed:
 /// longer than the slowest handler (a check with a 300 s fetch, confirmation and refetch).
@@ -139,21 +140,14 @@ async fn run_and_keep(store: &driftwatch_store::Store, held: &Held, next: Next, 
         }
     };
     let status = i32::from(parts.status.as_u16());
-    let stored = without_shown_once_secrets(&bytes);
+    // What the answer's view marks as shown once (a signing secret, a token) is not kept: a
+    // replay carries the record without it.
+    let stored = match parts.extensions.get::<ShownOnceFields>() {
+        Some(ShownOnceFields(fields)) => without_fields(&bytes, fields),
+        None => bytes.to_vec(),
+    };
     if let Err(e) = store.write(move |c| idempotency::complete(c, &account, &key, now, status, &stored)).await {
         tracing::warn!(error = %e, "storing an idempotent response failed");
     }
     Response::from_parts(parts, Body::from(bytes))
-}
-
-/// The answer as stored for replays: an API token's plaintext (shown once, stored nowhere else
-/// but as a hash) is left out, so a replay of `POST /tokens` carries the token's record only.
-fn without_shown_once_secrets(body: &[u8]) -> Vec<u8> {
-    match serde_json::from_slice::<serde_json::Value>(body) {
-        Ok(serde_json::Value::Object(mut object)) if object.get("token").is_some_and(|t| t.is_string()) => {
-            object.remove("token");
-            serde_json::to_vec(&object).unwrap_or_default()
-        }
-        _ => body.to_vec(),
-    }
 }

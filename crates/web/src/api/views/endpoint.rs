@@ -18,7 +18,9 @@ pub struct Endpoint {
     /// `pushover`, `gotify`, `matrix` or `http`.
     #[schema(value_type = EndpointKind)]
     kind: String,
-    /// Where deliveries are sent.
+    /// Where deliveries are sent; masked (`https://discord.com/api/webhooks/1234/••••`) for
+    /// kinds whose URL is itself a credential (Discord, Slack, Teams, Mattermost), which is
+    /// stored encrypted.
     url: String,
     /// A note for people.
     description: String,
@@ -26,7 +28,9 @@ pub struct Endpoint {
     enabled: bool,
     /// Why it was disabled (by request, 410 Gone, or failing too long).
     disabled_reason: Option<String>,
-    /// The signing secret (`whsec_...`); only in the answers to creation and rotation.
+    /// The signing secret (`whsec_...`); only in the answers to creation and rotation, and only
+    /// for kinds whose requests are signed (`webhook`). Shown once: an idempotent replay of the
+    /// answer leaves it out.
     #[serde(skip_serializing_if = "Option::is_none")]
     secret: Option<String>,
     /// After a rotation: until when the previous secret also signs.
@@ -106,11 +110,15 @@ pub enum Circuit {
     HalfOpen,
 }
 
+impl super::ShownOnce for Endpoint {
+    const SHOWN_ONCE: &'static [&'static str] = &["secret"];
+}
+
 impl Endpoint {
     /// The view with the signing secret, for the creation and rotation responses only.
     pub fn with_secret(e: store::Endpoint, now: NaiveDateTime) -> Endpoint {
-        let secret = e.secret.clone();
-        Endpoint { secret: Some(secret), ..Endpoint::at(e, now) }
+        let secret = Some(e.secret.clone()).filter(|s| !s.is_empty());
+        Endpoint { secret, ..Endpoint::at(e, now) }
     }
 
     /// The view of `e` at `now` (the injected clock's): its circuit and whether a rotated-out

@@ -4,12 +4,14 @@
 mod delivery;
 mod endpoint;
 mod event;
+mod shown_once;
 mod token;
 mod watch;
 
 pub use delivery::Delivery;
 pub use endpoint::{Endpoint, Recovery};
 pub use event::Event;
+pub use shown_once::{Revealing, ShownOnce, ShownOnceFields, without_fields};
 pub use token::Token;
 pub use watch::{Diff, Run, Snapshot, Watch};
 

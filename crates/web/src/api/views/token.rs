@@ -29,6 +29,10 @@ pub struct Token {
     revoked_at: Option<DateTime<Utc>>,
 }
 
+impl super::ShownOnce for Token {
+    const SHOWN_ONCE: &'static [&'static str] = &["token"];
+}
+
 impl Token {
     /// The view with the plaintext token, for the creation response only.
     pub fn with_secret(t: store::ApiToken, plaintext: String) -> Token {
