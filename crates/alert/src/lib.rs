@@ -284,20 +284,27 @@ mod tests {
     }
 
     /// The wire form of `condition.met` / `condition.cleared`, pinned byte for byte: the
-    /// documented contract (keys sorted, `changes` left out when nothing moved).
+    /// documented contract (keys sorted, `values` left out when nothing moved).
+    ///
+    /// Changed on purpose from the first form (`values` a map of every reading, the moved ones
+    /// under `changes`): `data.values` is now the list of moved values in every event type, as
+    /// `change.detected` has always written it, and the readings sit under `readings`.
     #[test]
     fn condition_payloads_keep_their_bytes() {
         let at = DateTime::parse_from_rfc3339("2026-12-02T12:00:00Z").map(|t| t.with_timezone(&Utc)).expect("time");
         let watch = WatchRef { id: "wat_1", name: "Espresso", url: "https://shop.example/e" };
         let placeholder = v1::Watch { id: String::new(), name: String::new(), url: String::new() };
-        let data = |changes| v1::ConditionEvent {
+        let data = |values| v1::ConditionEvent {
             event_id: "evt_1".into(),
             watch: placeholder.clone(),
             holds: true,
             reasons: vec!["price 45.00 EUR is below 50".into()],
-            values: [("price".to_owned(), json!(45.0)), ("stock".to_owned(), json!("in_stock"))].into(),
-            changes,
+            readings: [("price".to_owned(), json!(45.0)), ("stock".to_owned(), json!("in_stock"))].into(),
+            values,
             snapshot: Some("snp_2".into()),
+            diff: None,
+            snapshots: None,
+            render: None,
         };
         let moved = vec![v1::ValueChange {
             name: "price".into(),
@@ -307,18 +314,54 @@ mod tests {
             change_percent: Some(-32.84),
         }];
         assert_eq!(
-            condition_payload(EventType::ConditionMet, watch, data(moved), at),
+            condition_payload(EventType::ConditionMet, watch, data(moved.clone()), at),
             concat!(
-                r#"{"data":{"changes":[{"change_percent":-32.84,"currency":"EUR","from":67.0,"name":"price","to":45.0}],"#,
-                r#""event_id":"evt_1","holds":true,"reasons":["price 45.00 EUR is below 50"],"snapshot":"snp_2","#,
-                r#""values":{"price":45.0,"stock":"in_stock"},"#,
+                r#"{"data":{"event_id":"evt_1","holds":true,"#,
+                r#""readings":{"price":45.0,"stock":"in_stock"},"reasons":["price 45.00 EUR is below 50"],"snapshot":"snp_2","#,
+                r#""values":[{"change_percent":-32.84,"currency":"EUR","from":67.0,"name":"price","to":45.0}],"#,
                 r#""watch":{"id":"wat_1","name":"Espresso","url":"https://shop.example/e"}},"#,
                 r#""timestamp":"2026-12-02T12:00:00.000Z","type":"condition.met"}"#
             )
         );
         let quiet = condition_payload(EventType::ConditionCleared, watch, data(Vec::new()), at);
-        assert!(quiet.starts_with(r#"{"data":{"event_id":"evt_1","#), "no `changes` when none moved: {quiet}");
+        assert!(quiet.contains(r#""snapshot":"snp_2","watch""#), "no `values` when none moved: {quiet}");
         assert!(matches!(v1::Payload::parse(&quiet), Some(v1::Payload::Condition(e)) if e.data.holds));
+        // The same value list, in the same place, as a change's.
+        let change = driftwatch_diff::diff_texts("price 67\n", "price 45\n", "snp_1", "snp_2");
+        let pair = SnapshotPair { previous: "snp_1", current: "snp_2" };
+        let extras = ChangeExtras { render: None, values: moved.clone() };
+        let detected = change_payload_with("evt_0", watch, &change, pair, at, extras);
+        let met = condition_payload(EventType::ConditionMet, watch, data(moved), at);
+        let (detected, met): (serde_json::Value, serde_json::Value) =
+            (serde_json::from_str(&detected).expect("json"), serde_json::from_str(&met).expect("json"));
+        assert_eq!(detected["data"]["values"], met["data"]["values"]);
+    }
+
+    /// A crossing carries the change its check found, as `change.detected` tells it.
+    #[test]
+    fn a_crossing_carries_its_change() {
+        let at = DateTime::parse_from_rfc3339("2026-12-02T12:00:00Z").map(|t| t.with_timezone(&Utc)).expect("time");
+        let watch = WatchRef { id: "wat_1", name: "Espresso", url: "https://shop.example/e" };
+        let change = driftwatch_diff::diff_texts("price 67\n", "price 45\n", "snp_1", "snp_2");
+        let pair = SnapshotPair { previous: "snp_1", current: "snp_2" };
+        let detected = change_payload("evt_0", watch, &change, pair, at);
+        let Some(v1::Payload::Change(detected)) = v1::Payload::parse(&detected) else { panic!("a change") };
+        let bare = v1::ConditionEvent {
+            event_id: "evt_1".into(),
+            watch: detected.data.watch.clone(),
+            holds: true,
+            reasons: Vec::new(),
+            readings: std::collections::BTreeMap::new(),
+            values: Vec::new(),
+            snapshot: Some("snp_2".into()),
+            diff: None,
+            snapshots: None,
+            render: None,
+        };
+        let met = condition_payload(EventType::ConditionMet, watch, bare.with_change(detected.data.clone()), at);
+        let Some(v1::Payload::Condition(met)) = v1::Payload::parse(&met) else { panic!("a condition: {met}") };
+        assert_eq!(met.data.diff, Some(detected.data.diff));
+        assert_eq!(met.data.snapshots, Some(detected.data.snapshots));
     }
 
     #[test]

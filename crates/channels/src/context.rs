@@ -218,9 +218,20 @@ impl Context {
         self.summary = crate::message::condition_sentence(envelope.event_type, &envelope.data);
         let data = envelope.data;
         self.watch = watch_vars(&data.watch, tags);
-        self.link = match public {
-            Some(base) => format!("{base}/watches/{}", data.watch.id),
-            None => data.watch.url.clone(),
+        // The change that crossed, when there was one: told here as `change.detected` tells it.
+        if let Some(diff) = &data.diff {
+            self.diff = diff_vars(diff);
+        }
+        if !data.values.is_empty() {
+            self.summary.push_str("; ");
+            self.summary.push_str(&crate::message::value_changes_sentence(&data.values));
+        }
+        self.link = match (public, &data.snapshots) {
+            (Some(base), Some(pair)) => {
+                format!("{base}/watches/{}?from={}&to={}", data.watch.id, pair.previous, pair.current)
+            }
+            (Some(base), None) => format!("{base}/watches/{}", data.watch.id),
+            (None, _) => data.watch.url.clone(),
         };
     }
 

@@ -128,6 +128,38 @@ pub struct Conditions {
     /// With a preset: the value it is about, when not `price` (or `stock`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
+    /// What a change alerts with. `conditions` (the default): one alert per change, so a
+    /// change that makes the conditions hold is told by `condition.met` alone (carrying the
+    /// change), and `change.detected` is sent for the changes after it while they still hold.
+    /// `conditions_and_changes`: `change.detected` too, for that first change.
+    #[serde(skip_serializing_if = "AlertOn::is_default")]
+    pub alert_on: AlertOn,
+}
+
+/// What a watch with conditions alerts with; see [`Conditions::alert_on`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AlertOn {
+    /// One alert per change: the crossing's `condition.met` carries the change that made it.
+    #[default]
+    Conditions,
+    /// The crossing's `condition.met` and that change's own `change.detected`.
+    ConditionsAndChanges,
+}
+
+impl AlertOn {
+    /// Whether this is the default (left out of stored options).
+    pub fn is_default(&self) -> bool {
+        *self == AlertOn::default()
+    }
+
+    /// The name used in options and the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AlertOn::Conditions => "conditions",
+            AlertOn::ConditionsAndChanges => "conditions_and_changes",
+        }
+    }
 }
 
 /// The presets of [`Conditions::preset`].

@@ -6,7 +6,7 @@ use diesel::prelude::*;
 
 use crate::outbox::Target;
 use crate::render::Render;
-use crate::schema::{runs, snapshots, watches};
+use crate::schema::{events, runs, snapshots, watches};
 use crate::{DbConn, Event, Run, Snapshot, StoreError, StoreResult};
 
 /// Everything one check produced.
@@ -33,6 +33,9 @@ pub struct CheckResult {
     /// Events to deliver, each to every enabled endpoint of the owner (a change, a health
     /// change, or both).
     pub events: Vec<Event>,
+    /// Events kept in the history but delivered to no endpoint, as a muted watch's are: a
+    /// change whose alert is the `condition.met` it caused.
+    pub undelivered: Vec<Event>,
     /// The watch's health after this check ([`driftwatch_core::WatchHealth`]).
     pub health: String,
     /// Validators of the page fetched, for the next conditional GET (unchanged when `None`).
@@ -150,6 +153,8 @@ fn record_set_pg(
     let events: Vec<(&Event, i32, NaiveDateTime)> =
         kept.iter().flat_map(|r| r.events.iter().map(|e| (e, r.max_attempts, r.now))).collect();
     let queued = crate::outbox::enqueue_many(conn, render, &events)?;
+    let undelivered: Vec<Event> = kept.iter().flat_map(|r| r.undelivered.iter().cloned()).collect();
+    crate::insert_all!(conn, events::table, undelivered);
     let DbConn::Pg(pg) = conn else { return Err(StoreError::Config("not PostgreSQL".into())) };
     let runs: Vec<Run> = kept.iter().map(|r| r.run.storable().into_owned()).collect();
     if !runs.is_empty() {
@@ -208,6 +213,9 @@ fn record_in(conn: &mut DbConn, render: &dyn Render, result: &CheckResult) -> St
     let mut queued = 0;
     for event in &result.events {
         queued += crate::outbox::enqueue(conn, render, event, Target::AllEnabled, result.max_attempts, result.now)?;
+    }
+    for event in &result.undelivered {
+        diesel::insert_into(events::table).values(event).execute(conn)?;
     }
     diesel::insert_into(runs::table).values(&*result.run.storable()).execute(conn)?;
     Ok(queued)

@@ -24,7 +24,7 @@ pub use db::{Backend, TestDb};
 pub use mcp_client::{McpClient, Subscribed};
 pub use page::{PageRequest, PageServer};
 pub use process::KillOnDrop;
-pub use receiver::{Received, Receiver};
+pub use receiver::{BodyCheck, Received, Receiver, check_every_request};
 pub use smtp::{ParsedMail, ReceivedMail, SmtpServer};
 pub use wait::{eventually, eventually_within};
 

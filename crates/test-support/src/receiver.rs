@@ -47,6 +47,20 @@ impl Received {
     }
 }
 
+/// A check of every request a receiver gets: `Err` says what is wrong with it.
+pub type BodyCheck = fn(&Received) -> Result<(), String>;
+
+/// The check every receiver of this process runs, once a suite installed one.
+static BODY_CHECK: std::sync::OnceLock<BodyCheck> = std::sync::OnceLock::new();
+
+/// Has every [`Receiver`] of this process run `check` on each request it gets (the e2e suite
+/// holds webhook bodies to the OpenAPI document's `webhooks` this way). A failed check fails
+/// the test when it reads what the receiver got, or drops the receiver. The first check
+/// installed stays.
+pub fn check_every_request(check: BodyCheck) {
+    let _ = BODY_CHECK.set(check);
+}
+
 /// How the receiver answers, set on cue.
 #[derive(Debug, Clone)]
 struct Answer {
@@ -63,6 +77,8 @@ struct Shared {
     gate: watch::Sender<bool>,
     /// Every request that passed the gate, in order.
     received: Mutex<Vec<Received>>,
+    /// What the installed [`BodyCheck`] found wrong, one line per request.
+    faults: Mutex<Vec<String>>,
     /// How many passed the gate.
     arrived: watch::Sender<usize>,
     /// The `webhook-id` of every request answered, in order, repeats included.
@@ -81,9 +97,13 @@ impl Shared {
         let id = headers.get("webhook-id").cloned().unwrap_or_default();
         // Decide the answer before anyone can see this request arrived.
         let answer = self.answer.lock().expect("lock").clone();
+        let received = Received { headers, body, at: std::time::Instant::now() };
+        if let Some(Err(fault)) = BODY_CHECK.get().map(|check| check(&received)) {
+            self.faults.lock().expect("lock").push(fault);
+        }
         let n = {
             let mut all = self.received.lock().expect("lock");
-            all.push(Received { headers, body, at: std::time::Instant::now() });
+            all.push(received);
             all.len()
         };
         self.arrived.send_replace(n);
@@ -129,6 +149,7 @@ impl Receiver {
             }),
             gate: watch::channel(true).0,
             received: Mutex::new(Vec::new()),
+            faults: Mutex::new(Vec::new()),
             arrived: watch::channel(0).0,
             answered: Mutex::new(Vec::new()),
             distinct: Mutex::new(HashSet::new()),
@@ -176,9 +197,17 @@ impl Receiver {
         self.shared.gate.send_replace(true);
     }
 
-    /// Every request that arrived so far, in order.
+    /// Every request that arrived so far, in order. Panics when one failed the installed
+    /// check ([`check_every_request`]).
     pub fn received(&self) -> Vec<Received> {
+        self.assert_checked();
         self.shared.received.lock().expect("lock").clone()
+    }
+
+    /// Panics with what the installed check found wrong, if anything.
+    fn assert_checked(&self) {
+        let faults = self.shared.faults.lock().expect("lock").clone();
+        assert!(faults.is_empty(), "the receiver at {} got requests that fail the check: {faults:#?}", self.url);
     }
 
     /// The `webhook-id` of every request answered so far, in order, repeats included.
@@ -219,5 +248,14 @@ impl Receiver {
             .await
             .unwrap_or_else(|_| panic!("{what}: {} of {n} arrived", *self.shared.answered_distinct.borrow()))
             .expect("receiver alive");
+    }
+}
+
+impl Drop for Receiver {
+    /// A test that never read what it got is still failed by a request that fails the check.
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            self.assert_checked();
+        }
     }
 }

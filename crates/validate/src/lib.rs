@@ -21,8 +21,8 @@ pub use portable::{PortableWatch, from_watch};
 pub use recovery::{RecoveryInput, RecoveryRequest, recovery};
 pub use token::token;
 pub use watch::{
-    URL_PATTERN, WatchInput, WatchPatch, new_watch, next_runs, state_change, valid_options, valid_tags, valid_target,
-    watch_changes,
+    URL_PATTERN, WatchInput, WatchPatch, new_watch, next_runs, options_as_saved, state_change, valid_options,
+    valid_tags, valid_target, watch_changes,
 };
 
 /// One invalid field: the workspace's one shape of it.

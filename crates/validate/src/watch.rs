@@ -79,11 +79,18 @@ fn valid_selector(selector: Option<String>) -> Result<Option<String>, FieldError
     Ok(selector)
 }
 
-/// Checks fetch, extraction, line and noise options (header names, selectors parse, regexes
-/// compile, ranges); returns them as stored (JSON).
 /// Checks watch options as a create or update would (fields named `options.…`), returning
-/// their stored form.
+/// their stored form (JSON).
 pub fn valid_options(options: &WatchOptions, limits: &Limits) -> Result<String, FieldError> {
+    let saved = options_as_saved(options, limits)?;
+    serde_json::to_string(&saved).map_err(|e| FieldError::new("options", e.to_string()))
+}
+
+/// Checks fetch, extraction, line and noise options (header names, selectors parse, regexes
+/// compile, ranges) and returns them as a save stores them: a conditions preset expanded into
+/// the rules it stands for (and the value it may add). What tries options without saving them
+/// (a backtest) takes them from here, so it judges exactly what a save would keep.
+pub fn options_as_saved(options: &WatchOptions, limits: &Limits) -> Result<WatchOptions, FieldError> {
     let fetch = &options.fetch;
     valid_browser_options(options, limits)?;
     if let Some(method) = &fetch.method
@@ -141,7 +148,7 @@ pub fn valid_options(options: &WatchOptions, limits: &Limits) -> Result<String, 
         driftwatch_values::conditions::check(conditions, &options.values)
             .map_err(|e| within(e, "options.conditions"))?;
     }
-    serde_json::to_string(&options).map_err(|e| FieldError::new("options", e.to_string()))
+    Ok(options.into_owned())
 }
 
 /// Checks a schedule against the limits; returns it parsed.

@@ -302,8 +302,11 @@ fn compile(spec: &ValueSpec) -> Result<Compiled, FieldError> {
         if spec.kind != ValueKind::Money {
             return Err(FieldError::new("currency", "only a money value has a currency"));
         }
-        if currency.len() != 3 || !currency.bytes().all(|b| b.is_ascii_uppercase()) {
-            return Err(FieldError::new("currency", "an ISO 4217 code such as EUR, USD or CHF"));
+        if !crate::parse::is_iso_4217(currency) {
+            return Err(FieldError::new(
+                "currency",
+                format!("`{currency}` is not an ISO 4217 currency code: use one such as EUR, USD or CHF"),
+            ));
         }
     }
     if spec.kind != ValueKind::Availability && !(spec.in_stock_words.is_empty() && spec.out_of_stock_words.is_empty()) {

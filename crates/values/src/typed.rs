@@ -105,13 +105,16 @@ pub type Values = BTreeMap<String, Typed>;
 
 /// How one value moved between two checks, as payloads carry it:
 /// `{"name": "price", "from": 89.99, "to": 67.0, "currency": "EUR", "change_percent": -25.55}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = PayloadValueChange)]
 pub struct ValueChange {
     /// The value's name.
     pub name: String,
-    /// Before (null when it was not read).
+    /// Before (null when it was not read): a number, an amount, text, `in_stock`...
+    #[schema(value_type = Value)]
     pub from: serde_json::Value,
     /// After (null when it could not be read).
+    #[schema(value_type = Value)]
     pub to: serde_json::Value,
     /// The currency of a money value.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -123,9 +123,82 @@ pub fn check(method: &str, path: &str, status: u16, content_type: Option<&str>, 
     assert!(errors.is_empty(), "{what}: the body does not match the documented schema: {errors:#?}\n{instance:#}");
 }
 
+/// Whether a webhook body is what the document's `webhooks` section says a delivery of its
+/// `type` is; the error says why not. Installed on every receiver by [`crate::support::TestApp`],
+/// so each body a `webhook` endpoint gets in this suite is checked.
+pub fn check_webhook(body: &[u8]) -> Result<(), String> {
+    let instance: Value = serde_json::from_slice(body).map_err(|e| format!("the body is not JSON ({e})"))?;
+    let event_type = instance["type"].as_str().ok_or_else(|| format!("no `type`: {instance}"))?;
+    let schema = document()["webhooks"][event_type]["post"]["requestBody"]["content"]["application/json"]
+        .get("schema")
+        .ok_or_else(|| format!("`{event_type}` is not a documented webhook"))?;
+    let validator = validator(&format!("webhook {event_type}"), schema);
+    let errors: Vec<String> =
+        validator.iter_errors(&instance).map(|e| format!("{} at {}", e, e.instance_path())).collect();
+    match errors.is_empty() {
+        true => Ok(()),
+        false => Err(format!("a `{event_type}` body does not match its documented schema: {errors:#?}\n{instance:#}")),
+    }
+}
+
+/// [`check_webhook`] for what a receiver got: every body that came with a `webhook-id` (what
+/// a `webhook` endpoint sends; other kinds send messages of their own), except a body some
+/// tests seed into the outbox themselves (`{"n": 1}`: neither `type` nor `data`, so no event).
+pub fn check_received(received: &driftwatch_test_support::Received) -> Result<(), String> {
+    let seeded = serde_json::from_slice::<Value>(&received.body)
+        .is_ok_and(|b| b.is_object() && b.get("type").is_none() && b.get("data").is_none());
+    match received.header("webhook-id") {
+        "" => Ok(()),
+        _ if seeded => Ok(()),
+        _ => check_webhook(&received.body),
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::check;
+    use serde_json::json;
+
+    use super::{check, check_webhook};
+
+    /// Real bodies pass; a body with a field missing, of the wrong type, added, or of an
+    /// undocumented type fails.
+    #[test]
+    fn webhook_bodies_are_held_to_their_documented_schema() {
+        let change = driftwatch_diff::diff_texts("price 67\n", "price 45\n", "snp_1", "snp_2");
+        let at = chrono::DateTime::parse_from_rfc3339("2026-12-02T12:00:00Z").expect("time").to_utc();
+        let watch = driftwatch_alert::WatchRef { id: "wat_1", name: "Espresso", url: "https://shop.example/e" };
+        let pair = driftwatch_alert::SnapshotPair { previous: "snp_1", current: "snp_2" };
+        let body = driftwatch_alert::change_payload("evt_1", watch, &change, pair, at);
+        check_webhook(body.as_bytes()).expect("a real change.detected body");
+        let endpoint = driftwatch_alert::EndpointRef { id: "end_1", url: "https://hooks.example/x", description: "" };
+        let disabled = driftwatch_alert::endpoint_payload(
+            driftwatch_core::EventType::EndpointDisabled,
+            "evt_2",
+            endpoint,
+            Some("410"),
+            at,
+        );
+        check_webhook(disabled.as_bytes()).expect("a real endpoint.disabled body");
+        let good: serde_json::Value = serde_json::from_str(&body).expect("json");
+        let doctored = |edit: &dyn Fn(&mut serde_json::Value)| {
+            let mut bad = good.clone();
+            edit(&mut bad);
+            check_webhook(bad.to_string().as_bytes())
+        };
+        let missing = doctored(&|b| drop(b["data"].as_object_mut().and_then(|d| d.remove("diff"))));
+        assert!(missing.as_ref().is_err_and(|e| e.contains("diff")), "{missing:?}");
+        let wrong = doctored(&|b| b["data"]["diff"]["added"] = json!("one"));
+        assert!(wrong.is_err(), "a count as text");
+        let extra = doctored(&|b| b["data"]["secret"] = json!("whsec_x"));
+        assert!(extra.is_err(), "an undocumented field");
+        let time = doctored(&|b| b["timestamp"] = json!("yesterday"));
+        assert!(time.is_err(), "not a date-time");
+        let undocumented = doctored(&|b| b["type"] = json!("change.guessed"));
+        assert!(undocumented.is_err_and(|e| e.contains("not a documented webhook")));
+        let mismatched = doctored(&|b| b["type"] = json!("endpoint.test"));
+        assert!(mismatched.is_err(), "a change's data under another type");
+        assert!(check_webhook(b"not json").is_err());
+    }
 
     #[test]
     fn a_conforming_answer_passes() {

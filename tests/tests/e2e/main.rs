@@ -25,6 +25,7 @@ mod store;
 mod ui;
 mod ui_browser;
 mod values;
+mod values_alerts;
 mod watches;
 
 /// Declares each scenario `async fn name(backend: Backend)` as a test on SQLite and, when
@@ -129,6 +130,9 @@ on_both_backends!(
     values::presets_are_saved_as_the_rules_they_stand_for,
     values::a_value_that_keeps_failing_turns_the_watch_value_missing,
     values::each_source_reads_a_local_page,
+    values_alerts::one_price_drop_is_one_alert,
+    values_alerts::a_backtest_expands_presets_as_a_save_does,
+    values_alerts::a_currency_that_does_not_exist_is_refused,
     delivery::per_endpoint_settings_are_validated_and_used,
     delivery::retention_purges_bodies_but_keeps_rows,
     delivery::a_long_failing_endpoint_is_disabled,

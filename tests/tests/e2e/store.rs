@@ -82,6 +82,7 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
                     payload: "{}".into(),
                     created_at: now,
                 }],
+                undelivered: Vec::new(),
                 health: "ok".into(),
                 validators: None,
                 max_attempts: 3,
@@ -113,6 +114,7 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
                 lease_owner: "runner-2".into(),
                 run: Run { id: new_id(IdKind::Run), watch_id: other.id.clone(), event_id: None, ..result.run.clone() },
                 events: Vec::new(),
+                undelivered: Vec::new(),
                 ..result.clone()
             };
             let answers = checks::record_all(c, &PayloadOnly, &[lost.clone(), written.clone()])?;
@@ -145,6 +147,7 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
                     ..result.run.clone()
                 },
                 events: Vec::new(),
+                undelivered: Vec::new(),
                 ..result.clone()
             };
             let answers = checks::record_all(

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 /// Settings for tests: loopback allowed, a short retry schedule, quick polling.
 pub fn test_settings(db: &TestDb) -> Settings {
+    check_webhook_bodies();
     let mut s = Settings::defaults();
     s.database_url = db.url.clone();
     s.listen = "127.0.0.1:0".into();
@@ -33,6 +34,12 @@ pub fn test_settings(db: &TestDb) -> Settings {
 pub const TEST_SECRET_KEY: &str = "KioqKioqKioqKioqKioqKioqKioqKioqKioqKioqKio=";
 
 /// The application under test, with an HTTP client for its API.
+/// Holds every webhook body any receiver of this suite gets to the OpenAPI document's
+/// `webhooks` section, as [`TestApp::call`] holds every answer to its `paths`.
+pub fn check_webhook_bodies() {
+    driftwatch_test_support::check_every_request(crate::conformance::check_received);
+}
+
 pub struct TestApp {
     pub base: String,
     pub http: reqwest::Client,
@@ -46,6 +53,7 @@ impl TestApp {
     }
 
     pub async fn start_with(backend: Backend, tweak: impl FnOnce(&mut Settings)) -> TestApp {
+        check_webhook_bodies();
         let db = TestDb::new(backend);
         let mut settings = test_settings(&db);
         tweak(&mut settings);
@@ -56,6 +64,7 @@ impl TestApp {
 
     /// Drives an application the test started itself (on a database it keeps).
     pub fn from_app(app: App) -> TestApp {
+        check_webhook_bodies();
         let addr = app.addr.expect("web role listens");
         TestApp { base: format!("http://{addr}/api/v1"), http: reqwest::Client::new(), app: Some(app), _db: None }
     }

@@ -81,7 +81,7 @@ pub async fn a_price_condition_alerts_once_when_it_crosses(backend: Backend) {
     assert_eq!(met.len(), 1, "{met:?}");
     let met = app.ok(&format!("/events/{}", met[0]["id"].as_str().expect("id")), &token).await;
     assert_eq!(met["payload"]["data"]["holds"], true);
-    assert_eq!(met["payload"]["data"]["values"]["price"], 45.0);
+    assert_eq!(met["payload"]["data"]["readings"]["price"], 45.0);
 
     // Still below: a change, but no second condition.met.
     site.set(&shop("44.00", "InStock"));

@@ -18,7 +18,8 @@ pub struct Envelope<D> {
 }
 
 /// The watch an event is about.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = PayloadWatch)]
 pub struct Watch {
     /// `wat_...`.
     pub id: String,
@@ -29,7 +30,8 @@ pub struct Watch {
 }
 
 /// `change.detected`: the watched text changed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = PayloadChangeDetected)]
 pub struct ChangeDetected {
     /// `evt_...`.
     pub event_id: String,
@@ -52,7 +54,12 @@ pub struct ChangeDetected {
 pub use driftwatch_values::ValueChange;
 
 /// `condition.met`, `condition.cleared`: a watch's conditions started or stopped holding.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// When the check that crossed found a change, the event carries it as `change.detected` would
+/// (`diff`, `snapshots`, `render`, `values`): by default a watch with conditions tells that
+/// change by this event alone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = PayloadConditionEvent)]
 pub struct ConditionEvent {
     /// `evt_...`.
     pub event_id: String,
@@ -62,18 +69,43 @@ pub struct ConditionEvent {
     pub holds: bool,
     /// Why, one sentence per deciding rule ("price 44.00 EUR is below 45").
     pub reasons: Vec<String>,
-    /// Every value read on this check, plain (`{"price": 44.0}`).
-    pub values: std::collections::BTreeMap<String, serde_json::Value>,
-    /// The values that moved since the snapshot before.
+    /// Every value read on this check, plain, by name (`{"price": 44.0}`).
+    pub readings: std::collections::BTreeMap<String, serde_json::Value>,
+    /// The values that moved since the snapshot before, as in `change.detected` (absent when
+    /// none did).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub changes: Vec<ValueChange>,
+    pub values: Vec<ValueChange>,
     /// The snapshot the conditions were judged on.
     pub snapshot: Option<String>,
+    /// The change the check found, when it found one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<Diff>,
+    /// The snapshots on both sides of that change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshots: Option<Snapshots>,
+    /// How the page was rendered, when a browser rendered the change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub render: Option<Render>,
+}
+
+impl ConditionEvent {
+    /// This event carrying `change`, the change its check found: its diff, snapshots, render
+    /// and the values that moved.
+    pub fn with_change(self, change: ChangeDetected) -> ConditionEvent {
+        ConditionEvent {
+            diff: Some(change.diff),
+            snapshots: Some(change.snapshots),
+            render: change.render,
+            values: change.values,
+            ..self
+        }
+    }
 }
 
 /// A change seen in a browser: whether a screenshot was kept, where to fetch it, and how much
 /// it differs from the previous one.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = PayloadRender)]
 pub struct Render {
     /// Always `true`: the page was rendered in a browser.
     pub browser: bool,
@@ -90,7 +122,8 @@ pub struct Render {
 }
 
 /// A change's diff.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = PayloadDiff)]
 pub struct Diff {
     /// Lines added.
     pub added: usize,
@@ -110,7 +143,8 @@ pub struct Diff {
 }
 
 /// The snapshot ids on both sides of a change.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = PayloadSnapshots)]
 pub struct Snapshots {
     /// Before.
     pub previous: String,
@@ -120,7 +154,8 @@ pub struct Snapshots {
 
 /// `check.failed`, `check.selector_missing`, `check.value_missing`, `check.recovered`: a watch's
 /// health changed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = PayloadCheckEvent)]
 pub struct CheckEvent {
     /// `evt_...`.
     pub event_id: String,
@@ -131,7 +166,8 @@ pub struct CheckEvent {
 }
 
 /// The check behind a health event.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = PayloadCheck)]
 pub struct Check {
     /// `run_...`.
     pub run_id: String,
@@ -144,7 +180,8 @@ pub struct Check {
 }
 
 /// `endpoint.disabled`, `endpoint.test`: about an endpoint.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = PayloadEndpointEvent)]
 pub struct EndpointEvent {
     /// `evt_...`.
     pub event_id: String,
@@ -156,7 +193,8 @@ pub struct EndpointEvent {
 }
 
 /// The endpoint an endpoint event is about.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = PayloadEndpoint)]
 pub struct Endpoint {
     /// `end_...`.
     pub id: String,

@@ -1,8 +1,11 @@
 //! Conditions: whether a watch's conditions hold on this check. A change alerts only when
 //! they do (otherwise the run says why not); `condition.met` is raised when they start to hold
-//! (the first check included) and `condition.cleared` when they stop.
+//! (the first check included) and `condition.cleared` when they stop. A crossing carries the
+//! change its check found; with `alert_on: conditions` (the default) `condition.met` is then
+//! that change's only alert.
 
 use driftwatch_alert::{WatchRef, condition_payload, v1};
+use driftwatch_core::values::AlertOn;
 use driftwatch_core::{EventType, IdKind, RunOutcome, WatchOptions, new_id};
 use driftwatch_store::{Event, Watch};
 use driftwatch_values::{Facts, Verdict, changes, evaluate};
@@ -45,11 +48,25 @@ impl Runner {
             (Some(true), false) => Some(EventType::ConditionCleared),
         };
         let snapshot = compared.snapshot.as_ref().map(|s| s.id.clone());
-        let event = crossed.map(|event_type| self.crossing_event(watch, event_type, &verdict, facts, snapshot));
+        // The change this check found, typed, for a crossing to carry.
+        let change =
+            compared.event.as_ref().filter(|_| crossed.is_some()).and_then(|e| match v1::Payload::parse(&e.payload) {
+                Some(v1::Payload::Change(envelope)) => Some(envelope.data),
+                _ => None,
+            });
+        let event = crossed.map(|event_type| self.crossing_event(watch, event_type, &verdict, facts, snapshot, change));
         if !verdict.holds && compared.event.take().is_some() {
             hold_back(compared, &verdict, crossed.is_some());
         }
-        if event.is_some()
+        if crossed == Some(EventType::ConditionMet)
+            && conditions.alert_on == AlertOn::Conditions
+            && compared.event.is_some()
+        {
+            // One alert for one change: `condition.met` carries it. The change stays in the
+            // history (the run names it), delivered nowhere.
+            compared.undelivered = compared.event.take();
+        }
+        if crossed.is_some()
             && let Some(snapshot) = compared.snapshot.as_mut()
         {
             // The crossing is told: the change was not kept quiet (by the noise rules either).
@@ -68,6 +85,7 @@ impl Runner {
         verdict: &Verdict,
         facts: &CheckFacts,
         snapshot: Option<String>,
+        change: Option<v1::ChangeDetected>,
     ) -> Event {
         let now = self.now();
         let event_id = new_id(IdKind::Event);
@@ -76,9 +94,17 @@ impl Runner {
             watch: v1::Watch { id: String::new(), name: String::new(), url: String::new() },
             holds: verdict.holds,
             reasons: verdict.reasons.clone(),
-            values: facts.values.iter().map(|(name, value)| (name.clone(), value.plain())).collect(),
-            changes: facts.previous.as_ref().map(|before| changes(before, &facts.values)).unwrap_or_default(),
+            readings: facts.values.iter().map(|(name, value)| (name.clone(), value.plain())).collect(),
+            values: facts.previous.as_ref().map(|before| changes(before, &facts.values)).unwrap_or_default(),
             snapshot: snapshot.clone(),
+            diff: None,
+            snapshots: None,
+            render: None,
+        };
+        let pair = change.as_ref().map(|c| (c.snapshots.clone(), (c.diff.added, c.diff.removed)));
+        let data = match change {
+            Some(change) => data.with_change(change),
+            None => data,
         };
         let payload = condition_payload(
             event_type,
@@ -86,7 +112,12 @@ impl Runner {
             data,
             now.and_utc(),
         );
-        Event::about_watch(event_id, watch, event_type, payload, now).on_snapshot(snapshot)
+        let event = Event::about_watch(event_id, watch, event_type, payload, now).on_snapshot(snapshot);
+        match pair {
+            // Its row refers to the change as a `change.detected` row would (timeline, diff).
+            Some((pair, lines)) => event.of_change(&pair.previous, &pair.current, lines),
+            None => event,
+        }
     }
 }
 

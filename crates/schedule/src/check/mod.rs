@@ -89,6 +89,9 @@ struct Compared {
     snapshot: Option<Snapshot>,
     /// The change's event, unless it was kept quiet.
     event: Option<Event>,
+    /// The change's event when a crossing's `condition.met` is its alert: recorded, not
+    /// delivered.
+    undelivered: Option<Event>,
     /// The kind of error.
     error_kind: Option<&'static str>,
     /// The new snapshot's screenshot.
@@ -121,6 +124,7 @@ impl Compared {
             note: None,
             snapshot: None,
             event: None,
+            undelivered: None,
             error_kind: None,
             screenshot: None,
             facts: None,
@@ -259,7 +263,7 @@ impl Runner {
             error: compared.error,
             note: compared.note,
             snapshot_id: compared.snapshot.as_ref().map(|s| s.id.clone()),
-            event_id: compared.event.as_ref().map(|e| e.id.clone()),
+            event_id: compared.event.as_ref().or(compared.undelivered.as_ref()).map(|e| e.id.clone()),
             engine: Some(engine.to_owned()),
             error_kind: compared.error_kind.map(str::to_owned),
         };
@@ -275,6 +279,7 @@ impl Runner {
             browser_since,
             conditions_met,
             events: compared.event.into_iter().chain(crossing).chain(decided.health_event).collect(),
+            undelivered: compared.undelivered.into_iter().collect(),
             health: decided.health.as_str().to_owned(),
             validators,
             max_attempts: self.config().max_attempts,

@@ -139,6 +139,17 @@ const ISO_CODES: &[&str] = &[
     "YER", "ZAR", "ZMW", "ZWL",
 ];
 
+/// ISO 4217 codes left out of [`ISO_CODES`] because they are also common capitalised words or
+/// brands (see the module documentation): currencies all the same, when a watch names one.
+const CODES_LIKE_WORDS: &[&str] = &["ALL", "AMD", "CUP", "GEL", "MAD", "MOP", "PEN", "SOS", "TOP"];
+
+/// Whether `code` is an active ISO 4217 currency code (`EUR`, `GEL`; not `ZZZ`, not `eur`).
+/// One table serves both reading prices and checking a watch's `currency`, so a code the
+/// watch may name is one a page may write.
+pub fn is_iso_4217(code: &str) -> bool {
+    ISO_CODES.contains(&code) || CODES_LIKE_WORDS.contains(&code)
+}
+
 /// Currencies with three minor digits, whose amounts are quoted in thousandths (see
 /// `number.rs`, rule 4).
 const THREE_MINOR_DIGITS: &[&str] = &["BHD", "IQD", "JOD", "KWD", "LYD", "OMR", "TND"];

@@ -21,6 +21,7 @@ mod tests;
 
 pub use availability::{Availability, availability};
 pub use boolean::boolean;
+pub use currency::is_iso_4217;
 pub use money::{Money, money};
 pub use number::number;
 

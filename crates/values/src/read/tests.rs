@@ -139,6 +139,18 @@ fn specs_are_checked_naming_the_field() {
     let e =
         bad(ValueSpec { selector: Some("#p".into()), currency: Some("euro".into()), ..spec("p", ValueKind::Money) });
     assert_eq!(e.field, "values[0].currency");
+    // Three capitals are not enough: the code must exist.
+    let money_in = |code: &str| ValueSpec {
+        selector: Some("#p".into()),
+        currency: Some(code.into()),
+        ..spec("p", ValueKind::Money)
+    };
+    let e = bad(money_in("ZZZ"));
+    assert_eq!(e.field, "values[0].currency");
+    assert!(e.message.contains("`ZZZ` is not an ISO 4217"), "{e}");
+    for code in ["EUR", "CHF", "JPY", "GEL", "TOP"] {
+        Reader::new(&[money_in(code)]).unwrap_or_else(|e| panic!("{code}: {e}"));
+    }
     let twice = ValueSpec { selector: Some("#p".into()), ..spec("p", ValueKind::Money) };
     assert_eq!(Reader::new(&[twice.clone(), twice]).expect_err("twice").field, "values[1].name");
 }

@@ -13,6 +13,7 @@ pub(crate) mod values;
 mod watches;
 
 mod openapi;
+mod webhooks;
 
 pub(crate) mod auth;
 pub(crate) mod error;

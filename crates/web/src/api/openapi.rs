@@ -57,6 +57,7 @@ pub fn document() -> Value {
     let (_, openapi) = super::routes().split_for_parts();
     let mut doc = serde_json::to_value(openapi).unwrap_or_else(|_| json!({}));
     add_conventions(&mut doc);
+    super::webhooks::add(&mut doc);
     doc
 }
 

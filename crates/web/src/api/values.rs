@@ -181,7 +181,8 @@ pub async fn backtest(
 ) -> Result<axum::Json<driftwatch_schedule::backtest::Backtest>, ApiError> {
     let watch = find(&state, &caller, &id).await?;
     let proposed = request.options.unwrap_or_else(|| watch.options());
-    driftwatch_validate::valid_options(&proposed, &state.limits.rules())?;
+    // As a save would keep them: a preset tried here is the rules it stands for.
+    let proposed = driftwatch_validate::options_as_saved(&proposed, &state.limits.rules())?;
     let since = parse_time("since", request.since.as_deref().filter(|s| !s.is_empty()))?;
     let found = driftwatch_schedule::backtest::run(&state.store, &caller.account_id, &watch, proposed, since).await?;
     Ok(axum::Json(found))

@@ -86,6 +86,9 @@ pub struct WatchForm {
     pub(super) values_json: String,
     /// The conditions, a JSON object (used when no preset is chosen).
     pub(super) conditions_json: String,
+    /// With conditions: send `change.detected` too for the change that makes them hold
+    /// (`alert_on: conditions_and_changes`).
+    pub(super) alert_on_changes: Option<String>,
     /// `save`, `preview` or `backtest`.
     pub(super) action: String,
 }
@@ -158,6 +161,7 @@ impl WatchForm {
             price_drop: values.price_drop,
             values_json: values.values_json,
             conditions_json: values.conditions_json,
+            alert_on_changes: checked(values.alert_on_changes),
             action: String::new(),
         }
     }
@@ -239,6 +243,7 @@ impl WatchForm {
             price_drop: self.price_drop.clone(),
             values_json: self.values_json.clone(),
             conditions_json: self.conditions_json.clone(),
+            alert_on_changes: self.alert_on_changes.is_some(),
         }
     }
 

@@ -417,20 +417,24 @@ pub async fn update(
             errors.extend(result.err().map(|Invalid(e)| e).unwrap_or_default());
             let action = form.action.clone();
             // Tried only with options a save would take (the rest of the form may wait).
-            let try_it = action == "backtest"
-                && match driftwatch_validate::valid_options(&options, &state.limits.rules()) {
-                    Ok(_) => !errors.iter().any(|e| is_option(&e.field)),
+            let tried = match action.as_str() {
+                "backtest" => match driftwatch_validate::options_as_saved(&options, &state.limits.rules()) {
+                    Ok(saved) => (!errors.iter().any(|e| is_option(&e.field))).then_some(saved),
                     Err(e) => {
                         errors.push(e);
-                        false
+                        None
                     }
-                };
+                },
+                _ => None,
+            };
             let status = if errors.is_empty() { StatusCode::OK } else { StatusCode::UNPROCESSABLE_ENTITY };
             let page = page(&state, &post.viewer, Some(id), form, errors);
             let page = match action.as_str() {
                 "preview" => with_preview(&state, page, &input).await,
-                _ if try_it => with_backtest(&state, &post.viewer, page, &current, options).await?,
-                _ => page,
+                _ => match tried {
+                    Some(saved) => with_backtest(&state, &post.viewer, page, &current, saved).await?,
+                    None => page,
+                },
             };
             return Ok(render(status, &page));
         }

@@ -245,3 +245,24 @@ fn backticks_of_a_caveat_become_code() {
     );
     assert_eq!(super::code_spans("odd ` one"), [(false, "odd ` one".to_owned())]);
 }
+
+/// `alert_on` is the "Also send change.detected" box: read back from a stored watch, whether its
+/// conditions are a preset or JSON, and kept on a save.
+#[test]
+fn alert_on_reads_back_as_its_checkbox() {
+    let price = serde_json::json!({"name": "price", "type": "money", "structured": "price"});
+    let cases = [
+        serde_json::json!({"rules": [{"subject": "price", "op": "<", "operand": 50}], "alert_on": "conditions_and_changes"}),
+        serde_json::json!({"match": "any", "rules": [{"subject": "price", "op": ">", "operand": 5}], "alert_on": "conditions_and_changes"}),
+        serde_json::json!({"rules": [{"subject": "price", "op": "<", "operand": 50}]}),
+    ];
+    for conditions in cases {
+        let (form, options) = form_of(serde_json::json!([price]), conditions.clone());
+        let both = conditions.get("alert_on").is_some();
+        assert_eq!(form.alert_on_changes.is_some(), both, "{conditions}");
+        assert!(!form.conditions_json.contains("alert_on"), "the box shows it: {}", form.conditions_json);
+        let mut errors = Vec::new();
+        assert_eq!(form.options(&mut errors), options, "{conditions}");
+        assert!(errors.is_empty(), "{errors:?}");
+    }
+}

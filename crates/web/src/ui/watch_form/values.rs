@@ -3,7 +3,7 @@
 //! specs and the conditions as JSON. A stored watch's settings read back as they were: presets
 //! are recognised only when they give back exactly what is stored, else the JSON shows it all.
 
-use driftwatch_core::values::{Conditions, Match, Op, Rule, StructuredField, ValueKind, ValueSpec};
+use driftwatch_core::values::{AlertOn, Conditions, Match, Op, Rule, StructuredField, ValueKind, ValueSpec};
 use driftwatch_validate::FieldError;
 use serde_json::{Number, Value};
 
@@ -38,6 +38,9 @@ pub struct ValueFields {
     pub values_json: String,
     /// The conditions, a JSON object (empty: none), when no preset is chosen.
     pub conditions_json: String,
+    /// With conditions: `change.detected` too for the change that makes them hold
+    /// ([`AlertOn::ConditionsAndChanges`]).
+    pub alert_on_changes: bool,
 }
 
 /// The value the structured-data checkbox adds as `price`.
@@ -74,7 +77,10 @@ impl ValueFields {
             all => all,
         };
         fields.values_json = values_text(rest);
-        let Some(conditions) = conditions else { return fields };
+        let Some(stored) = conditions else { return fields };
+        fields.alert_on_changes = stored.alert_on == AlertOn::ConditionsAndChanges;
+        // The checkbox shows `alert_on`; the preset or the JSON shows the rest.
+        let conditions = &Conditions { alert_on: AlertOn::default(), ..stored.clone() };
         if let Some((preset, amount)) = preset_of(conditions)
             && preset_conditions(preset, &amount).ok().as_ref() == Some(conditions)
         {
@@ -137,7 +143,8 @@ impl ValueFields {
             }
         };
         // Conditions over values that could not be read would only add confusing errors.
-        let conditions = conditions.filter(|_| values_read);
+        let alert_on = if self.alert_on_changes { AlertOn::ConditionsAndChanges } else { AlertOn::Conditions };
+        let conditions = conditions.filter(|_| values_read).map(|c| Conditions { alert_on, ..c });
         if let Some(subject) = conditions.as_ref().and_then(|_| self.preset_subject())
             && !values.iter().any(|v| v.name == subject)
         {
@@ -172,6 +179,7 @@ impl ValueFields {
             || self.preset_chosen()
             || !self.values_json.trim().is_empty()
             || !self.conditions_json.trim().is_empty()
+            || self.alert_on_changes
     }
 
     /// An error of `options.values...` or `options.conditions...` saying which value or rule
