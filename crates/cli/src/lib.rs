@@ -20,7 +20,7 @@ use driftwatch_store::{PoolOptions, Store};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-pub use settings::{HumanDuration, SettingError, Settings};
+pub use settings::{HumanDuration, SettingError, Settings, used_by};
 
 /// Which parts of the application a process runs.
 #[derive(Debug, Clone, Copy)]

@@ -267,6 +267,27 @@ pub struct Settings {
     pub shutdown_grace: HumanDuration,
 }
 
+/// Which commands use which settings (by field name), so that each command's help lists only
+/// its own. A test holds every name here to a field of [`Settings`].
+pub mod used_by {
+    /// What every command that opens the database uses.
+    pub const STORE: &[&str] = &["database_url", "pool_size"];
+    /// The key that seals stored secrets (`migrate` seals what was stored in plaintext).
+    pub const KEY: &[&str] = &["secret_key", "previous_secret_keys", "secret_key_file"];
+    /// What only the web server uses: `worker` runs everything else.
+    pub const SERVER_ONLY: &[&str] = &[
+        "listen",
+        "header_timeout",
+        "body_timeout",
+        "max_connections",
+        "rate_limit_per_minute",
+        "mcp_max_sessions",
+        "metrics_token",
+        "metrics_listen",
+        "secret_rotation_overlap",
+    ];
+}
+
 /// A setting refused at start-up: which one, and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{env} (--{flag}): {message}")]
@@ -444,6 +465,16 @@ fn parse_proxy(value: &str) -> Result<url::Url, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_settings_each_command_uses_are_settings() {
+        use clap::Args as _;
+        let command = Settings::augment_args(clap::Command::new("settings"));
+        let ids: Vec<&str> = command.get_arguments().map(|a| a.get_id().as_str()).collect();
+        for name in used_by::STORE.iter().chain(used_by::KEY).chain(used_by::SERVER_ONLY) {
+            assert!(ids.contains(name), "`{name}` is not a setting");
+        }
+    }
 
     #[test]
     fn a_proxy_is_an_http_url_with_a_host() {
