@@ -14,6 +14,7 @@ mod delivery;
 mod mcp;
 mod openapi;
 mod ops;
+mod ops_cuts;
 mod pages;
 mod pipeline;
 mod rendering;
@@ -149,6 +150,9 @@ on_both_backends!(
     mcp::the_rate_limit_holds_through_mcp,
     mcp::an_agent_redelivers_a_dead_letter,
     mcp::open_sessions_are_capped,
+    ops_cuts::bulk_actions_on_every_watch_need_all,
+    ops_cuts::email_logins_over_each_tls_and_their_failures_in_words,
+    ops_cuts::pages_name_the_account_they_show,
 );
 
 /// The browser harness tested on its own pages: no application or database involved.

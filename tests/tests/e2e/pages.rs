@@ -38,7 +38,7 @@ fn header(response: &reqwest::Response, name: &str) -> String {
 
 /// Creates the account `account` with the user `email` (through the store, as setup does) and
 /// an API token for the account; returns the token.
-async fn user(app: &TestApp, account: &str, email: &str) -> String {
+pub(crate) async fn user(app: &TestApp, account: &str, email: &str) -> String {
     let hash = tokio::task::spawn_blocking(|| driftwatch_core::hash_password(PASSWORD))
         .await
         .expect("hashing")
@@ -57,7 +57,7 @@ async fn user(app: &TestApp, account: &str, email: &str) -> String {
 }
 
 /// A signed-in client: its session cookie and the CSRF token its pages' forms carry.
-struct Session {
+pub(crate) struct Session {
     root: String,
     http: reqwest::Client,
     cookie: String,
@@ -66,7 +66,7 @@ struct Session {
 
 /// Signs `email` in as a browser would: the sign-in form (its token and pre-session cookie),
 /// the post, then the home page for the session's form token.
-async fn sign_in(app: &TestApp, email: &str) -> Session {
+pub(crate) async fn sign_in(app: &TestApp, email: &str) -> Session {
     let (root, http) = (app.root(), client());
     let form = http.get(format!("{root}/sign-in")).send().await.expect("get");
     assert_eq!(form.status(), 200);
@@ -90,7 +90,7 @@ async fn sign_in(app: &TestApp, email: &str) -> Session {
 
 impl Session {
     /// `GET path` with the session cookie.
-    async fn get(&self, path: &str) -> reqwest::Response {
+    pub(crate) async fn get(&self, path: &str) -> reqwest::Response {
         self.http.get(format!("{}{path}", self.root)).header("cookie", &self.cookie).send().await.expect("get")
     }
 
