@@ -10,6 +10,7 @@ mod key_file;
 pub mod keys;
 mod parts;
 mod settings;
+pub mod used_by;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -20,7 +21,7 @@ use driftwatch_store::{PoolOptions, Store};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-pub use settings::{HumanDuration, SettingError, Settings, used_by};
+pub use settings::{HumanDuration, SettingError, Settings};
 
 /// Which parts of the application a process runs.
 #[derive(Debug, Clone, Copy)]

@@ -267,27 +267,6 @@ pub struct Settings {
     pub shutdown_grace: HumanDuration,
 }
 
-/// Which commands use which settings (by field name), so that each command's help lists only
-/// its own. A test holds every name here to a field of [`Settings`].
-pub mod used_by {
-    /// What every command that opens the database uses.
-    pub const STORE: &[&str] = &["database_url", "pool_size"];
-    /// The key that seals stored secrets (`migrate` seals what was stored in plaintext).
-    pub const KEY: &[&str] = &["secret_key", "previous_secret_keys", "secret_key_file"];
-    /// What only the web server uses: `worker` runs everything else.
-    pub const SERVER_ONLY: &[&str] = &[
-        "listen",
-        "header_timeout",
-        "body_timeout",
-        "max_connections",
-        "rate_limit_per_minute",
-        "mcp_max_sessions",
-        "metrics_token",
-        "metrics_listen",
-        "secret_rotation_overlap",
-    ];
-}
-
 /// A setting refused at start-up: which one, and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{env} (--{flag}): {message}")]
@@ -471,7 +450,7 @@ mod tests {
         use clap::Args as _;
         let command = Settings::augment_args(clap::Command::new("settings"));
         let ids: Vec<&str> = command.get_arguments().map(|a| a.get_id().as_str()).collect();
-        for name in used_by::STORE.iter().chain(used_by::KEY).chain(used_by::SERVER_ONLY) {
+        for name in crate::used_by::STORE.iter().chain(crate::used_by::KEY).chain(crate::used_by::SERVER_ONLY) {
             assert!(ids.contains(name), "`{name}` is not a setting");
         }
     }
