@@ -117,7 +117,8 @@ pub fn describe(matches: &ArgMatches, file: &FileSettings) -> String {
         let shown = match (name, raw) {
             (_, None) => "(unset)".to_owned(),
             ("database_url", Some(url)) => format!("{:?}", driftwatch_store::redact(&url)),
-            (name, Some(_)) if is_secret(name) => "\"********\"".to_owned(),
+            // A secret is declared as one: its environment value is hidden from `--help`.
+            (_, Some(_)) if arg.is_hide_env_values_set() => "\"********\"".to_owned(),
             (_, Some(value)) => format!("{value:?}"),
         };
         out.push_str(&format!("{name} = {shown}  # {} ({env}){}\n", source(matches, name, file), hint(name, &shown)));
@@ -134,11 +135,6 @@ fn hint(name: &str, shown: &str) -> &'static str {
         ("public_url", _) => "; payloads' screenshot links are paths: put this URL in front of them",
         _ => "",
     }
-}
-
-/// Settings whose values are never printed.
-fn is_secret(name: &str) -> bool {
-    name.contains("token") || name.contains("secret") || name.contains("password")
 }
 
 #[cfg(test)]
@@ -162,6 +158,34 @@ mod tests {
         assert!(hint("public_url", "(unset)").contains("screenshot links are paths without a host"));
         assert!(hint("public_url", "\"https://watch.example.com\"").contains("put this URL in front"));
         assert_eq!(hint("max_attempts", "7"), "");
+    }
+
+    #[test]
+    fn secrets_are_masked_by_what_they_are_not_by_their_names() {
+        use clap::Args as _;
+        let command = crate::Settings::augment_args(Command::new("config"));
+        let matches = command
+            .try_get_matches_from([
+                "config",
+                "--secret-key",
+                "a-key-never-shown",
+                "--metrics-token",
+                "a-token-never-shown",
+                "--secret-key-file",
+                "/etc/driftwatch/key",
+                "--secret-rotation-overlap",
+                "12h",
+            ])
+            .expect("parses");
+        let described = describe(&matches, &FileSettings::default());
+        let line =
+            |name: &str| described.lines().find(|l| l.starts_with(&format!("{name} = "))).expect("listed").to_owned();
+        assert!(line("secret_key").starts_with("secret_key = \"********\""), "{described}");
+        assert!(line("metrics_token").starts_with("metrics_token = \"********\""), "{described}");
+        assert!(!described.contains("never-shown"), "{described}");
+        // A duration and a path whose names say "secret" are not secrets.
+        assert!(line("secret_rotation_overlap").starts_with("secret_rotation_overlap = \"12h\""), "{described}");
+        assert!(line("secret_key_file").starts_with("secret_key_file = \"/etc/driftwatch/key\""), "{described}");
     }
 
     #[test]

@@ -14,6 +14,25 @@ use crate::key_file::{key_file_is_exposed, load_or_create_key_file};
 /// Secrets re-encrypted per transaction.
 pub const RESEAL_BATCH: i64 = 500;
 
+/// Why a PostgreSQL setup without a key is refused (by `serve`, `worker` and `config` alike).
+const NO_KEY: &str = "PostgreSQL needs DRIFTWATCH_SECRET_KEY (the key that encrypts stored secrets; every node must \
+                      use the same one). Make one with `driftwatch secrets generate-key`.";
+
+/// Checks that the settings name a key the server can use, without reading or creating a key
+/// file: the check `config` makes, in the words `serve` refuses to start with.
+pub fn check_key(settings: &Settings) -> anyhow::Result<()> {
+    if settings.secret_key.as_deref().is_some_and(|k| !k.trim().is_empty()) || key_file(settings).is_some() {
+        Ok(())
+    } else {
+        bail!(NO_KEY)
+    }
+}
+
+/// Whether a key is configured or can be found (a key is given, or SQLite's key file is used).
+pub fn has_key(settings: &Settings) -> bool {
+    check_key(settings).is_ok()
+}
+
 /// Where the key comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeySource {
@@ -56,12 +75,7 @@ pub fn keyring(settings: &Settings) -> anyhow::Result<(Keyring, KeySource)> {
         tracing::info!(key.id = keyring.current_id(), source = "DRIFTWATCH_SECRET_KEY", "secret key loaded");
         return Ok((keyring, KeySource::Setting));
     }
-    let Some(path) = key_file(settings) else {
-        bail!(
-            "PostgreSQL needs DRIFTWATCH_SECRET_KEY (the key that encrypts stored secrets; every node must use \
-             the same one). Make one with `driftwatch secrets generate-key`."
-        );
-    };
+    let Some(path) = key_file(settings) else { bail!(NO_KEY) };
     let (key, created) =
         load_or_create_key_file(&path).with_context(|| format!("the secret key file {}", path.display()))?;
     // A rotation interrupted before it swapped the files: its new key may already seal some

@@ -10,6 +10,7 @@ mod key_file;
 pub mod keys;
 mod parts;
 mod settings;
+pub mod used_by;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

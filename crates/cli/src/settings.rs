@@ -448,6 +448,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_settings_each_command_uses_are_settings() {
+        use clap::Args as _;
+        let command = Settings::augment_args(clap::Command::new("settings"));
+        let ids: Vec<&str> = command.get_arguments().map(|a| a.get_id().as_str()).collect();
+        for name in crate::used_by::STORE.iter().chain(crate::used_by::KEY).chain(crate::used_by::SERVER_ONLY) {
+            assert!(ids.contains(name), "`{name}` is not a setting");
+        }
+    }
+
+    #[test]
     fn a_proxy_is_an_http_url_with_a_host() {
         assert_eq!(
             parse_proxy("http://proxy.internal:3128").map(|u| u.to_string()),

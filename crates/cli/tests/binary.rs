@@ -324,15 +324,20 @@ fn config_layers_file_environment_and_flags() {
     std::fs::write(
         &file,
         "max_attempts = 7\nretry_schedule = \"2m\"\npool_size = 4\nmetrics_token = \"s3cret-token\"\n\
-         database_url = \"postgres://watcher:pa55word@db.example/driftwatch\"\n",
+         database_url = \"postgres://watcher:pa55word@db.example/driftwatch\"\n\
+         secret_key = \"KioqKioqKioqKioqKioqKioqKioqKioqKioqKioqKio=\"\n",
     )
     .expect("write");
     let config = |extra: &[&str], env: &[(&str, &str)]| {
         let mut command = Command::new(binary());
         command.arg("config").args(extra).current_dir(dir.path());
-        for name in
-            ["DRIFTWATCH_DATABASE_URL", "DRIFTWATCH_RETRY_SCHEDULE", "DRIFTWATCH_POOL_SIZE", "DRIFTWATCH_CONFIG"]
-        {
+        for name in [
+            "DRIFTWATCH_DATABASE_URL",
+            "DRIFTWATCH_RETRY_SCHEDULE",
+            "DRIFTWATCH_POOL_SIZE",
+            "DRIFTWATCH_CONFIG",
+            "DRIFTWATCH_SECRET_KEY",
+        ] {
             command.env_remove(name);
         }
         command.envs(env.iter().copied()).output().expect("run driftwatch")
@@ -353,6 +358,7 @@ fn config_layers_file_environment_and_flags() {
     assert_eq!(line("metrics_token"), "metrics_token = \"********\"  # file (DRIFTWATCH_METRICS_TOKEN)");
     assert!(line("database_url").contains("db.example"), "{text}");
     assert!(!text.contains("s3cret") && !text.contains("pa55word"), "secrets are masked: {text}");
+    assert!(line("secret_key").starts_with("secret_key = \"********\"") && !text.contains("KioqK"), "{text}");
 
     // The same through DRIFTWATCH_CONFIG.
     let out = config(&[], &[("DRIFTWATCH_CONFIG", file.to_str().expect("utf-8"))]);

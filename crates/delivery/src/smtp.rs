@@ -141,19 +141,44 @@ fn tls(roots: &SmtpRoots, host: &str, security: Security) -> Result<Tls, String>
     Ok(if security == Security::Tls { Tls::Wrapper(parameters) } else { Tls::Required(parameters) })
 }
 
-/// What an SMTP failure was: the server's code, or a timeout, TLS or connection failure.
+/// What an SMTP failure was: the server's code, or a timeout, TLS or connection failure, in
+/// words where lettre's are a library's (`internal client error: …`).
 fn refused(e: &lettre::transport::smtp::Error) -> (Outcome, AttemptErrorKind, String) {
     let message = chain(e);
     match e.status() {
         Some(code) => {
             let code = u16::from(code);
-            (Outcome::Smtp(code), AttemptErrorKind::Smtp, format!("SMTP {code}: {message}"))
+            let said = match login_refused(code) {
+                Some(what) => format!("SMTP {code}: {what} (the server said: {message})"),
+                None => format!("SMTP {code}: {message}"),
+            };
+            (Outcome::Smtp(code), AttemptErrorKind::Smtp, said)
+        }
+        // lettre found no mechanism it shares with the server's EHLO before sending anything:
+        // the endpoint's login cannot work with this server as configured.
+        None if e.is_client() && message.contains("authentication mechanism") => {
+            (Outcome::Unsendable, AttemptErrorKind::Smtp, NO_LOGIN.to_owned())
         }
         None if e.is_timeout() => (Outcome::NetworkError, AttemptErrorKind::Timeout, message),
         None if message.to_ascii_lowercase().contains("tls") || message.contains("certificate") => {
             (Outcome::NetworkError, AttemptErrorKind::Tls, message)
         }
         None => (Outcome::NetworkError, AttemptErrorKind::Connect, message),
+    }
+}
+
+/// Why the endpoint's login cannot be used with a server that offers no AUTH driftwatch speaks.
+const NO_LOGIN: &str = "the server offers no login (AUTH PLAIN or LOGIN) for the endpoint's username and \
+                        password; many servers offer it only over TLS (security `starttls` or `tls`), and a \
+                        relay that needs no login wants the username and password removed";
+
+/// What a reply code about logging in means, in words.
+fn login_refused(code: u16) -> Option<&'static str> {
+    match code {
+        535 => Some("the server refused the username or password"),
+        530 => Some("the server requires a login: set the endpoint's username and password"),
+        534 | 538 => Some("the server wants a stronger login, or TLS, before this one"),
+        _ => None,
     }
 }
 

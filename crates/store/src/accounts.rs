@@ -4,7 +4,7 @@ use chrono::{NaiveDateTime, TimeDelta};
 use diesel::prelude::*;
 use driftwatch_core::{IdKind, hash_token, new_api_token, new_id};
 
-use crate::schema::{accounts, api_tokens};
+use crate::schema::{accounts, api_tokens, users, watches};
 use crate::{Account, ApiToken, DbConn, StoreResult, conflict_on_unique};
 
 /// Creates an account; a taken name is a [`crate::StoreError::Conflict`].
@@ -17,7 +17,6 @@ pub fn create_account(conn: &mut DbConn, name: &str, now: NaiveDateTime) -> Stor
     Ok(account)
 }
 
-/// The account called `name`.
 /// The account `id`.
 pub fn get_account(conn: &mut DbConn, id: &str) -> StoreResult<Option<Account>> {
     Ok(accounts::table.filter(accounts::id.eq(id)).select(Account::as_select()).first(conn).optional()?)
@@ -26,6 +25,37 @@ pub fn get_account(conn: &mut DbConn, id: &str) -> StoreResult<Option<Account>> 
 /// The account named `name`.
 pub fn find_account_by_name(conn: &mut DbConn, name: &str) -> StoreResult<Option<Account>> {
     Ok(accounts::table.filter(accounts::name.eq(name)).select(Account::as_select()).first(conn).optional()?)
+}
+
+/// An account with who signs in to it and how many watches it has, for `driftwatch account
+/// list` (an operator's view across accounts: it serves no request).
+#[derive(Debug, Clone)]
+pub struct AccountSummary {
+    /// The account.
+    pub account: Account,
+    /// The emails of its users, sorted.
+    pub users: Vec<String>,
+    /// How many watches it has.
+    pub watches: i64,
+}
+
+/// Every account, oldest first, with its users and its number of watches.
+pub fn list_accounts(conn: &mut DbConn) -> StoreResult<Vec<AccountSummary>> {
+    let all: Vec<Account> = accounts::table.order(accounts::id.asc()).select(Account::as_select()).load(conn)?;
+    let emails: Vec<(String, String)> =
+        users::table.order(users::email.asc()).select((users::account_id, users::email)).load(conn)?;
+    let counts: Vec<(String, i64)> = watches::table
+        .group_by(watches::account_id)
+        .select((watches::account_id, diesel::dsl::count_star()))
+        .load(conn)?;
+    Ok(all
+        .into_iter()
+        .map(|account| AccountSummary {
+            users: emails.iter().filter(|(id, _)| *id == account.id).map(|(_, email)| email.clone()).collect(),
+            watches: counts.iter().find(|(id, _)| *id == account.id).map_or(0, |(_, n)| *n),
+            account,
+        })
+        .collect())
 }
 
 /// Creates a token for `account_id`; returns the row and the plaintext token (shown once).

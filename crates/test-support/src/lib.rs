@@ -25,7 +25,7 @@ pub use mcp_client::{McpClient, Subscribed};
 pub use page::{PageRequest, PageServer};
 pub use process::KillOnDrop;
 pub use receiver::{BodyCheck, Received, Receiver, check_every_request};
-pub use smtp::{ParsedMail, ReceivedMail, SmtpServer};
+pub use smtp::{ParsedMail, ReceivedMail, SmtpLogin, SmtpServer, SmtpTls};
 pub use wait::{eventually, eventually_within};
 
 use std::net::SocketAddr;

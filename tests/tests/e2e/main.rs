@@ -14,6 +14,7 @@ mod delivery;
 mod mcp;
 mod openapi;
 mod ops;
+mod ops_cuts;
 mod pages;
 mod pipeline;
 mod polish;
@@ -164,6 +165,9 @@ on_both_backends!(
     polish::pages_read_well_on_a_phone_and_say_things_right,
     polish::a_preview_names_the_setting_that_failed_it,
     polish::the_latest_diff_says_no_change_yet_before_the_first,
+    ops_cuts::bulk_actions_on_every_watch_need_all,
+    ops_cuts::email_logins_over_each_tls_and_their_failures_in_words,
+    ops_cuts::pages_name_the_account_they_show,
 );
 
 /// The browser harness tested on its own pages: no application or database involved.

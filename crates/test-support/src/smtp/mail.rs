@@ -13,6 +13,8 @@ pub struct ReceivedMail {
     pub raw: Vec<u8>,
     /// The user that authenticated on its session, if any did.
     pub user: Option<String>,
+    /// The AUTH mechanism that user authenticated with.
+    pub mechanism: Option<super::SmtpLogin>,
     /// Whether it came over TLS (STARTTLS or implicit).
     pub tls: bool,
 }

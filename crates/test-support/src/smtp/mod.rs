@@ -54,6 +54,7 @@ struct Conn {
     mailbox: Arc<Mailbox>,
     flags: Arc<Flags>,
     user: Option<String>,
+    mechanism: Option<SmtpLogin>,
     from: String,
     to: Vec<String>,
     data: Vec<u8>,
@@ -61,10 +62,11 @@ struct Conn {
 
 impl Conn {
     /// Whether these credentials are the ones required.
-    fn login(&mut self, user: &str, password: &str) -> Response {
+    fn login(&mut self, mechanism: SmtpLogin, user: &str, password: &str) -> Response {
         match &self.mailbox.auth {
             Some((u, p)) if u == user && p == password => {
                 self.user = Some(user.to_owned());
+                self.mechanism = Some(mechanism);
                 response::AUTH_OK
             }
             _ => response::INVALID_CREDENTIALS,
@@ -94,6 +96,7 @@ impl Handler for Conn {
             to: std::mem::take(&mut self.to),
             raw: std::mem::take(&mut self.data),
             user: self.user.clone(),
+            mechanism: self.mechanism,
             tls: self.flags.tls.load(Ordering::SeqCst),
         };
         let failure = self.mailbox.failures.lock().expect("lock").pop_front();
@@ -116,11 +119,11 @@ impl Handler for Conn {
     }
 
     fn auth_plain(&mut self, _authorization_id: &str, authentication_id: &str, password: &str) -> Response {
-        self.login(authentication_id, password)
+        self.login(SmtpLogin::Plain, authentication_id, password)
     }
 
     fn auth_login(&mut self, username: &str, password: &str) -> Response {
-        self.login(username, password)
+        self.login(SmtpLogin::Login, username, password)
     }
 }
 
@@ -136,31 +139,39 @@ pub struct SmtpServer {
 impl SmtpServer {
     /// Starts one that takes mail from anyone, without AUTH or STARTTLS.
     pub async fn start() -> SmtpServer {
-        SmtpServer::launch(None, Mode::Plain).await
+        SmtpServer::launch(None, SmtpTls::Plain, &[]).await
+    }
+
+    /// Starts one that requires AUTH with these credentials before MAIL (`530` otherwise, `535`
+    /// for wrong ones), offering exactly `mechanisms`, over `tls` (with STARTTLS, AUTH is
+    /// offered only once TLS is in force). [`SmtpServer::start`] is one that offers no AUTH.
+    pub async fn requiring_login(credentials: (&str, &str), mechanisms: &[SmtpLogin], tls: SmtpTls) -> SmtpServer {
+        let (user, password) = credentials;
+        SmtpServer::launch(Some((user.to_owned(), password.to_owned())), tls, mechanisms).await
     }
 
     /// Starts one that requires AUTH (PLAIN or LOGIN) with these credentials before MAIL
     /// (`530` otherwise, `535` for wrong ones), offered over plain text: fine on loopback, and
     /// what a client configured without TLS does.
     pub async fn with_auth(user: &str, password: &str) -> SmtpServer {
-        SmtpServer::launch(Some((user.to_owned(), password.to_owned())), Mode::Plain).await
+        SmtpServer::launch(Some((user.to_owned(), password.to_owned())), SmtpTls::Plain, BOTH).await
     }
 
     /// Starts one that offers STARTTLS with a self-signed certificate for `localhost` and
     /// `127.0.0.1` ([`SmtpServer::certificate_pem`], for the client to trust). With `auth`, AUTH
     /// is required and offered only once TLS is in force, as real submission servers do.
     pub async fn with_starttls(auth: Option<(&str, &str)>) -> SmtpServer {
-        SmtpServer::launch(auth.map(|(u, p)| (u.to_owned(), p.to_owned())), Mode::StartTls).await
+        SmtpServer::launch(auth.map(|(u, p)| (u.to_owned(), p.to_owned())), SmtpTls::StartTls, BOTH).await
     }
 
     /// Starts one that speaks TLS from the first byte (as on port 465), with a self-signed
     /// certificate as [`SmtpServer::with_starttls`] has; with `auth`, AUTH is required.
     pub async fn with_implicit_tls(auth: Option<(&str, &str)>) -> SmtpServer {
-        SmtpServer::launch(auth.map(|(u, p)| (u.to_owned(), p.to_owned())), Mode::ImplicitTls).await
+        SmtpServer::launch(auth.map(|(u, p)| (u.to_owned(), p.to_owned())), SmtpTls::ImplicitTls, BOTH).await
     }
 
-    async fn launch(auth: Option<(String, String)>, mode: Mode) -> SmtpServer {
-        let starttls = mode == Mode::StartTls;
+    async fn launch(auth: Option<(String, String)>, mode: SmtpTls, mechanisms: &[SmtpLogin]) -> SmtpServer {
+        let starttls = mode == SmtpTls::StartTls;
         let mailbox = Arc::new(Mailbox {
             auth,
             messages: Mutex::new(Vec::new()),
@@ -169,7 +180,7 @@ impl SmtpServer {
             accepted: watch::channel(0).0,
             stop: watch::channel(false).0,
         });
-        let (acceptor, certificate) = if mode != Mode::Plain {
+        let (acceptor, certificate) = if mode != SmtpTls::Plain {
             let (acceptor, pem) = tls::acceptor();
             (Some(acceptor), Some(pem))
         } else {
@@ -177,8 +188,13 @@ impl SmtpServer {
         };
         let mut builder = SessionBuilder::new("driftwatch.test");
         if mailbox.auth.is_some() {
-            builder.enable_auth(AuthMechanism::Plain).enable_auth(AuthMechanism::Login);
-            if mode == Mode::Plain {
+            for mechanism in mechanisms {
+                builder.enable_auth(match mechanism {
+                    SmtpLogin::Plain => AuthMechanism::Plain,
+                    SmtpLogin::Login => AuthMechanism::Login,
+                });
+            }
+            if mode == SmtpTls::Plain {
                 builder.insecure_enable_plaintext_auth();
             }
         }
@@ -268,11 +284,26 @@ impl Drop for SmtpServer {
 
 /// How a server speaks TLS.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
+pub enum SmtpTls {
+    /// No TLS at all (AUTH, when required, is offered over plain text: fine on loopback).
     Plain,
+    /// STARTTLS offered; AUTH, when required, only once TLS is in force.
     StartTls,
+    /// TLS from the first byte, as on port 465.
     ImplicitTls,
 }
+
+/// An AUTH mechanism a server may offer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SmtpLogin {
+    /// `AUTH PLAIN` (RFC 4616).
+    Plain,
+    /// `AUTH LOGIN`.
+    Login,
+}
+
+/// What the servers that require AUTH offer unless told otherwise.
+const BOTH: &[SmtpLogin] = &[SmtpLogin::Plain, SmtpLogin::Login];
 
 /// What a run of the session ended in.
 enum Ended {
@@ -288,13 +319,20 @@ async fn serve(
     builder: &SessionBuilder,
     mailbox: Arc<Mailbox>,
     acceptor: Option<tokio_native_tls::TlsAcceptor>,
-    mode: Mode,
+    mode: SmtpTls,
 ) -> io::Result<()> {
     let flags = Arc::new(Flags::default());
-    let conn =
-        Conn { mailbox, flags: Arc::clone(&flags), user: None, from: String::new(), to: Vec::new(), data: Vec::new() };
+    let conn = Conn {
+        mailbox,
+        flags: Arc::clone(&flags),
+        user: None,
+        mechanism: None,
+        from: String::new(),
+        to: Vec::new(),
+        data: Vec::new(),
+    };
     let mut session = builder.build(peer, conn);
-    if let (Mode::ImplicitTls, Some(acceptor)) = (mode, &acceptor) {
+    if let (SmtpTls::ImplicitTls, Some(acceptor)) = (mode, &acceptor) {
         let stream = acceptor.accept(stream).await.map_err(io::Error::other)?;
         flags.tls.store(true, Ordering::SeqCst);
         session.tls_active();

@@ -67,11 +67,16 @@ pub(crate) fn column_of(text: &str, at: usize) -> usize {
     text.char_indices().take_while(|(i, _)| *i < at).count() + 1
 }
 
-/// Bounds of one jq run.
+/// Bounds of one jq run. `max_steps` is the bound a program meets: it counts the same on any
+/// machine, however loaded. `time` is only the safety net behind it, for steps that cost more
+/// than they should; nothing should rely on which program it stops.
 #[derive(Debug, Clone, Copy)]
 pub struct JqLimits {
-    /// Wall time of one run (default 100 ms), from when the page has been converted to jaq's
-    /// values (which is linear in its size).
+    /// Steps of one run (default [`JqLimits::STEPS`]): each call of a definition, element of a
+    /// loop, `reduce` or `foreach` iteration, binding and `range` output is one.
+    pub max_steps: u64,
+    /// Wall time of one run (default 1 s), from when the page has been converted to jaq's
+    /// values (which is linear in its size): the safety net behind `max_steps`.
     pub time: Duration,
     /// Most outputs a run may yield to a caller that reads them all (default 10 000);
     /// [`JsonQuery::first`] reads one.
@@ -80,9 +85,19 @@ pub struct JqLimits {
     pub max_output_bytes: usize,
 }
 
+impl JqLimits {
+    /// Steps a run may take by default: a few tens of milliseconds of an idle core.
+    pub const STEPS: u64 = 1_000_000;
+}
+
 impl Default for JqLimits {
     fn default() -> JqLimits {
-        JqLimits { time: Duration::from_millis(100), max_outputs: 10_000, max_output_bytes: 1 << 20 }
+        JqLimits {
+            max_steps: JqLimits::STEPS,
+            time: Duration::from_secs(1),
+            max_outputs: 10_000,
+            max_output_bytes: 1 << 20,
+        }
     }
 }
 

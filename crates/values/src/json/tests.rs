@@ -1,4 +1,4 @@
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -19,8 +19,14 @@ fn shop() -> Value {
     })
 }
 
+/// The default limits without the wall-clock safety net: what a test asserts must not depend
+/// on how fast or loaded the machine is, so only steps, stack and sizes bound these runs.
+fn limits() -> JqLimits {
+    JqLimits { time: Duration::from_secs(3600), ..JqLimits::default() }
+}
+
 fn first(query: &JsonQuery) -> Option<Value> {
-    query.first(&shop(), &JqLimits::default()).expect("runs")
+    query.first(&shop(), &limits()).expect("runs")
 }
 
 fn jq(program: &str) -> Option<Value> {
@@ -28,15 +34,14 @@ fn jq(program: &str) -> Option<Value> {
 }
 
 fn jq_err(program: &str) -> String {
-    jq_err_within(program, JqLimits::default())
+    jq_err_within(program, limits())
 }
 
 fn jq_err_within(program: &str, limits: JqLimits) -> String {
     let query = JsonQuery::jq(program).expect("compiles");
-    let started = Instant::now();
     let result = query.first(&shop(), &limits);
     let shown: String = program.chars().take(60).collect();
-    eprintln!("{shown}: {:?} after {:?}", result.as_ref().err(), started.elapsed());
+    eprintln!("{shown}: {:?}", result.as_ref().err());
     result.expect_err("is stopped")
 }
 
@@ -47,7 +52,7 @@ fn json_pointer_reads_one_value() {
     assert_eq!(first(&JsonQuery::pointer("/items/7/price").expect("valid")), None);
     assert_eq!(first(&JsonQuery::pointer("").expect("valid")), Some(shop()));
     let escaped = JsonQuery::pointer("/a~1b/c~0d").expect("valid");
-    assert_eq!(escaped.first(&json!({"a/b": {"c~d": 5}}), &JqLimits::default()), Ok(Some(json!(5))));
+    assert_eq!(escaped.first(&json!({"a/b": {"c~d": 5}}), &limits()), Ok(Some(json!(5))));
 }
 
 #[test]
@@ -177,7 +182,7 @@ fn jq_standard_library_works_through_the_rewrite() {
     ];
     for (program, expected) in cases {
         let query = JsonQuery::jq(program).unwrap_or_else(|e| panic!("{program}: {e:?}"));
-        let got = query.first(&shop(), &JqLimits::default());
+        let got = query.first(&shop(), &limits());
         if *program == "[splits(\", *\")]" {
             assert!(got.is_err(), "splits on an object fails");
             continue;
@@ -229,9 +234,9 @@ fn jq_effects_are_neutralised() {
 #[test]
 fn jq_outputs_are_bounded() {
     let query = JsonQuery::jq("[range(1000)]").expect("compiles");
-    let small = JqLimits { max_output_bytes: 100, ..JqLimits::default() };
+    let small = JqLimits { max_output_bytes: 100, ..limits() };
     assert!(query.first(&shop(), &small).is_err());
-    assert!(query.first(&shop(), &JqLimits::default()).is_ok());
+    assert!(query.first(&shop(), &limits()).is_ok());
 }
 
 #[test]
@@ -294,7 +299,7 @@ fn shared_values_are_not_walked_as_trees() {
     ] {
         let program = format!("{dag} | {sink}");
         let query = JsonQuery::jq(&program).expect("compiles");
-        let result = query.first(&shop(), &JqLimits::default());
+        let result = query.first(&shop(), &limits());
         assert!(result.is_err() || sink.starts_with("try"), "{sink}: {result:?}");
     }
     // the output itself is bounded
@@ -303,8 +308,8 @@ fn shared_values_are_not_walked_as_trees() {
 
 #[test]
 fn deep_recursion_does_not_crash_the_process() {
-    // with time enough to reach the stack bound, on a slow machine too
-    let patient = JqLimits { time: Duration::from_secs(30), ..JqLimits::default() };
+    // with steps enough to reach the stack bound
+    let patient = JqLimits { max_steps: u64::MAX, ..limits() };
     for program in ["def f: [f]; f", "def f: 1 + f; f", "def f: {a: f}; f", "def f: (f | .) , 1; f"] {
         let e = jq_err_within(program, patient);
         assert!(e.contains("recursed too deeply"), "{program}: {e}");
@@ -322,24 +327,42 @@ fn deep_input_and_programs_are_refused() {
         deep = json!([deep]);
     }
     let query = JsonQuery::jq(".").expect("compiles");
-    assert!(query.first(&deep, &JqLimits::default()).is_err());
+    assert!(query.first(&deep, &limits()).is_err());
     JsonQuery::jq(&format!("{}1{}", "(".repeat(300), ")".repeat(300))).expect_err("nested too deeply");
     JsonQuery::jq(&format!("\"{}\"", "\\(".repeat(300))).expect_err("nested too deeply");
     JsonQuery::jq(&".a".repeat(10_000)).expect_err("too long");
     // long but flat programs compile and run
     JsonQuery::jq(&format!("{}1", "1 + ".repeat(3000))).expect("compiles");
     let pipes = JsonQuery::jq(&format!("{}.page", ". | ".repeat(4000))).expect("compiles");
-    assert_eq!(pipes.first(&shop(), &JqLimits::default()), Ok(Some(json!(1))));
+    assert_eq!(pipes.first(&shop(), &limits()), Ok(Some(json!(1))));
     let nested = format!("{}.page{}", "[".repeat(250), "]".repeat(250));
     let nested = JsonQuery::jq(&nested).expect("compiles");
-    assert!(nested.first(&shop(), &JqLimits::default()).is_ok());
+    assert!(nested.first(&shop(), &limits()).is_ok());
 }
 
 #[test]
+fn steps_are_counted_the_same_on_any_machine() {
+    let within = |steps: u64, program: &str| {
+        let query = JsonQuery::jq(program).expect("compiles");
+        query.first(&shop(), &JqLimits { max_steps: steps, ..limits() })
+    };
+    // The same program takes the same steps each time: the bound falls between the same two
+    // lengths, however fast the machine.
+    assert_eq!(within(100_000, "[range(1000)] | length"), Ok(Some(json!(1000))));
+    let e = within(100_000, "[range(200000)] | length").expect_err("stopped");
+    assert_eq!(e, "the jq program took more than 100000 steps");
+    // The default bound stops a runaway loop by counting, not by the clock.
+    let e = within(JqLimits::STEPS, "reduce range(1e9) as $i (0; .+1)").expect_err("stopped");
+    assert!(e.contains("steps"), "{e}");
+}
+
+/// The wall-clock safety net still stops a run whose steps are not bounded; the assertion is
+/// that it stops and says why, not how fast.
+#[test]
 fn a_time_limit_is_a_time_limit() {
     let query = JsonQuery::jq("reduce range(1e9) as $i (0; .+1)").expect("compiles");
-    let limits = JqLimits { time: Duration::from_millis(20), ..JqLimits::default() };
-    let e = query.first(&shop(), &limits).expect_err("stopped");
+    let net = JqLimits { max_steps: u64::MAX, time: Duration::from_millis(20), ..limits() };
+    let e = query.first(&shop(), &net).expect_err("stopped");
     assert!(e.contains("ran out of time (20 ms)"), "{e}");
 }
 
@@ -349,7 +372,7 @@ fn queries_are_send_sync_and_cheap_to_clone() {
     send_sync::<JsonQuery>();
     let query = JsonQuery::jq(".items[0].sku").expect("compiles");
     let copy = query.clone();
-    let found = std::thread::spawn(move || copy.first(&shop(), &JqLimits::default())).join().expect("joins");
+    let found = std::thread::spawn(move || copy.first(&shop(), &limits())).join().expect("joins");
     assert_eq!(found, Ok(Some(json!("A1"))));
     assert!(format!("{query:?}").contains(".items[0].sku"));
 }

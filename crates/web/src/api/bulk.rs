@@ -30,15 +30,30 @@ pub struct BulkFilter {
     q: Option<String>,
 }
 
-/// Which watches a bulk action takes: `ids`, or every watch `filter` matches (exactly one).
+impl BulkFilter {
+    /// Whether it narrows nothing: it matches every watch.
+    fn is_empty(&self) -> bool {
+        self.state.is_none()
+            && self.health.is_none()
+            && self.tag.as_deref().is_none_or(|t| t.trim().is_empty())
+            && self.q.as_deref().is_none_or(|q| q.trim().is_empty())
+    }
+}
+
+/// Which watches a bulk action takes: `ids`, every watch `filter` matches, or every watch with
+/// `all: true` (a filter that narrows nothing must say `all: true` too, so that no typo in a
+/// filter acts on every watch).
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Bulk {
     /// These watches (at most 1000; other accounts' ids are not counted).
     #[schema(max_items = 1000)]
     ids: Option<Vec<String>>,
-    /// Every watch matching (`{}` for all).
+    /// Every watch matching; a filter that narrows nothing (`{}`) needs `all: true`.
     filter: Option<BulkFilter>,
+    /// `true` to act on every watch of the account (alone, or with an empty `filter`).
+    #[serde(default)]
+    all: bool,
 }
 
 /// Body of `POST /watches/tag`.
@@ -48,8 +63,11 @@ pub struct BulkTag {
     /// These watches.
     #[schema(max_items = 1000)]
     ids: Option<Vec<String>>,
-    /// Every watch matching.
+    /// Every watch matching; a filter that narrows nothing (`{}`) needs `all: true`.
     filter: Option<BulkFilter>,
+    /// `true` to act on every watch of the account (alone, or with an empty `filter`).
+    #[serde(default)]
+    all: bool,
     /// Tags to add.
     #[serde(default)]
     add: Vec<String>,
@@ -65,19 +83,36 @@ pub struct BulkResult {
     count: usize,
 }
 
-/// The selection a body names, with the same rules for the API and the UI.
-pub(crate) fn selection(ids: Option<Vec<String>>, filter: Option<BulkFilter>) -> Result<WatchSelection, ApiError> {
-    match (ids, filter) {
-        (Some(ids), None) if ids.len() <= MAX_IDS => Ok(WatchSelection::Ids(ids)),
-        (Some(_), None) => Err(ApiError::invalid("ids", format!("at most {MAX_IDS} ids"))),
-        (None, Some(f)) => Ok(WatchSelection::Filter(WatchFilter {
+/// The selection a body names: `ids`, a filter that narrows, or everything when `all` says so.
+/// A filter that narrows nothing without `all` is refused, naming `filter`: an empty or
+/// mistyped filter must not act on every watch by accident.
+pub(crate) fn selection(
+    ids: Option<Vec<String>>,
+    filter: Option<BulkFilter>,
+    all: bool,
+) -> Result<WatchSelection, ApiError> {
+    match (ids, filter, all) {
+        (Some(ids), None, false) if ids.len() <= MAX_IDS => Ok(WatchSelection::Ids(ids)),
+        (Some(_), None, false) => Err(ApiError::invalid("ids", format!("at most {MAX_IDS} ids"))),
+        (Some(_), _, true) => Err(ApiError::invalid("all", "give either `ids` or `all`, not both")),
+        (None, filter, true) if filter.as_ref().is_none_or(BulkFilter::is_empty) => {
+            Ok(WatchSelection::Filter(WatchFilter::default()))
+        }
+        (None, Some(_), true) => {
+            Err(ApiError::invalid("all", "`all: true` takes every watch; give it alone or with an empty `filter`"))
+        }
+        (None, Some(f), false) if f.is_empty() => Err(ApiError::invalid(
+            "filter",
+            "this filter narrows nothing, so it would take every watch: add `\"all\": true` to mean that",
+        )),
+        (None, Some(f), false) => Ok(WatchSelection::Filter(WatchFilter {
             state: f.state,
             health: f.health,
             tag: f.tag.map(|t| t.trim().to_lowercase()).filter(|t| !t.is_empty()),
             q: f.q.map(|q| q.trim().to_owned()).filter(|q| !q.is_empty()),
             ..WatchFilter::default()
         })),
-        _ => Err(ApiError::invalid("ids", "give either `ids` or `filter`")),
+        _ => Err(ApiError::invalid("ids", "give `ids`, a `filter`, or `\"all\": true`")),
     }
 }
 
@@ -96,7 +131,7 @@ pub async fn check(
     caller: Caller,
     Json(body): Json<Bulk>,
 ) -> Result<(StatusCode, axum::Json<BulkResult>), ApiError> {
-    let selection = selection(body.ids, body.filter)?;
+    let selection = selection(body.ids, body.filter, body.all)?;
     let now = state.clock.now().naive_utc();
     let count = state.store.write(move |c| watches::bulk_check_now(c, &caller.account_id, &selection, now)).await?;
     state.runner.wake();
@@ -109,7 +144,7 @@ async fn set_state(
     body: Bulk,
     to: WatchState,
 ) -> Result<axum::Json<BulkResult>, ApiError> {
-    let selection = selection(body.ids, body.filter)?;
+    let selection = selection(body.ids, body.filter, body.all)?;
     let changes = driftwatch_validate::state_change(to, state.clock.now());
     let count =
         state.store.write(move |c| watches::bulk_set_state(c, &caller.account_id, &selection, &changes)).await?;
@@ -166,7 +201,7 @@ pub async fn delete(
     caller: Caller,
     Json(body): Json<Bulk>,
 ) -> Result<axum::Json<BulkResult>, ApiError> {
-    let selection = selection(body.ids, body.filter)?;
+    let selection = selection(body.ids, body.filter, body.all)?;
     let count = state.store.write(move |c| watches::bulk_delete(c, &caller.account_id, &selection)).await?;
     tracing::info!(count, "watches deleted in bulk");
     Ok(axum::Json(BulkResult { count }))
@@ -186,7 +221,7 @@ pub async fn tag(
     caller: Caller,
     Json(body): Json<BulkTag>,
 ) -> Result<axum::Json<BulkResult>, ApiError> {
-    let selection = selection(body.ids, body.filter)?;
+    let selection = selection(body.ids, body.filter, body.all)?;
     let add = driftwatch_validate::valid_tags(&body.add)?;
     let remove = driftwatch_validate::valid_tags(&body.remove)?;
     if add.is_empty() && remove.is_empty() {

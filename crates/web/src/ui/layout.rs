@@ -15,6 +15,8 @@ pub struct Layout {
     pub section: &'static str,
     /// The signed-in user's email (no navigation when signed out).
     pub email: Option<String>,
+    /// The name of the signed-in user's account.
+    pub account: Option<String>,
     /// The session's CSRF token, for forms.
     pub csrf: String,
     /// A message from the previous action.

@@ -33,6 +33,9 @@ pub struct Viewer {
     pub user: User,
     /// Their session (its `csrf_token` goes into every form).
     pub session: Session,
+    /// The name of their account, shown in the header: what `driftwatch token create
+    /// --account` and `account list` call it.
+    pub account_name: String,
 }
 
 impl Viewer {
@@ -73,6 +76,7 @@ impl Layout {
             title: title.into(),
             section,
             email: Some(viewer.user.email.clone()),
+            account: Some(viewer.account_name.clone()),
             csrf: viewer.session.csrf_token.clone(),
             ..Layout::public("")
         }
@@ -91,9 +95,16 @@ impl FromRequestParts<AppState> for Viewer {
         let Some(id) = cookie(&parts.headers, SESSION_COOKIE).map(str::to_owned) else { return Err(to_sign_in()) };
         let now = state.clock.now().naive_utc();
         let limits = state.ui.session_limits;
-        let found = state.store.read(move |c| users::find_session(c, &id, now, limits)).await?;
-        let Some((session, user)) = found else { return Err(to_sign_in()) };
-        let viewer = Viewer { user, session };
+        let found = state
+            .store
+            .read(move |c| {
+                let Some((session, user)) = users::find_session(c, &id, now, limits)? else { return Ok(None) };
+                let account = driftwatch_store::accounts::get_account(c, &user.account_id)?;
+                Ok(Some((session, user, account.map(|a| a.name).unwrap_or_default())))
+            })
+            .await?;
+        let Some((session, user, account_name)) = found else { return Err(to_sign_in()) };
+        let viewer = Viewer { user, session, account_name };
         parts.extensions.insert(viewer.clone());
         Ok(viewer)
     }

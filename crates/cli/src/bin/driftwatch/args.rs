@@ -113,6 +113,12 @@ pub(crate) enum AccountCommand {
         #[command(flatten)]
         settings: Settings,
     },
+    /// List every account: its name, id, users, creation time and number of watches (the
+    /// first-run setup makes one too: its users see only its watches).
+    List {
+        #[command(flatten)]
+        settings: Settings,
+    },
 }
 
 #[derive(Subcommand)]
@@ -195,30 +201,45 @@ pub(crate) enum TokenCommand {
     },
 }
 
-/// The command line, with the server's settings kept out of the help of commands that only
-/// open the database (`user create --help` listed every setting of `serve`): they still take
-/// them (a config file or the environment may carry any), but show only `--database-url` and
-/// `--config`.
+/// The command line, each command's help listing only the settings it uses (`user create
+/// --help` and `migrate --help` listed every setting of `serve`). Commands still take every
+/// setting, since a config file or the environment may carry any, but show only their own:
+/// the one-shot commands the database (and `--config`), `migrate` the database and the key
+/// that seals stored secrets, `worker` everything but the web server's.
 pub(crate) fn command() -> clap::Command {
-    use clap::{Args as _, CommandFactory as _};
-    let server: Vec<String> = Settings::augment_args(clap::Command::new("settings"))
+    use clap::CommandFactory as _;
+    use driftwatch::used_by::{KEY, SERVER_ONLY, STORE};
+    let store_only = |id: &str| !STORE.contains(&id);
+    let migrate = |id: &str| !STORE.contains(&id) && !KEY.contains(&id);
+    let worker = |id: &str| SERVER_ONLY.contains(&id);
+    let cli = Cli::command();
+    let cli = cli.mut_subcommand("account", |c| hide_in(c, &["create", "list"], store_only));
+    let cli = cli.mut_subcommand("user", |c| hide_in(c, &["create", "list", "set-password"], store_only));
+    let cli = cli.mut_subcommand("token", |c| hide_in(c, &["create", "list", "revoke"], store_only));
+    let cli = hide_in(cli, &["import", "export"], store_only);
+    let cli = hide_in(cli, &["migrate"], migrate);
+    hide_in(cli, &["worker"], worker)
+}
+
+/// `command` with the settings that `hide` names hidden from the help of its `subcommands`.
+fn hide_in(command: clap::Command, subcommands: &[&str], hide: impl Fn(&str) -> bool + Clone) -> clap::Command {
+    use clap::Args as _;
+    let settings: Vec<String> = Settings::augment_args(clap::Command::new("settings"))
         .get_arguments()
         .map(|a| a.get_id().to_string())
-        .filter(|id| id != "database_url" && id != "config")
         .collect();
-    let quiet = move |command: clap::Command| {
-        let server = server.clone();
-        command.mut_args(move |arg| {
-            let hide = server.iter().any(|id| id == arg.get_id().as_str());
-            arg.hide(hide)
+    subcommands.iter().fold(command, |command, name| {
+        let (settings, hide) = (settings.clone(), hide.clone());
+        command.mut_subcommand(name, move |sub| {
+            sub.mut_args(move |arg| {
+                let id = arg.get_id().as_str();
+                if settings.iter().any(|s| s == id) {
+                    let hidden = hide(id);
+                    arg.hide(hidden)
+                } else {
+                    arg
+                }
+            })
         })
-    };
-    let for_store = |command: clap::Command, subcommands: &[&str]| {
-        subcommands.iter().fold(command, |command, name| command.mut_subcommand(name, quiet.clone()))
-    };
-    let cli = Cli::command();
-    let cli = cli.mut_subcommand("account", |c| for_store(c, &["create"]));
-    let cli = cli.mut_subcommand("user", |c| for_store(c, &["create", "list", "set-password"]));
-    let cli = cli.mut_subcommand("token", |c| for_store(c, &["create", "list", "revoke"]));
-    for_store(cli, &["import", "export"])
+    })
 }

@@ -11,9 +11,12 @@ use driftwatch_store::accounts;
 use crate::args::{AccountCommand, TokenCommand, UserCommand};
 use crate::print_out;
 
-/// `driftwatch account create`.
+/// `driftwatch account create|list`.
 pub(crate) async fn account(command: AccountCommand) -> anyhow::Result<()> {
-    let AccountCommand::Create { name, settings } = command;
+    let (name, settings) = match command {
+        AccountCommand::Create { name, settings } => (name, settings),
+        AccountCommand::List { settings } => return list_accounts(&settings).await,
+    };
     let name = name.trim().to_owned();
     if name.is_empty() {
         bail!("the account name must not be empty");
@@ -22,6 +25,26 @@ pub(crate) async fn account(command: AccountCommand) -> anyhow::Result<()> {
     let now = SystemClock.now().naive_utc();
     let account = store.write(move |c| accounts::create_account(c, &name, now)).await?;
     println!("created account {} ({})", account.name, account.id);
+    Ok(())
+}
+
+/// `driftwatch account list`: one line per account, with its users and watches.
+async fn list_accounts(settings: &Settings) -> anyhow::Result<()> {
+    let store = driftwatch::open_store(settings).await?;
+    let all = store.read(accounts::list_accounts).await?;
+    let width = all.iter().map(|a| a.account.name.chars().count()).max().unwrap_or(0).max("NAME".len());
+    let mut out = format!("{:<width$}  {:<30}  {:<19}  {:>7}  USERS\n", "NAME", "ID", "CREATED (UTC)", "WATCHES");
+    for a in &all {
+        let users = if a.users.is_empty() { "-".to_owned() } else { a.users.join(", ") };
+        out.push_str(&format!(
+            "{:<width$}  {:<30}  {:<19}  {:>7}  {users}\n",
+            a.account.name,
+            a.account.id,
+            a.account.created_at.format("%Y-%m-%d %H:%M:%S"),
+            a.watches,
+        ));
+    }
+    print_out(out.trim_end());
     Ok(())
 }
 
@@ -56,9 +79,10 @@ pub(crate) async fn token(command: TokenCommand) -> anyhow::Result<()> {
                 bail!("no account named `{account}`; create it with `driftwatch account create`")
             };
             let scopes = if read_only { "read" } else { "read write" };
+            let found_id = found.id.clone();
             let (token, plaintext) =
                 store.write(move |c| accounts::create_token(c, &found.id, &name, scopes, now)).await?;
-            println!("created token {} for account {account}; it is shown only now:", token.id);
+            println!("created token {} for account {account} ({}); it is shown only now:", token.id, found_id);
             println!("{plaintext}");
         }
     }
@@ -148,11 +172,17 @@ pub(crate) async fn import(account: &str, file: &std::path::Path, settings: &Set
         ..driftwatch_validate::Limits::default()
     };
     let mut problems = parsed.problems;
-    let mut created = 0;
+    // What the account has already (and what this file added): a watch found here again is
+    // skipped, so an import run twice adds nothing.
+    let mut existing = all_watches(&store, &account_id).await?;
+    let (mut created, mut skipped) = (0, 0);
     for watch in parsed.watches {
         match driftwatch::import::to_watch(&watch, &account_id, &limits, policy, SystemClock.now()) {
+            Ok(row) if existing.iter().any(|w| driftwatch::import::same_watch(w, &row)) => skipped += 1,
             Ok(row) => {
+                let stored = row.clone();
                 store.write(move |c| driftwatch_store::watches::insert_watch(c, &row)).await?;
+                existing.push(stored);
                 created += 1;
             }
             Err(reason) => problems.push(format!("{}: {reason}; skipped", watch.url)),
@@ -176,8 +206,30 @@ pub(crate) async fn import(account: &str, file: &std::path::Path, settings: &Set
     for problem in &problems {
         eprintln!("{problem}");
     }
-    println!("imported {created} watches and {endpoints} endpoints into {account}; {} problems", problems.len());
+    println!(
+        "imported {created} watches and {endpoints} endpoints into {account}; {} problems; {skipped} watches \
+         skipped (already there)",
+        problems.len()
+    );
     Ok(())
+}
+
+/// Every watch of the account, a page at a time.
+async fn all_watches(
+    store: &driftwatch_store::Store,
+    account_id: &str,
+) -> anyhow::Result<Vec<driftwatch_store::Watch>> {
+    let mut all = Vec::new();
+    let mut after = None;
+    loop {
+        let (id, page) = (account_id.to_owned(), driftwatch_store::Page { after: after.clone(), limit: 500 });
+        let rows =
+            store.read(move |c| driftwatch_store::watches::list_watches(c, &id, &Default::default(), &page)).await?;
+        let Some(last) = rows.last() else { break };
+        after = Some(last.id.clone());
+        all.extend(rows);
+    }
+    Ok(all)
 }
 
 /// `tgram://` of `tgram://123:secret/456`.
@@ -188,16 +240,7 @@ fn scheme_of(url: &str) -> String {
 pub(crate) async fn export(account: &str, settings: &Settings) -> anyhow::Result<()> {
     let store = driftwatch::open_store(settings).await?;
     let account_id = account_id(&store, account).await?;
-    let mut all = Vec::new();
-    let mut after = None;
-    loop {
-        let (id, page) = (account_id.clone(), driftwatch_store::Page { after: after.clone(), limit: 500 });
-        let rows =
-            store.read(move |c| driftwatch_store::watches::list_watches(c, &id, &Default::default(), &page)).await?;
-        let Some(last) = rows.last() else { break };
-        after = Some(last.id.clone());
-        all.extend(rows.iter().map(driftwatch::import::from_watch));
-    }
+    let all: Vec<_> = all_watches(&store, &account_id).await?.iter().map(driftwatch::import::from_watch).collect();
     print_out(&serde_json::to_string_pretty(&all)?);
     Ok(())
 }

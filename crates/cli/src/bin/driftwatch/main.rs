@@ -50,15 +50,22 @@ async fn main() -> anyhow::Result<()> {
             let settings_matches = matches.subcommand_matches("config").unwrap_or(&matches);
             print_out(driftwatch::config::describe(settings_matches, &file).trim_end());
             settings.validate()?;
+            driftwatch::keys::check_key(&settings)?;
             Ok(())
         }
         Command::Serve(settings) => run_until_signal(&settings, Roles { web: true, background: true }).await,
         Command::Worker(settings) => run_until_signal(&settings, Roles { web: false, background: true }).await,
         Command::Migrate(settings) => {
-            let (keyring, _) = driftwatch::keys::keyring(&settings)?;
             let store = driftwatch::open_store(&settings).await?;
-            let sealed = driftwatch::keys::seal_stored(&store, &keyring).await?;
-            println!("migrations applied; {sealed} endpoints' secrets encrypted");
+            // Sealing what an older version stored in plaintext needs the key; without one
+            // (PostgreSQL) the first `serve` or `worker` seals it, as each does at start.
+            if driftwatch::keys::has_key(&settings) {
+                let (keyring, _) = driftwatch::keys::keyring(&settings)?;
+                let sealed = driftwatch::keys::seal_stored(&store, &keyring).await?;
+                println!("migrations applied; {sealed} endpoints' secrets encrypted");
+            } else {
+                println!("migrations applied");
+            }
             Ok(())
         }
         Command::Secrets(SecretsCommand::GenerateKey) => {

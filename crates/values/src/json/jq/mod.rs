@@ -7,9 +7,11 @@
 //! `foreach`, each binding) clones the evaluation context, and the context carries data of the
 //! embedder's type ([`jaq_core::DataT`]). Ours counts in its `clone`:
 //!
-//! - **Time**: every 32 steps it compares the clock with the deadline ([`JqLimits::time`],
-//!   counted from when the page has been converted to jaq's values, which is linear in its
-//!   size). `range` (native in jaq) counts each output as a step.
+//! - **Steps**: each clone is a step, and a run stops past [`JqLimits::max_steps`]: a bound
+//!   that counts the same on any machine. `range` (native in jaq) counts each output as a step.
+//! - **Time**, the safety net behind the steps: every 32 steps it compares the clock with the
+//!   deadline ([`JqLimits::time`], counted from when the page has been converted to jaq's
+//!   values, which is linear in its size).
 //! - **Stack**: every step it compares the address of a local with the base of the thread,
 //!   which runs with [`EVAL_STACK`] bytes of stack and stops using them past [`STACK_BUDGET`]
 //!   (the rest is left for dropping and walking what was built). `def f: [f]; f` ends there.
@@ -121,6 +123,7 @@ impl<'a> HasLut<'a, Dw> for Env<'a> {
 /// Why a run was stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stop {
+    Steps,
     Time,
     Stack,
     Memory,
@@ -129,13 +132,14 @@ enum Stop {
 /// The bounds of one run, counted on its thread.
 pub(crate) struct Budget {
     deadline: Option<Instant>,
-    steps: Cell<u32>,
+    max_steps: u64,
+    steps: Cell<u64>,
     built: Cell<usize>,
     stack_base: usize,
 }
 
 impl Budget {
-    /// One step: checks the stack, and every 32 steps the clock.
+    /// One step: checks the stack and the steps, and every 32 steps the clock.
     pub(crate) fn tick(&self) {
         if std::thread::panicking() {
             return;
@@ -144,8 +148,11 @@ impl Budget {
         if stack_address(&here).abs_diff(self.stack_base) > STACK_BUDGET {
             stop(Stop::Stack);
         }
-        let n = self.steps.get().wrapping_add(1);
+        let n = self.steps.get().saturating_add(1);
         self.steps.set(n);
+        if n > self.max_steps {
+            stop(Stop::Steps);
+        }
         if n.is_multiple_of(32)
             && let Some(deadline) = self.deadline
             && Instant::now() >= deadline
@@ -212,6 +219,7 @@ impl JqProgram {
             let base = 0u8;
             let budget = Budget {
                 deadline: Instant::now().checked_add(limits.time),
+                max_steps: limits.max_steps,
                 steps: Cell::new(0),
                 built: Cell::new(0),
                 stack_base: stack_address(&base),
@@ -223,6 +231,7 @@ impl JqProgram {
             Some(Err(e)) => Err(e),
             Some(Ok(Ok(result))) => result,
             Some(Ok(Err(payload))) => Err(match payload.downcast_ref::<Stop>() {
+                Some(Stop::Steps) => format!("the jq program took more than {} steps", limits.max_steps),
                 Some(Stop::Time) => format!("the jq program ran out of time ({} ms)", limits.time.as_millis()),
                 Some(Stop::Stack) => "the jq program recursed too deeply".into(),
                 Some(Stop::Memory) => format!("the jq program built more than {} MiB of values", MAX_BUILT >> 20),

@@ -1,8 +1,12 @@
-//! Importing watches from a plain URL list, from urlwatch's `urls.yaml`, or from a driftwatch
-//! export, and endpoints from Apprise notification URLs (changedetection.io's); exporting an
-//! account's watches as JSON.
+//! Importing watches from a plain URL list, from urlwatch's `urls.yaml`, from
+//! changedetection.io's `url-watches.json` (URLs, titles, tags, intervals, paused), or from a
+//! driftwatch export, and endpoints from Apprise notification URLs (changedetection.io's);
+//! exporting an account's watches as JSON. An import run twice adds nothing the second time:
+//! a watch already there (same URL, selector and options) is skipped.
 
 use serde::Deserialize;
+
+mod changedetection;
 
 pub use driftwatch_validate::{PortableWatch, from_watch};
 
@@ -17,14 +21,20 @@ pub struct Imported {
     pub problems: Vec<String>,
 }
 
-/// Reads a driftwatch export (JSON array), a urlwatch `urls.yaml`, or a list of URLs (one per
-/// line, `#` comments), whichever `text` is. In a list, a line that is not an `http(s)` URL
-/// is an Apprise notification URL: an endpoint.
+/// Reads a driftwatch export (JSON array), changedetection.io's `url-watches.json` (a JSON
+/// object with `watching`), a urlwatch `urls.yaml`, or a list of URLs (one per line, `#`
+/// comments), whichever `text` is. In a list, a line that is not an `http(s)` URL is an
+/// Apprise notification URL: an endpoint. Any other JSON is refused, saying what it is not.
 pub fn parse(text: &str) -> anyhow::Result<Imported> {
     let trimmed = text.trim_start();
     if trimmed.starts_with('[') {
         let watches: Vec<PortableWatch> = serde_json::from_str(text)?;
         return Ok(Imported { watches, ..Imported::default() });
+    }
+    if trimmed.starts_with('{') {
+        let document: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| anyhow::anyhow!("the file starts like JSON but is not JSON: {e}"))?;
+        return changedetection::parse(&document);
     }
     let looks_like_yaml = text.lines().any(|l| {
         let l = l.trim_start();
@@ -147,6 +157,12 @@ pub fn to_watch(
         muted: Some(watch.muted),
     };
     driftwatch_validate::new_watch(input, limits, policy, account_id, now).map_err(|e| e.to_string())
+}
+
+/// Whether `stored` already watches what `new` would: the same page, selector and options
+/// (names, tags and schedules aside), so that importing a file twice adds nothing.
+pub fn same_watch(stored: &driftwatch_store::Watch, new: &driftwatch_store::Watch) -> bool {
+    stored.url == new.url && stored.selector == new.selector && stored.options() == new.options()
 }
 
 #[cfg(test)]
