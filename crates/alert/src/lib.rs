@@ -364,6 +364,21 @@ mod tests {
         assert_eq!(met.data.snapshots, Some(detected.data.snapshots));
     }
 
+    /// A `condition.*` body stored before one shape of `values` (its readings as a map under
+    /// `values`, no `readings`) still reads back, with no moved values.
+    #[test]
+    fn condition_bodies_of_the_old_shape_still_read() {
+        let old = concat!(
+            r#"{"data":{"event_id":"evt_1","holds":true,"reasons":["price 45.00 EUR is below 50"],"#,
+            r#""snapshot":"snp_2","values":{"price":45.0},"#,
+            r#""watch":{"id":"wat_1","name":"Espresso","url":"https://shop.example/e"}},"#,
+            r#""timestamp":"2026-12-02T12:00:00.000Z","type":"condition.met"}"#
+        );
+        let Some(v1::Payload::Condition(met)) = v1::Payload::parse(old) else { panic!("an old condition body reads") };
+        assert!(met.data.holds && met.data.values.is_empty() && met.data.readings.is_empty());
+        assert_eq!(met.data.reasons, ["price 45.00 EUR is below 50"]);
+    }
+
     #[test]
     fn endpoint_events_carry_the_endpoint_and_reason() {
         let endpoint = EndpointRef { id: "end_1", url: "https://hooks.example/x", description: "ops" };

@@ -69,11 +69,14 @@ pub struct ConditionEvent {
     pub holds: bool,
     /// Why, one sentence per deciding rule ("price 44.00 EUR is below 45").
     pub reasons: Vec<String>,
-    /// Every value read on this check, plain, by name (`{"price": 44.0}`).
+    /// Every value read on this check, plain, by name (`{"price": 44.0}`). Bodies written before
+    /// `readings` existed read back without it.
+    #[serde(default)]
     pub readings: std::collections::BTreeMap<String, serde_json::Value>,
     /// The values that moved since the snapshot before, as in `change.detected` (absent when
-    /// none did).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// none did). Bodies written before one shape of `values` held the readings here as a map;
+    /// they read back with no moved values.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "moved_or_legacy_map")]
     pub values: Vec<ValueChange>,
     /// The snapshot the conditions were judged on.
     pub snapshot: Option<String>,
@@ -86,6 +89,15 @@ pub struct ConditionEvent {
     /// How the page was rendered, when a browser rendered the change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub render: Option<Render>,
+}
+
+/// `values` as written now (a list of moved values), or as `condition.*` events wrote it before
+/// (a map of every reading), which carries no moved values.
+fn moved_or_legacy_map<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<ValueChange>, D::Error> {
+    match serde_json::Value::deserialize(deserializer)? {
+        serde_json::Value::Object(_) => Ok(Vec::new()),
+        moved => serde_json::from_value(moved).map_err(serde::de::Error::custom),
+    }
 }
 
 impl ConditionEvent {
