@@ -38,29 +38,32 @@ fn chromium() -> bool {
 /// A page only a script fills in.
 const SCRIPTED: &str = "<html><body><p id=\"x\"></p><script>x.textContent = 'rendered'</script></body></html>";
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn no_chromium_process_outlives_serve() {
-    if !chromium() {
-        return;
-    }
-    let dir = tempfile::tempdir().expect("temp dir");
-    let token = common::account_and_token(dir.path());
-    // Chromium's throwaway profile goes under this process's temporary directory: a marker
-    // on every Chromium process's command line.
-    let tmp = dir.path().join("tmp");
+/// `serve` in `dir` after one watch rendered in Chromium: the server, and the marker on every
+/// Chromium process's command line (the throwaway profile lives under this `TMPDIR`).
+async fn serve_after_a_render(dir: &std::path::Path) -> (driftwatch_test_support::KillOnDrop, String) {
+    let token = common::account_and_token(dir);
+    let tmp = dir.join("tmp");
     std::fs::create_dir(&tmp).expect("tmp");
     let marker = tmp.to_str().expect("utf-8 path").to_owned();
     let site = PageServer::start(SCRIPTED).await;
-    let (mut child, base) = common::serve(dir.path(), &[("TMPDIR", marker.as_str())]).await;
+    let (child, base) = common::serve(dir, &[("TMPDIR", marker.as_str())]).await;
     assert!(processes_mentioning(&marker).is_empty(), "Chromium starts only when a page needs it");
-
     let http = reqwest::Client::new();
     let body = json!({"url": site.url, "selector": "#x", "options": {"fetch": {"engine": "browser"}}});
     let run = common::first_run(&http, &base, &token, body).await;
     assert_eq!((run["outcome"].as_str(), run["engine"].as_str()), (Some("baseline"), Some("browser")), "{run}");
     let running = processes_mentioning(&marker);
     assert!(running.len() > 1, "Chromium runs as several processes: {running:?}");
+    (child, marker)
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_chromium_process_outlives_serve() {
+    if !chromium() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (mut child, marker) = serve_after_a_render(dir.path()).await;
     let killed = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill");
     assert!(killed.success());
     let status = tokio::task::spawn_blocking(move || child.wait()).await.expect("join").expect("wait");
@@ -76,19 +79,7 @@ async fn no_chromium_process_outlives_a_killed_serve() {
         return;
     }
     let dir = tempfile::tempdir().expect("temp dir");
-    let token = common::account_and_token(dir.path());
-    let tmp = dir.path().join("tmp");
-    std::fs::create_dir(&tmp).expect("tmp");
-    let marker = tmp.to_str().expect("utf-8 path").to_owned();
-    let site = PageServer::start(SCRIPTED).await;
-    let (mut child, base) = common::serve(dir.path(), &[("TMPDIR", marker.as_str())]).await;
-    let http = reqwest::Client::new();
-    let body = json!({"url": site.url, "selector": "#x", "options": {"fetch": {"engine": "browser"}}});
-    let run = common::first_run(&http, &base, &token, body).await;
-    assert_eq!((run["outcome"].as_str(), run["engine"].as_str()), (Some("baseline"), Some("browser")), "{run}");
-    let running = processes_mentioning(&marker);
-    assert!(running.len() > 1, "Chromium runs as several processes: {running:?}");
-
+    let (mut child, marker) = serve_after_a_render(dir.path()).await;
     let killed = std::process::Command::new("kill").args(["-KILL", &child.id().to_string()]).status().expect("kill");
     assert!(killed.success());
     let status = tokio::task::spawn_blocking(move || child.wait()).await.expect("join").expect("wait");
@@ -121,7 +112,7 @@ async fn serve_without_chromium_says_so() {
     let readyz = http.get(format!("{base}/readyz")).send().await.expect("readyz");
     assert_eq!(readyz.status(), 200, "degraded, still ready");
     let text = readyz.text().await.expect("body");
-    assert!(text.starts_with("ready\ndegraded: browser: 1 active watches"), "{text}");
+    assert!(text.starts_with("ready\ndegraded: browser: 1 active watch with engine browser or auto"), "{text}");
     assert!(text.contains("no Chromium at /nonexistent/chromium"), "{text}");
     drop(first);
 

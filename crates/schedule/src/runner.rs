@@ -146,7 +146,10 @@ impl Runner {
         let watches = self.store().read(driftwatch_store::stats::rendering_watches).await?;
         let reason = self.browsers().map_or_else(|| "no browser on this node".to_owned(), |b| b.unavailable_reason());
         Ok((watches > 0).then(|| {
-            format!("{watches} active watches render in the browser or may (engine browser or auto), and {reason}")
+            format!(
+                "{} with engine browser or auto, and {reason}",
+                driftwatch_core::text::count(watches, "active watch")
+            )
         }))
     }
 

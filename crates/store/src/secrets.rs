@@ -143,7 +143,7 @@ impl crate::Store {
         self.reseal_secrets_with(keyring, batch, 0).await
     }
 
-    /// [`move_credential_urls`] then [`Store::reseal_secrets`]: what start-up runs. Returns how
+    /// [`move_credential_urls`] then [`crate::Store::reseal_secrets`]: what start-up runs. Returns how
     /// many endpoints had a secret sealed afresh.
     pub async fn seal_credential_urls_and_reseal(
         &self,

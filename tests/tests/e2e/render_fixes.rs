@@ -138,5 +138,5 @@ pub async fn without_chromium_the_watch_page_says_why(backend: Backend) {
     let readyz = app.http.get(format!("{}/readyz", app.root())).send().await.expect("readyz");
     assert_eq!(readyz.status(), 200);
     let text = readyz.text().await.expect("body");
-    assert!(text.starts_with("ready\ndegraded: browser: 1 active watches"), "{text}");
+    assert!(text.starts_with("ready\ndegraded: browser: 1 active watch with engine browser or auto"), "{text}");
 }

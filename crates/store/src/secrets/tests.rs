@@ -114,7 +114,7 @@ fn assert_sealed_as(keyring: &Keyring, stored: &Secrets, plain: &Secrets) {
 
 #[test]
 fn the_secret_columns_are_the_schemas() {
-    assert_eq!(SECRET_COLUMNS, ["secret", "previous_secret", "secrets"]);
+    assert_eq!(SECRET_COLUMNS, ["secret", "previous_secret", "secrets", "url_secret"]);
 }
 
 #[test]
