@@ -47,8 +47,10 @@ pub struct FetchSpec {
     /// What loads the page: `http` (the default), `browser` (Chromium runs its scripts) or
     /// `auto` (HTTP first, the browser when HTTP gives an empty shell).
     pub engine: Engine,
-    /// With the browser: what to wait for once the page has loaded. `"load"` (the default),
-    /// `"network_idle"`, a delay in milliseconds (`1500`), or a CSS selector to appear.
+    /// With the browser: what to wait for once the page has loaded. `"load"`,
+    /// `"network_idle"`, a delay in milliseconds (`1500`), or a CSS selector to appear. When
+    /// unset: with a selector, until the selected element has text or the network is idle;
+    /// without one, `load`.
     pub wait: Option<Wait>,
     /// With the browser: actions run in order before the text is read (at most 20).
     #[schema(max_items = 20)]
