@@ -86,8 +86,21 @@ pub fn change_payload_with(
         snapshots: v1::Snapshots { previous: snapshots.previous.to_owned(), current: snapshots.current.to_owned() },
         render: extras.render,
         values: extras.values,
+        ai: None,
     };
     body(EventType::ChangeDetected, at, data)
+}
+
+/// A stored `change.detected` body with the model's verdict `ai` added (or replaced), written
+/// as every body is (keys sorted), everything else kept byte for byte in meaning. `None` when
+/// `stored` is not a change body this crate wrote.
+pub fn with_ai(stored: &str, ai: v1::Ai) -> Option<String> {
+    let mut envelope: v1::Envelope<v1::ChangeDetected> = serde_json::from_str(stored).ok()?;
+    if envelope.event_type != EventType::ChangeDetected {
+        return None;
+    }
+    envelope.data.ai = Some(ai);
+    serde_json::to_value(&envelope).ok().map(|body| body.to_string())
 }
 
 /// The JSON body of `condition.met` or `condition.cleared` ([`v1::ConditionEvent`]).

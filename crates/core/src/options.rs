@@ -23,6 +23,61 @@ pub struct WatchOptions {
     /// When set, a change alerts only when these hold.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conditions: Option<crate::values::Conditions>,
+    /// When set, a language model judges each change against an intent and may summarise it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ai: Option<AiOptions>,
+}
+
+/// What a language model does with a watch's changes: judge each against `intent` (only an
+/// important change is delivered), and/or write a summary that rides the alert.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct AiOptions {
+    /// What matters, in plain words ("alert me when the price drops below 50 EUR"; at most
+    /// 4,000 characters). A change that does not match it is recorded, not delivered.
+    #[schema(max_length = 4000)]
+    pub intent: Option<String>,
+    /// Add a short summary of each change to its alert (`data.ai.summary`).
+    pub summary: bool,
+    /// When the model gives no verdict in time: `open` (the default) delivers the change
+    /// without one; `hold` keeps it, recorded and undelivered, until it is sent by hand.
+    pub on_error: AiOnError,
+}
+
+/// The most characters an intent may have.
+pub const MAX_INTENT_CHARS: usize = 4000;
+
+impl AiOptions {
+    /// The intent, trimmed, when there is one.
+    pub fn intent(&self) -> Option<&str> {
+        self.intent.as_deref().map(str::trim).filter(|i| !i.is_empty())
+    }
+
+    /// Whether a model has anything to do for this watch.
+    pub fn active(&self) -> bool {
+        self.intent().is_some() || self.summary
+    }
+}
+
+/// What happens to a change whose verdict does not come in time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AiOnError {
+    /// Deliver it without a verdict (fail open).
+    #[default]
+    Open,
+    /// Keep it undelivered until someone sends it.
+    Hold,
+}
+
+impl AiOnError {
+    /// The name used in options and the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AiOnError::Open => "open",
+            AiOnError::Hold => "hold",
+        }
+    }
 }
 
 /// How a page is requested.

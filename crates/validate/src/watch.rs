@@ -37,6 +37,24 @@ pub fn valid_target(field: &str, raw: &str, policy: TargetPolicy) -> Result<Stri
     Ok(url.to_string())
 }
 
+/// An intent is words for a model: at most [`driftwatch_core::MAX_INTENT_CHARS`] characters, no
+/// control characters but line breaks and tabs.
+fn valid_ai(ai: &driftwatch_core::AiOptions) -> Result<(), FieldError> {
+    let Some(intent) = ai.intent.as_deref() else { return Ok(()) };
+    let field = "options.ai.intent";
+    let count = intent.chars().count();
+    if count > driftwatch_core::MAX_INTENT_CHARS {
+        return Err(FieldError::new(
+            field,
+            format!("is {count} characters long; an intent may have at most {}", driftwatch_core::MAX_INTENT_CHARS),
+        ));
+    }
+    if intent.chars().any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t')) {
+        return Err(FieldError::new(field, "must not contain control characters"));
+    }
+    Ok(())
+}
+
 fn valid_name(name: &str) -> Result<String, FieldError> {
     if name.chars().count() > MAX_NAME {
         return Err(FieldError::new("name", format!("longer than {MAX_NAME} characters")));
@@ -115,6 +133,9 @@ pub fn options_as_saved(options: &WatchOptions, limits: &Limits) -> Result<Watch
     }
     if options.noise.confirm_after_seconds.is_some_and(|t| !(1..=60).contains(&t)) {
         return Err(FieldError::new("options.noise.confirm_after_seconds", "must be between 1 and 60"));
+    }
+    if let Some(ai) = &options.ai {
+        valid_ai(ai)?;
     }
     if fetch.timeout_seconds.is_some_and(|t| !(1..=300).contains(&t)) {
         return Err(FieldError::new("options.fetch.timeout_seconds", "must be between 1 and 300"));

@@ -47,6 +47,33 @@ pub struct ChangeDetected {
     /// The watch's values that moved (absent for watches without values).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub values: Vec<ValueChange>,
+    /// What a language model made of the change, for a watch with `options.ai` (absent
+    /// otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ai: Option<Ai>,
+}
+
+/// A language model's verdict on a change: whether it matters for the watch's intent, why, and
+/// a summary. Without a verdict (the model failed past the deadline, the account's daily token
+/// budget is spent, no model is configured) `error` says why and the change went out anyway.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = PayloadAi)]
+pub struct Ai {
+    /// Whether the change matters for the intent (absent without an intent or a verdict).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub important: Option<bool>,
+    /// Why, in one or two sentences (absent without an intent or a verdict).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// What changed, in a sentence or two (absent without a verdict).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// The model asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Why there is no verdict, when there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// One value that moved (`{"name": "price", "from": 89.99, "to": 67.0, "currency": "EUR",
