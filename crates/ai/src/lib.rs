@@ -11,8 +11,10 @@
 
 pub mod answer;
 pub mod client;
+pub mod judge;
 pub mod prompt;
 
 pub use answer::{Answer, AnswerError};
 pub use client::{Answered, CallError, Client, ClientOptions, ModelConfig, Usage};
+pub use judge::{Judge, JudgeConfig, OperatorModel};
 pub use prompt::{Ask, PROMPT_VERSION, cache_key};

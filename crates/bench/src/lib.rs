@@ -85,6 +85,13 @@ pub(crate) fn app_state(
     Ok(driftwatch_web::AppState {
         store: store.clone(),
         runner,
+        judge: driftwatch_ai::Judge::new(
+            store.clone(),
+            Arc::clone(&clock),
+            None,
+            driftwatch_ai::JudgeConfig::default(),
+            Arc::new(|| {}),
+        ),
         worker,
         clock,
         policy,

@@ -59,7 +59,8 @@ impl App {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let metrics = Arc::new(driftwatch_metrics::Metrics::default());
         let worker = parts::delivery_worker(settings, &store, &clock, &metrics, &keyring)?;
-        let runner = parts::runner(settings, &store, &clock, &metrics, worker.clone())?;
+        let judge = parts::judge(settings, &store, &clock, &metrics, &keyring, worker.clone());
+        let runner = parts::runner(settings, &store, &clock, &metrics, worker.clone(), judge.clone())?;
         let browsers = runner.browsers().cloned();
         if let Some(why) = runner.browser_shortfall().await? {
             tracing::warn!(%why, "watches need a browser and none can be found; they fail until one is");
@@ -70,11 +71,12 @@ impl App {
         if roles.background {
             tasks.spawn(runner.clone().run(shutdown.clone()));
             tasks.spawn(worker.clone().run(shutdown.clone()));
+            tasks.spawn(judge.clone().run(shutdown.clone()));
             scheduler =
                 Some(jobs::start(settings, store.clone(), runner.clone(), worker.clone(), Arc::clone(&clock)).await?);
         }
         let web = if roles.web {
-            let mut state = parts::app_state(settings, &store, runner, worker, clock, metrics, shutdown.clone());
+            let mut state = parts::app_state(settings, &store, runner, worker, judge, clock, metrics, shutdown.clone());
             state.keyring = Some(keyring);
             Some(parts::listen(settings, state, &tasks, &shutdown).await?)
         } else {

@@ -84,6 +84,7 @@ pub(crate) fn runner(
     clock: &Arc<dyn Clock>,
     metrics: &Arc<Metrics>,
     worker: DeliveryWorker,
+    judge: driftwatch_ai::Judge,
 ) -> anyhow::Result<Runner> {
     let fetcher = Fetcher::new(FetchOptions {
         policy: target_policy(settings),
@@ -106,10 +107,47 @@ pub(crate) fn runner(
         max_text_bytes: settings.max_text_bytes,
         browser_concurrency: settings.browser_concurrency,
         metrics: Arc::clone(metrics),
+        ai_deadline: settings.llm_enabled.then(|| std::time::Duration::from_secs(settings.llm_deadline_seconds)),
         ..RunnerConfig::default()
     };
-    Ok(Runner::new(store.clone(), fetcher, Arc::clone(clock), config, move || worker.wake())
-        .with_browsers(browsers(settings)))
+    // A check queues deliveries, or a verdict that will: wake whichever has work.
+    Ok(Runner::new(store.clone(), fetcher, Arc::clone(clock), config, move || {
+        worker.wake();
+        judge.wake();
+    })
+    .with_browsers(browsers(settings)))
+}
+
+/// The verdict loop: the operator's model, budgets and limits; it wakes `worker` when a
+/// decision queued deliveries.
+pub(crate) fn judge(
+    settings: &Settings,
+    store: &Store,
+    clock: &Arc<dyn Clock>,
+    metrics: &Arc<Metrics>,
+    keyring: &driftwatch_core::Keyring,
+    worker: DeliveryWorker,
+) -> driftwatch_ai::Judge {
+    let config = driftwatch_ai::JudgeConfig {
+        operator: settings.operator_model(),
+        enabled: settings.llm_enabled,
+        concurrency: settings.llm_concurrency,
+        call_timeout: std::time::Duration::from_secs(settings.llm_timeout_seconds),
+        deadline: std::time::Duration::from_secs(settings.llm_deadline_seconds),
+        daily_tokens: settings.llm_daily_tokens,
+        poll_interval: settings.poll_interval.into(),
+        client: driftwatch_ai::ClientOptions { policy: target_policy(settings), ..Default::default() },
+        node_id: settings.node_id(),
+        metrics: Arc::clone(metrics),
+        ..driftwatch_ai::JudgeConfig::default()
+    };
+    driftwatch_ai::Judge::new(
+        store.clone(),
+        Arc::clone(clock),
+        Some(keyring.clone()),
+        config,
+        Arc::new(move || worker.wake()),
+    )
 }
 
 /// The node's browser, started when a watch first renders.
@@ -135,6 +173,7 @@ pub(crate) fn app_state(
     store: &Store,
     runner: Runner,
     worker: DeliveryWorker,
+    judge: driftwatch_ai::Judge,
     clock: Arc<dyn Clock>,
     metrics: Arc<Metrics>,
     draining: CancellationToken,
@@ -144,6 +183,7 @@ pub(crate) fn app_state(
         store: store.clone(),
         runner,
         worker,
+        judge,
         clock,
         policy: target_policy(settings),
         limits: driftwatch_web::ApiLimits {

@@ -204,6 +204,43 @@ pub struct Settings {
     #[arg(long, env = "DRIFTWATCH_MAX_SCREENSHOT_BYTES", default_value_t = 4 * 1024 * 1024)]
     pub max_screenshot_bytes: usize,
 
+    /// An OpenAI-compatible server that judges changes of watches with `options.ai` (Ollama:
+    /// `http://127.0.0.1:11434/v1`; llama.cpp's server, vLLM, LM Studio, a cloud API). Allowed
+    /// even when loopback or private: the operator chose it. Accounts may set their own.
+    #[arg(long, env = "DRIFTWATCH_LLM_BASE_URL")]
+    pub llm_base_url: Option<String>,
+
+    /// The model's name on that server (`qwen2.5:3b`, `gpt-4o-mini`).
+    #[arg(long, env = "DRIFTWATCH_LLM_MODEL")]
+    pub llm_model: Option<String>,
+
+    /// The server's API key, sent as `Authorization: Bearer` to that host only.
+    #[arg(long, env = "DRIFTWATCH_LLM_API_KEY", hide_env_values = true)]
+    pub llm_api_key: Option<String>,
+
+    /// How long a change may wait for a verdict before it goes out without one (or is held,
+    /// for a watch with `on_error: hold`), in seconds.
+    #[arg(long, env = "DRIFTWATCH_LLM_DEADLINE_SECONDS", default_value_t = 600)]
+    pub llm_deadline_seconds: u64,
+
+    /// AI on or off. Off, changes of watches with `options.ai` are delivered at once, without
+    /// a verdict, as if they had none.
+    #[arg(long, env = "DRIFTWATCH_LLM_ENABLED", default_value_t = true, action = clap::ArgAction::Set)]
+    pub llm_enabled: bool,
+
+    /// Tokens one account may spend a UTC day on the operator's model; past it changes go out
+    /// without a verdict, saying so (0: no limit).
+    #[arg(long, env = "DRIFTWATCH_LLM_DAILY_TOKENS", default_value_t = 1_000_000)]
+    pub llm_daily_tokens: u64,
+
+    /// Model calls in flight at once on this node.
+    #[arg(long, env = "DRIFTWATCH_LLM_CONCURRENCY", default_value_t = 4)]
+    pub llm_concurrency: usize,
+
+    /// Longest one verdict may take (a slow local model on a CPU may need minutes), in seconds.
+    #[arg(long, env = "DRIFTWATCH_LLM_TIMEOUT_SECONDS", default_value_t = 120)]
+    pub llm_timeout_seconds: u64,
+
     /// Page checks in flight at once.
     #[arg(long, env = "DRIFTWATCH_CHECK_CONCURRENCY", default_value_t = 32)]
     pub check_concurrency: usize,
@@ -353,6 +390,7 @@ impl Settings {
         at_least("DRIFTWATCH_BROWSER_RECYCLE_AFTER", "browser-recycle-after", self.browser_recycle_after, 1)?;
         at_least("DRIFTWATCH_BROWSER_MEMORY_MB", "browser-memory-mb", self.browser_memory_mb, 128)?;
         at_least("DRIFTWATCH_MAX_SCREENSHOT_BYTES", "max-screenshot-bytes", self.max_screenshot_bytes, 1024)?;
+        self.validate_llm()?;
         positive("DRIFTWATCH_HEADER_TIMEOUT", "header-timeout", self.header_timeout)?;
         positive("DRIFTWATCH_BODY_TIMEOUT", "body-timeout", self.body_timeout)?;
         at_least("DRIFTWATCH_MAX_CONNECTIONS", "max-connections", self.max_connections, 1)?;
@@ -395,6 +433,51 @@ impl Settings {
             })?;
         }
         Ok(())
+    }
+
+    /// The model settings: an http(s) base URL, a model with it, positive numbers.
+    fn validate_llm(&self) -> Result<(), SettingError> {
+        if let Some(url) = &self.llm_base_url {
+            let parsed = url::Url::parse(url).ok().filter(|u| matches!(u.scheme(), "http" | "https") && u.has_host());
+            if parsed.is_none() {
+                return Err(SettingError {
+                    env: "DRIFTWATCH_LLM_BASE_URL",
+                    flag: "llm-base-url",
+                    message: format!("must be an http(s) URL such as http://127.0.0.1:11434/v1; got `{url}`"),
+                });
+            }
+            if self.llm_model.as_deref().is_none_or(|m| m.trim().is_empty()) {
+                return Err(SettingError {
+                    env: "DRIFTWATCH_LLM_MODEL",
+                    flag: "llm-model",
+                    message: "must name the model when DRIFTWATCH_LLM_BASE_URL is set".into(),
+                });
+            }
+        }
+        for (env, flag, value) in [
+            ("DRIFTWATCH_LLM_DEADLINE_SECONDS", "llm-deadline-seconds", self.llm_deadline_seconds),
+            ("DRIFTWATCH_LLM_TIMEOUT_SECONDS", "llm-timeout-seconds", self.llm_timeout_seconds),
+        ] {
+            if value == 0 {
+                return Err(SettingError { env, flag, message: "must be at least 1".into() });
+            }
+        }
+        if self.llm_concurrency == 0 {
+            return Err(SettingError {
+                env: "DRIFTWATCH_LLM_CONCURRENCY",
+                flag: "llm-concurrency",
+                message: "must be at least 1".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The operator's model, when one is configured.
+    pub fn operator_model(&self) -> Option<driftwatch_ai::OperatorModel> {
+        let base_url = url::Url::parse(self.llm_base_url.as_deref()?).ok()?;
+        let model = self.llm_model.as_deref().map(str::trim).filter(|m| !m.is_empty())?.to_owned();
+        let api_key = self.llm_api_key.clone().filter(|k| !k.trim().is_empty());
+        Some(driftwatch_ai::OperatorModel { base_url, model, api_key })
     }
 
     /// The node id, or one made from the host name and process id.

@@ -24,8 +24,8 @@ pub use duration::{format_duration, parse_duration, parse_schedule};
 pub use field_error::FieldError;
 pub use id::{IdKind, id_floor, new_id};
 pub use options::{
-    AiOnError, AiOptions, Compare, DEFAULT_MIN_VISUAL_CHANGE_PERCENT, Engine, ExtractOptions, FetchSpec, MAX_STEPS, NoiseRules, Region,
-    MAX_INTENT_CHARS, ScreenshotMode, Step, TextRules, Wait, WaitKind, WatchOptions,
+    AiOnError, AiOptions, Compare, DEFAULT_MIN_VISUAL_CHANGE_PERCENT, Engine, ExtractOptions, FetchSpec,
+    MAX_INTENT_CHARS, MAX_STEPS, NoiseRules, Region, ScreenshotMode, Step, TextRules, Wait, WaitKind, WatchOptions,
 };
 pub use password::{PasswordError, hash_password, verify_password};
 pub use regexes::{REGEX_SIZE_LIMIT, compiled_regex};

@@ -118,6 +118,10 @@ pub struct Metrics {
     renders: Family<OutcomeLabel, Counter>,
     render_duration: Histogram,
     browser_memory: Gauge,
+    model_calls: Family<OutcomeLabel, Counter>,
+    model_duration: Histogram,
+    model_tokens: Counter,
+    verdicts: Family<OutcomeLabel, Counter>,
 }
 
 /// Buckets from 1 ms to about 33 s, doubling.
@@ -153,6 +157,10 @@ impl Metrics {
             renders: Family::default(),
             render_duration: duration_histogram(),
             browser_memory: Gauge::default(),
+            model_calls: Family::default(),
+            model_duration: Histogram::new(exponential_buckets(0.05, 2.0, 14)),
+            model_tokens: Counter::default(),
+            verdicts: Family::default(),
             registry: Registry::default(),
         };
         registry.register("checks", "Checks finished, by outcome", metrics.checks.clone());
@@ -220,6 +228,26 @@ impl Metrics {
             "Memory (PSS) of the local browser's processes; 0 while none runs",
             metrics.browser_memory.clone(),
         );
+        registry.register(
+            "model_calls",
+            "Language-model calls, by outcome (ok, status, timeout, transport, answer, truncated, too_large)",
+            metrics.model_calls.clone(),
+        );
+        registry.register(
+            "model_call_duration_seconds",
+            "Time a language model took to give a verdict (every HTTP call it took)",
+            metrics.model_duration.clone(),
+        );
+        registry.register(
+            "model_tokens",
+            "Tokens language models counted, prompt and answer",
+            metrics.model_tokens.clone(),
+        );
+        registry.register(
+            "verdicts",
+            "Changes decided (important, unimportant, summarised, cached, unjudged, held)",
+            metrics.verdicts.clone(),
+        );
         registry.register("build", "The running build", Info::new(vec![("version".to_owned(), version.to_owned())]));
         Metrics { registry, ..metrics }
     }
@@ -234,6 +262,20 @@ impl Metrics {
     pub fn attempt_finished(&self, outcome: &'static str, elapsed: Duration) {
         self.attempts.get_or_create(&OutcomeLabel { outcome }).inc();
         self.attempt_duration.observe(elapsed.as_secs_f64());
+    }
+
+    /// Counts a language-model call that ended with `outcome` (`ok` or the error kind) after
+    /// `elapsed`, and the tokens it used.
+    pub fn model_call(&self, outcome: &'static str, elapsed: Duration, tokens: u64) {
+        self.model_calls.get_or_create(&OutcomeLabel { outcome }).inc();
+        self.model_duration.observe(elapsed.as_secs_f64());
+        self.model_tokens.inc_by(tokens);
+    }
+
+    /// Counts a decided change: `result` is `important`, `unimportant`, `summarised`,
+    /// `unjudged` or `held`.
+    pub fn verdict(&self, result: &'static str) {
+        self.verdicts.get_or_create(&OutcomeLabel { outcome: result }).inc();
     }
 
     /// Counts a finished render: `result` is `ok` or the failure kind.

@@ -50,6 +50,10 @@ pub struct RunnerConfig {
     pub browser_concurrency: usize,
     /// Where finished checks are counted.
     pub metrics: Arc<Metrics>,
+    /// When set, AI is on: a change of a watch with `options.ai` is recorded undelivered with a
+    /// pending verdict, and goes out when a model judges it or, at the latest, this long after.
+    /// `None` turns AI off: such changes are delivered at once, as without `options.ai`.
+    pub ai_deadline: Option<Duration>,
 }
 
 impl Default for RunnerConfig {
@@ -68,6 +72,7 @@ impl Default for RunnerConfig {
             max_text_bytes: 1024 * 1024,
             browser_concurrency: 2,
             metrics: Arc::new(Metrics::default()),
+            ai_deadline: None,
         }
     }
 }

@@ -36,6 +36,9 @@ pub struct CheckResult {
     /// Events kept in the history but delivered to no endpoint, as a muted watch's are: a
     /// change whose alert is the `condition.met` it caused.
     pub undelivered: Vec<Event>,
+    /// Verdicts a language model is to give on changes in `undelivered` (of a watch with
+    /// `options.ai`): their deliveries are queued once it does.
+    pub verdicts: Vec<crate::Verdict>,
     /// The watch's health after this check ([`driftwatch_core::WatchHealth`]).
     pub health: String,
     /// Validators of the page fetched, for the next conditional GET (unchanged when `None`).
@@ -155,6 +158,8 @@ fn record_set_pg(
     let queued = crate::outbox::enqueue_many(conn, render, &events)?;
     let undelivered: Vec<Event> = kept.iter().flat_map(|r| r.undelivered.iter().cloned()).collect();
     crate::insert_all!(conn, events::table, undelivered);
+    let verdicts: Vec<crate::Verdict> = kept.iter().flat_map(|r| r.verdicts.iter().cloned()).collect();
+    crate::verdicts::insert_pending(conn, &verdicts)?;
     let DbConn::Pg(pg) = conn else { return Err(StoreError::Config("not PostgreSQL".into())) };
     let runs: Vec<Run> = kept.iter().map(|r| r.run.storable().into_owned()).collect();
     if !runs.is_empty() {
@@ -217,6 +222,7 @@ fn record_in(conn: &mut DbConn, render: &dyn Render, result: &CheckResult) -> St
     for event in &result.undelivered {
         diesel::insert_into(events::table).values(event).execute(conn)?;
     }
+    crate::verdicts::insert_pending(conn, &result.verdicts)?;
     diesel::insert_into(runs::table).values(&*result.run.storable()).execute(conn)?;
     Ok(queued)
 }

@@ -34,6 +34,7 @@ pub mod secrets;
 pub mod snapshots;
 pub mod stats;
 pub mod users;
+pub mod verdicts;
 pub mod watches;
 
 use std::sync::Arc;

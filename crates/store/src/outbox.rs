@@ -118,6 +118,22 @@ pub fn enqueue(
     Ok(rows.len())
 }
 
+/// Queues deliveries of an event already recorded (a change whose verdict came) to every
+/// enabled endpoint it is routed to; returns how many were queued.
+///
+/// Call inside a transaction.
+pub fn enqueue_recorded(
+    conn: &mut DbConn,
+    render: &dyn Render,
+    event: &Event,
+    default_max_attempts: i32,
+    now: NaiveDateTime,
+) -> StoreResult<usize> {
+    let rows = delivery_rows(conn, render, event, Target::AllEnabled, default_max_attempts, now)?;
+    crate::insert_all!(conn, deliveries::table, rows);
+    Ok(rows.len())
+}
+
 /// The queued deliveries of `event` to the endpoints `target` names that take it.
 fn delivery_rows(
     conn: &mut DbConn,

@@ -7,6 +7,10 @@ diesel::table! {
         name -> Text,
         created_at -> Timestamp,
         feed_key_hash -> Nullable<Text>,
+        llm_base_url -> Nullable<Text>,
+        llm_model -> Nullable<Text>,
+        llm_api_key -> Nullable<Text>,
+        llm_daily_tokens -> Nullable<BigInt>,
     }
 }
 
@@ -255,7 +259,56 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    verdicts (event_id) {
+        event_id -> Text,
+        account_id -> Text,
+        watch_id -> Text,
+        state -> Text,
+        intent -> Nullable<Text>,
+        summary -> Bool,
+        hold -> Bool,
+        attempts -> Integer,
+        next_attempt_at -> Timestamp,
+        deadline_at -> Timestamp,
+        lease_owner -> Nullable<Text>,
+        lease_until -> Nullable<Timestamp>,
+        important -> Nullable<Bool>,
+        reason -> Nullable<Text>,
+        summary_text -> Nullable<Text>,
+        model -> Nullable<Text>,
+        tokens -> BigInt,
+        cached -> Bool,
+        error -> Nullable<Text>,
+        max_attempts -> Integer,
+        created_at -> Timestamp,
+        decided_at -> Nullable<Timestamp>,
+    }
+}
+
+diesel::table! {
+    ai_cache (key) {
+        key -> Text,
+        model -> Text,
+        important -> Bool,
+        reason -> Text,
+        summary -> Text,
+        tokens -> BigInt,
+        created_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    ai_usage (account_id, day) {
+        account_id -> Text,
+        day -> Text,
+        tokens -> BigInt,
+        calls -> BigInt,
+    }
+}
+
 diesel::joinable!(api_tokens -> accounts (account_id));
+diesel::joinable!(verdicts -> events (event_id));
 diesel::joinable!(users -> accounts (account_id));
 diesel::joinable!(sessions -> users (user_id));
 diesel::joinable!(watch_views -> watches (watch_id));
@@ -280,4 +333,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     users,
     sessions,
     watch_views,
+    verdicts,
+    ai_cache,
+    ai_usage,
 );

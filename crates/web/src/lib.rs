@@ -80,6 +80,8 @@ pub struct AppState {
     pub runner: Runner,
     /// For redeliveries, and to wake it when deliveries are queued.
     pub worker: DeliveryWorker,
+    /// Asks language models (the backtest of an intent) through the cache and budgets.
+    pub judge: driftwatch_ai::Judge,
     /// Time.
     pub clock: Arc<dyn Clock>,
     /// Which URLs watches and endpoints may name.

@@ -250,6 +250,7 @@ impl Runner {
         }
         let mut compared = self.compare(&watch, &options, page.text, page.screenshot, engine).await?;
         let (conditions_met, crossing) = self.judge_conditions(&watch, &options, &mut compared);
+        let verdict = self.verdict_for(&options, &mut compared);
         compared.note = join_notes(compared.note, read_note);
         let run = Run {
             id: new_id(IdKind::Run),
@@ -263,7 +264,9 @@ impl Runner {
             error: compared.error,
             note: compared.note,
             snapshot_id: compared.snapshot.as_ref().map(|s| s.id.clone()),
-            event_id: compared.event.as_ref().or(compared.undelivered.as_ref()).map(|e| e.id.clone()),
+            event_id: (compared.event.as_ref().or(compared.undelivered.as_ref()))
+                .or(verdict.as_ref().map(|(e, _)| e))
+                .map(|e| e.id.clone()),
             engine: Some(engine.to_owned()),
             error_kind: compared.error_kind.map(str::to_owned),
         };
@@ -279,7 +282,8 @@ impl Runner {
             browser_since,
             conditions_met,
             events: compared.event.into_iter().chain(crossing).chain(decided.health_event).collect(),
-            undelivered: compared.undelivered.into_iter().collect(),
+            undelivered: compared.undelivered.into_iter().chain(verdict.as_ref().map(|(e, _)| e.clone())).collect(),
+            verdicts: verdict.into_iter().map(|(_, v)| v).collect(),
             health: decided.health.as_str().to_owned(),
             validators,
             max_attempts: self.config().max_attempts,
@@ -295,5 +299,20 @@ impl Runner {
         self.record(result, decided.health_changed_from).await?;
         self.config().metrics.check_finished(outcome, clock.elapsed());
         Ok(Some(decided.run))
+    }
+
+    /// When the watch asks a model about its changes and AI is on: its change event, taken out
+    /// of those delivered now, and the pending verdict that will deliver it.
+    fn verdict_for(
+        &self,
+        options: &WatchOptions,
+        compared: &mut Compared,
+    ) -> Option<(Event, driftwatch_store::Verdict)> {
+        let deadline = self.config().ai_deadline?;
+        let ai = options.ai.as_ref().filter(|ai| ai.active())?;
+        let event = compared.event.take_if(|e| e.event_type == driftwatch_core::EventType::ChangeDetected.as_str())?;
+        let deadline_at = event.created_at + chrono::Duration::from_std(deadline).unwrap_or(chrono::Duration::days(1));
+        let verdict = driftwatch_store::Verdict::pending(&event, ai, deadline_at, self.config().max_attempts);
+        Some((event, verdict))
     }
 }

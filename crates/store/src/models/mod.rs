@@ -7,6 +7,7 @@ mod endpoint;
 mod event;
 mod recovery;
 mod user;
+mod verdict;
 mod watch;
 
 pub use account::{Account, ApiToken};
@@ -15,4 +16,5 @@ pub use endpoint::{Circuit, Endpoint, receives, routes};
 pub use event::Event;
 pub use recovery::Recovery;
 pub use user::{Session, User};
+pub use verdict::{CachedVerdict, Verdict, VerdictState};
 pub use watch::{BROWSER_MEMORY, Run, Snapshot, Watch, stored_tags};
