@@ -8,6 +8,7 @@
 //! [`Invalid`], in the order of the fields.
 
 mod endpoint;
+mod model;
 mod portable;
 mod recovery;
 mod token;
@@ -17,6 +18,7 @@ pub use endpoint::{
     Channel, ChannelInput, Current, EndpointInput, EndpointPatch, RouteInput, endpoint_changes, from_apprise,
     may_rotate_secret, new_endpoint, valid_channel, valid_route,
 };
+pub use model::{ModelInput, ValidModel, account_model};
 pub use portable::{PortableWatch, from_watch};
 pub use recovery::{RecoveryInput, RecoveryRequest, recovery};
 pub use token::token;

@@ -83,6 +83,7 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
                     created_at: now,
                 }],
                 undelivered: Vec::new(),
+                verdicts: Vec::new(),
                 health: "ok".into(),
                 validators: None,
                 max_attempts: 3,
@@ -115,6 +116,7 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
                 run: Run { id: new_id(IdKind::Run), watch_id: other.id.clone(), event_id: None, ..result.run.clone() },
                 events: Vec::new(),
                 undelivered: Vec::new(),
+                verdicts: Vec::new(),
                 ..result.clone()
             };
             let answers = checks::record_all(c, &PayloadOnly, &[lost.clone(), written.clone()])?;
@@ -148,6 +150,7 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
                 },
                 events: Vec::new(),
                 undelivered: Vec::new(),
+                verdicts: Vec::new(),
                 ..result.clone()
             };
             let answers = checks::record_all(
