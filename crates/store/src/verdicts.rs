@@ -271,6 +271,11 @@ pub fn for_events(
         .collect())
 }
 
+/// Changes waiting for a verdict, all accounts.
+pub fn pending_count(conn: &mut DbConn) -> StoreResult<i64> {
+    Ok(verdicts::table.filter(verdicts::state.eq(VerdictState::Pending.as_str())).count().get_result(conn)?)
+}
+
 /// A cached verdict on the question `key`.
 pub fn cached(conn: &mut DbConn, key: &str) -> StoreResult<Option<CachedVerdict>> {
     Ok(ai_cache::table.filter(ai_cache::key.eq(key)).select(CachedVerdict::as_select()).first(conn).optional()?)
