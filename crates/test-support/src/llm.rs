@@ -158,8 +158,8 @@ impl Shared {
             }
             Some(reply) => match reply.completion() {
                 Some(_) if models => reply::model_list(&self.script.lock().expect("lock").models),
-                Some((content, finish, usage)) if chat => {
-                    reply::json_response(StatusCode::OK, &reply::chat_completion(model, &content, finish, usage))
+                Some(c) if chat => {
+                    reply::json_response(StatusCode::OK, &reply::chat_completion(model, &c.content, c.finish, c.usage))
                 }
                 _ => reply::transport(&reply),
             },

@@ -93,18 +93,18 @@ impl Reply {
     }
 
     /// The message content, finish reason and usage of a content kind; `None` for the others.
-    pub(super) fn completion(&self) -> Option<(String, &'static str, Option<(u64, u64)>)> {
-        Some(match self {
+    pub(super) fn completion(&self) -> Option<Completion> {
+        let (content, finish, usage) = match self {
             Reply::Verdict { important, reason, summary, usage } => {
                 let content = json!({"important": important, "reason": reason, "summary": summary}).to_string();
                 (content, "stop", Some(*usage))
             }
             Reply::Fenced(inner) => {
-                let (content, finish, usage) = inner.completion()?;
+                let Completion { content, finish, usage } = inner.completion()?;
                 (format!("```json\n{content}\n```"), finish, usage)
             }
             Reply::Think(inner) => {
-                let (content, finish, usage) = inner.completion()?;
+                let Completion { content, finish, usage } = inner.completion()?;
                 (format!("<think>\nLet me reason...\n</think>\n\n{content}"), finish, usage)
             }
             Reply::Truncated => (
@@ -115,12 +115,22 @@ impl Reply {
             Reply::Empty => (String::new(), "stop", Some(DEFAULT_USAGE)),
             Reply::Content(content) => (content.clone(), "stop", Some(DEFAULT_USAGE)),
             Reply::NoUsage(inner) => {
-                let (content, finish, _) = inner.completion()?;
+                let Completion { content, finish, .. } = inner.completion()?;
                 (content, finish, None)
             }
             _ => return None,
-        })
+        };
+        Some(Completion { content, finish, usage })
     }
+}
+
+/// What a content kind answers.
+pub(super) struct Completion {
+    pub content: String,
+    /// `stop` or `length`.
+    pub finish: &'static str,
+    /// `(prompt_tokens, completion_tokens)`, none to leave `usage` out.
+    pub usage: Option<(u64, u64)>,
 }
 
 /// A chat completion in OpenAI's shape.
