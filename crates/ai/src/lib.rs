@@ -12,6 +12,8 @@
 pub mod answer;
 pub mod client;
 pub mod prompt;
+pub mod trim;
+mod wire;
 
 pub use answer::{Answer, AnswerError};
 pub use client::{Answered, CallError, Client, ClientOptions, ModelConfig, Usage};
