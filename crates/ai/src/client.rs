@@ -169,12 +169,14 @@ impl Client {
     /// One call, and once more when the server refuses the JSON schema (a 400 naming
     /// `response_format` or `json_schema`: asked again for any JSON object) or cuts the answer
     /// short (asked again with four times `max_tokens`; cut short twice is
-    /// [`CallError::Truncated`]).
+    /// [`CallError::Truncated`]). Without an intent the verdict is never important and has no
+    /// reason, whatever the model said.
     pub async fn judge(&self, ask: &Ask<'_>, timeout: Duration) -> Result<Answered, CallError> {
         let result = tokio::time::timeout(timeout, self.judge_calls(ask)).await;
         let result = result.unwrap_or(Err(CallError::Timeout(timeout)));
         if let Err(e) = &result {
-            tracing::debug!(model = %self.config.model, error = %e, "no verdict from the model");
+            // The kind only: an unreadable answer's message quotes the model's text.
+            tracing::debug!(model = %self.config.model, error = error_kind(e), "no verdict from the model");
         }
         result
     }
@@ -218,7 +220,12 @@ impl Client {
                 max_tokens = max_tokens.saturating_mul(4);
                 continue;
             }
-            let answer = crate::answer::parse_content(&completion.content)?;
+            let mut answer = crate::answer::parse_content(&completion.content)?;
+            if ask.intent.is_none() {
+                // Summary only: there is nothing to be important for.
+                answer.important = false;
+                answer.reason.clear();
+            }
             return Ok(Answered { answer, usage, calls });
         }
     }
@@ -258,6 +265,19 @@ impl Client {
             completion_tokens = usage.completion_tokens,
             "model call"
         );
+    }
+}
+
+/// What went wrong, in a word, for the logs.
+fn error_kind(error: &CallError) -> &'static str {
+    match error {
+        CallError::Status { .. } => "status",
+        CallError::Timeout(_) => "timeout",
+        CallError::Transport(_) => "transport",
+        CallError::Answer(crate::AnswerError::Empty) => "empty",
+        CallError::Answer(crate::AnswerError::Garbage(_)) => "garbage",
+        CallError::Truncated => "truncated",
+        CallError::TooLarge(_) => "too_large",
     }
 }
 

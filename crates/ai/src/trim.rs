@@ -59,7 +59,8 @@ impl Line {
 
 /// Trims `unified` to `budget` characters of lines, keeping what is most relevant to `intent`.
 ///
-/// `---`/`+++` headers before the first `@@`, `@@` lines and `\ No newline` hints are dropped;
+/// `---`/`+++` headers before the first `@@`, `@@` lines, `\ No newline` hints and blank lines
+/// are dropped;
 /// a removed and an added line with the same text (trimmed) are a move and both left out.
 /// Within the budget every other line is kept. Past it, changed lines are kept by BM25 score
 /// against the intent's words (ties, and no intent, in their original order) while they fit,
@@ -100,6 +101,10 @@ fn parse(unified: &str) -> (Vec<Line>, Vec<String>) {
             Some(b' ') => (Kind::Context, &raw[1..]),
             _ => (Kind::Context, raw),
         };
+        if text.trim().is_empty() {
+            // A blank line, added, removed or kept, tells the model nothing.
+            continue;
+        }
         lines.push(Line { kind, text: crate::answer::cut(text, MAX_LINE_CHARS) });
     }
     (lines, notes)
@@ -233,7 +238,7 @@ mod tests {
 
     #[test]
     fn moved_lines_are_left_out_and_counted() {
-        let unified = "-Item A\n Header\n+Item A\n+Item A\n-Price: 3\n+  Price: 3  \n+Item B";
+        let unified = "-Item A\n Header\n+\n- \n+Item A\n+Item A\n-Price: 3\n+  Price: 3  \n+Item B";
         let shown = shown_plain(unified);
         assert_eq!(shown.moved, 2);
         assert_eq!(shown.lines, " Header\n+Item A\n+Item B");

@@ -182,7 +182,25 @@ async fn a_huge_body_is_too_large() {
     let options = ClientOptions { max_body_bytes: 64 << 10, ..ClientOptions::default() };
     let client = Client::new(config(&server.base_url(), None), options).expect("client");
     server.push(Reply::Huge(1 << 20));
-    assert_eq!(client.judge(&ask(), WAIT).await, Err(CallError::TooLarge(64 << 10)));
+    assert_eq!(client.judge(&ask(), WAIT).await, Err(CallError::TooLarge(64 << 10)), "streamed, no length");
+    server.push(Reply::Status(200, format!("\"{}\"", "x".repeat(100_000))));
+    assert_eq!(client.judge(&ask(), WAIT).await, Err(CallError::TooLarge(64 << 10)), "a declared length");
+    server.push(Reply::Huge(60 << 10));
+    let under = client.judge(&ask(), WAIT).await;
+    assert!(matches!(under, Err(CallError::Answer(AnswerError::Garbage(_)))), "read whole: {under:?}");
+}
+
+#[tokio::test]
+async fn without_an_intent_only_the_summary_is_asked_for_and_kept() {
+    let server = ModelServer::start().await;
+    server.push(dropped());
+    let summary_only = Ask { intent: None, ..ask() };
+    let answered = client(&server, None).judge(&summary_only, WAIT).await.expect("a summary");
+    let expected = Answer { important: false, reason: String::new(), summary: "Price: 67 → 45 EUR.".into() };
+    assert_eq!(answered.answer, expected);
+    let request = &server.requests()[0];
+    assert!(request.system_text().contains("Always answer important: false"));
+    assert!(!request.user_text().contains("intent"));
 }
 
 #[tokio::test]
