@@ -250,7 +250,8 @@ impl Client {
         Wire {
             http: &self.http,
             base: &self.config.base_url,
-            key: self.config.api_key.as_deref(),
+            // An empty key field means none.
+            key: self.config.api_key.as_deref().filter(|key| !key.trim().is_empty()),
             policy: policy(&self.config, &self.options),
             max_body: self.options.max_body_bytes,
         }

@@ -227,6 +227,19 @@ async fn redirects_are_followed_only_within_the_origin() {
 }
 
 #[tokio::test]
+async fn at_most_three_redirects_are_followed() {
+    let server = ModelServer::start().await;
+    for hop in 1..=4 {
+        server.push(Reply::Redirect(format!("{}/hop{hop}/chat/completions", server.origin())));
+    }
+    let err = client(&server, Some("  ")).judge(&ask(), WAIT).await.expect_err("too many redirects");
+    assert!(matches!(&err, CallError::Transport(m) if m.contains("more than 3")), "{err:?}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4, "the first request and three hops");
+    assert!(requests.iter().all(|r| r.authorization().is_none()), "a blank key is no key");
+}
+
+#[tokio::test]
 async fn models_are_listed_sorted() {
     let server = ModelServer::start().await;
     server.set_models(&["qwen3:8b", "llama3.2:3b", "qwen3:8b"]);
