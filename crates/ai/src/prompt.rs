@@ -91,16 +91,21 @@ pub fn user_message(ask: &Ask<'_>, diff_budget_chars: usize) -> String {
         out.push_str("\n```\n");
     }
     if shown.moved > 0 {
-        out.push_str(&format!("({} lines only moved; not shown.)\n", shown.moved));
+        out.push_str(&format!("({} only moved; not shown.)\n", lines(shown.moved, "line")));
     }
     if shown.hidden > 0 {
-        out.push_str(&format!("({} more changed lines not shown.)\n", shown.hidden));
+        out.push_str(&format!("({} not shown.)\n", lines(shown.hidden, "more changed line")));
     }
     for note in &shown.notes {
         out.push_str(note);
         out.push('\n');
     }
     out
+}
+
+/// `n what`, plural when `n` is not 1.
+fn lines(n: usize, what: &str) -> String {
+    if n == 1 { format!("1 {what}") } else { format!("{n} {what}s") }
 }
 
 /// `text` on one line (a name or URL cannot break the message's layout), bounded.
@@ -203,8 +208,10 @@ mod tests {
         let a = Ask { intent: Some("price"), watch_name: "w", url: "u", unified };
         let user = user_message(&a, 20);
         assert!(user.contains("```diff\n+Price: 45 EUR\n```"), "{user}");
-        assert!(user.contains("(1 lines only moved; not shown.)"), "{user}");
-        assert!(user.contains("(1 more changed lines not shown.)"), "{user}");
+        assert!(user.contains("(1 line only moved; not shown.)"), "{user}");
+        assert!(user.contains("(1 more changed line not shown.)"), "{user}");
+        let more = Ask { unified: "+Price: 45 EUR\n+Banner one\n+Banner two\n", ..a };
+        assert!(user_message(&more, 20).contains("(2 more changed lines not shown.)"));
     }
 
     #[test]
