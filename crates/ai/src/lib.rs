@@ -13,6 +13,8 @@ pub mod answer;
 pub mod client;
 pub mod judge;
 pub mod prompt;
+pub mod trim;
+mod wire;
 
 pub use answer::{Answer, AnswerError};
 pub use client::{Answered, CallError, Client, ClientOptions, ModelConfig, Usage};
