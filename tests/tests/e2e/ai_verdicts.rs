@@ -288,8 +288,53 @@ pub async fn bad_intents_are_refused_by_name(backend: Backend) {
     let watch = app.watch_with_baseline(&token, json!({"url": page.url})).await;
     let id = watch["id"].as_str().expect("id");
     let (status, problem) = app
-        .call(reqwest::Method::PATCH, &format!("/watches/{id}"), &token, Some(json!({"options": {"ai": {"intent": long}}})))
+        .call(
+            reqwest::Method::PATCH,
+            &format!("/watches/{id}"),
+            &token,
+            Some(json!({"options": {"ai": {"intent": long}}})),
+        )
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{problem}");
     assert!(problem.to_string().contains("options.ai.intent"), "{problem}");
+}
+
+/// Against a real model, when `DRIFTWATCH_TEST_LLM_URL` (and `DRIFTWATCH_TEST_LLM_MODEL`, and
+/// `DRIFTWATCH_TEST_LLM_KEY` when it needs one) name one: a price rise is not important for
+/// "price drops below 50", a drop to 45 is. Skipped, saying so, when unset.
+pub async fn a_real_model_judges_direction_and_numbers() {
+    let Ok(base) = std::env::var("DRIFTWATCH_TEST_LLM_URL") else {
+        eprintln!("skipped: DRIFTWATCH_TEST_LLM_URL is not set (no real model to ask)");
+        return;
+    };
+    let name = std::env::var("DRIFTWATCH_TEST_LLM_MODEL").unwrap_or_else(|_| "qwen2.5:3b".into());
+    let key = std::env::var("DRIFTWATCH_TEST_LLM_KEY").ok();
+    let app = TestApp::start_with(Backend::Sqlite, move |s| {
+        s.llm_base_url = Some(base);
+        s.llm_model = Some(name);
+        s.llm_api_key = key;
+        s.llm_timeout_seconds = 300;
+    })
+    .await;
+    let token = app.account("acme").await;
+    let page = PageServer::start(&shop("67")).await;
+    let id = watch_with_intent(&app, &token, &page, json!({"intent": INTENT, "summary": true})).await;
+    for (price, important) in [("72", false), ("45", true)] {
+        page.set(&shop(price));
+        let run = app.check(&token, &id).await;
+        let event_id = run["event_id"].as_str().expect("the change");
+        let path = format!("/events/{event_id}");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(600);
+        let ai = loop {
+            let event = app.ok(&path, &token).await;
+            let ai = event["payload"]["data"]["ai"].clone();
+            if !ai.is_null() {
+                break ai;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "no verdict in 10 minutes");
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        };
+        eprintln!("price {price}: {ai}");
+        assert_eq!(ai["important"], important, "price {price}: {ai}");
+    }
 }
