@@ -144,7 +144,7 @@ pub async fn a_model_decides_from_the_form_to_the_watch_page(backend: Backend) {
     assert_eq!(browser.execute("return document.querySelector('details#ai').open").await, false);
     browser.click("details#ai summary").await;
     let note = browser.text("#ai-model").await;
-    assert!(note.contains("No model is configured") && note.contains("without one"), "{note}");
+    assert!(note.contains("No model is configured") && note.contains("without a verdict"), "{note}");
     browser.fill("#f-url", &page.url).await;
     browser.fill("#f-name", "Espresso machine").await;
     browser.fill("#f-ai_intent", INTENT).await;
@@ -312,6 +312,7 @@ pub async fn an_account_sets_its_own_model_on_the_account_page(backend: Backend)
 
     // The watch form names it.
     browser.goto(&format!("{root}/watches/new")).await;
+    browser.click("details#ai summary").await;
     let note = browser.text("#ai-model").await;
     assert!(note.contains("Your account's own model, qwen2.5:7b"), "{note}");
 
@@ -343,6 +344,7 @@ pub async fn the_servers_model_is_named_where_it_is_used(backend: Backend) {
     assert!(browser.text("#model-in-use").await.contains("The server's model, llama3.2:1b"));
     assert_eq!(browser.text("#model-spent").await, "Used today (UTC): 0 tokens, with no daily limit.");
     browser.goto(&format!("{root}/watches/new")).await;
+    browser.click("details#ai summary").await;
     assert!(browser.text("#ai-model").await.contains("The server's model, llama3.2:1b"));
     assert_eq!(browser.execute("return document.querySelector('#ai-model').className").await, "hint");
 }

@@ -56,9 +56,8 @@ impl ModelInUse {
             ModelInUse::Off => "AI is turned off on this server: changes go out at once, without a verdict.".into(),
             ModelInUse::Own(model) => format!("Your account's own model, {model}, judges your changes."),
             ModelInUse::Server(model) => format!("The server's model, {model}, judges your changes."),
-            ModelInUse::Missing => "No model is configured, for your account nor by the server's operator: a change \
-                                    of a watch that asks for a verdict goes out without one (or is held, when the \
-                                    watch says so)."
+            ModelInUse::Missing => "No model is configured, for your account nor by the server's operator: changes \
+                                    go out without a verdict (or are held, when the watch says so)."
                 .into(),
         }
     }

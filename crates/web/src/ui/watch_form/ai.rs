@@ -96,4 +96,19 @@ mod tests {
         assert_eq!(errors.first().map(|e| e.field.as_str()), Some("options.ai.on_error"));
         assert_eq!(fields_of(None), (String::new(), None, "open".into()));
     }
+
+    #[test]
+    fn a_stored_intent_reads_back_unchanged_through_the_form() {
+        let mut options = driftwatch_core::WatchOptions::default();
+        options.ai = Some(AiOptions {
+            intent: Some("When the status page reports an outage,\nnot when it is resolved".into()),
+            summary: false,
+            on_error: AiOnError::Hold,
+        });
+        let mut watch = driftwatch_store::Watch::new("acc_1", "https://example.com/", chrono::NaiveDateTime::default());
+        watch.options = serde_json::to_string(&options).expect("json");
+        let mut errors = Vec::new();
+        assert_eq!(WatchForm::of(&watch).options(&mut errors), options);
+        assert!(errors.is_empty(), "{errors:?}");
+    }
 }
