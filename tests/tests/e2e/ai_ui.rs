@@ -120,7 +120,8 @@ fn each_kind(found: &[Verdict]) -> Vec<Verdict> {
 
 /// The texts of the watch page's verdicts, newest first.
 async fn verdict_texts(browser: &Browser) -> Vec<String> {
-    let texts = browser.execute("return [...document.querySelectorAll('.timeline .verdict')].map(v => v.innerText)").await;
+    let texts =
+        browser.execute("return [...document.querySelectorAll('.timeline .verdict')].map(v => v.innerText)").await;
     texts.as_array().map(|a| a.iter().map(|t| t.as_str().unwrap_or_default().to_owned()).collect()).unwrap_or_default()
 }
 
@@ -171,7 +172,10 @@ pub async fn a_model_decides_from_the_form_to_the_watch_page(backend: Backend) {
     assert!(error.contains("at most 4000"), "{error}");
     assert_eq!(browser.execute("return document.querySelector('#f-ai_intent').value.length").await, 4001);
     assert_eq!(browser.execute("return document.querySelector('details#ai').open").await, true);
-    assert_eq!(browser.execute("return document.querySelector('#f-ai_intent').getAttribute('aria-invalid')").await, "true");
+    assert_eq!(
+        browser.execute("return document.querySelector('#f-ai_intent').getAttribute('aria-invalid')").await,
+        "true"
+    );
     look_everywhere(&browser, "ai-form-error").await;
     assert_eq!(app.ok(&format!("/watches/{id}"), &token).await["options"]["ai"]["intent"], INTENT, "nothing saved");
 
@@ -179,7 +183,8 @@ pub async fn a_model_decides_from_the_form_to_the_watch_page(backend: Backend) {
     // nothing is delivered.
     let store = store(&app);
     eventually("the baseline check", || async {
-        (app.ok(&format!("/watches/{id}/runs"), &token).await["items"].as_array().map_or(0, Vec::len) == 1).then_some(())
+        (app.ok(&format!("/watches/{id}/runs"), &token).await["items"].as_array().map_or(0, Vec::len) == 1)
+            .then_some(())
     })
     .await;
     for price in ["49 EUR", "51 EUR", "60 EUR", "45 EUR", "44 EUR"] {
@@ -233,10 +238,18 @@ pub async fn a_model_decides_from_the_form_to_the_watch_page(backend: Backend) {
 
     // Changes shows the same badges.
     browser.goto(&format!("{root}/changes")).await;
-    let badges = browser.execute("return [...document.querySelectorAll('.changes .verdict .badge')].map(b => b.textContent)").await;
+    let badges = browser
+        .execute("return [...document.querySelectorAll('.changes .verdict .badge')].map(b => b.textContent)")
+        .await;
     assert_eq!(
         badges,
-        json!(["Sent by hand", "Waiting for the model", "Sent without a verdict", "Not important, not sent", "Important"])
+        json!([
+            "Sent by hand",
+            "Waiting for the model",
+            "Sent without a verdict",
+            "Not important, not sent",
+            "Important"
+        ])
     );
     look_everywhere(&browser, "ai-changes").await;
 
@@ -269,12 +282,15 @@ pub async fn an_account_sets_its_own_model_on_the_account_page(backend: Backend)
     browser.goto(&format!("{root}/account")).await;
     assert!(browser.text("#model-in-use").await.contains("No model is configured"));
     assert_eq!(browser.text("#model-spent").await, "Used today (UTC): 1,234 of 1,000,000 tokens a day.");
-    assert_eq!(browser.execute("return document.querySelector('form[action=\"/account/model/clear\"]')").await, Value::Null);
+    assert_eq!(
+        browser.execute("return document.querySelector('form[action=\"/account/model/clear\"]')").await,
+        Value::Null
+    );
 
     // Errors stand beside their fields, what was typed kept.
     browser.fill("#f-base_url", "ftp://models.example/v1").await;
     browser.fill("#f-daily_tokens", "-5").await;
-    browser.submit_form("form[action='/account/model']").await;
+    browser.submit_form("form[action='/account/model#model']").await;
     browser.wait_for("#e-base_url").await;
     assert!(browser.text("#e-model").await.contains("model's name"));
     assert!(browser.text("#e-daily_tokens").await.contains("0 (no limit) or more"));
@@ -287,7 +303,7 @@ pub async fn an_account_sets_its_own_model_on_the_account_page(backend: Backend)
     browser.fill("#f-model", "qwen2.5:3b").await;
     browser.fill("#f-api_key", key).await;
     browser.fill("#f-daily_tokens", "5000").await;
-    browser.submit_form("form[action='/account/model']").await;
+    browser.submit_form("form[action='/account/model#model']").await;
     browser.wait_for_text(".notice", "Saved: qwen2.5:3b now judges your changes.").await;
     assert!(browser.text("#model-in-use").await.contains("Your account's own model, qwen2.5:3b"));
     assert_eq!(browser.text("#model-spent").await, "Used today (UTC): 1,234 of 5,000 tokens a day.");
@@ -304,7 +320,7 @@ pub async fn an_account_sets_its_own_model_on_the_account_page(backend: Backend)
 
     // Saved again without a key, the stored one is kept.
     browser.fill("#f-model", "qwen2.5:7b").await;
-    browser.submit_form("form[action='/account/model']").await;
+    browser.submit_form("form[action='/account/model#model']").await;
     browser.wait_for_text(".notice", "qwen2.5:7b").await;
     let owner = account.clone();
     let kept = store.read(move |c| driftwatch_store::verdicts::account_model(c, &owner)).await.expect("read");

@@ -127,7 +127,11 @@ fn grouped(n: i64) -> String {
 }
 
 /// `account_id`'s own model settings and its tokens spent today.
-pub fn load(c: &mut driftwatch_store::DbConn, account_id: &str, day: &str) -> driftwatch_store::StoreResult<(AccountModel, i64)> {
+pub fn load(
+    c: &mut driftwatch_store::DbConn,
+    account_id: &str,
+    day: &str,
+) -> driftwatch_store::StoreResult<(AccountModel, i64)> {
     Ok((verdicts::account_model(c, account_id)?, verdicts::spent(c, account_id, day)?))
 }
 

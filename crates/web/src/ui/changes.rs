@@ -156,7 +156,10 @@ pub async fn list(
     let zone = viewer.user.time_zone.as_str();
     let items = events
         .iter()
-        .map(|e| ChangeItem { verdict: verdicts.get(&e.id).map(|v| VerdictView::of(v, now, zone)), ..item(e, now, zone) })
+        .map(|e| ChangeItem {
+            verdict: verdicts.get(&e.id).map(|v| VerdictView::of(v, now, zone)),
+            ..item(e, now, zone)
+        })
         .collect();
     Ok(html(&ChangesPage { layout: Layout::signed_in(&viewer, "changes", "Changes"), items, next_page, has_feed }))
 }

@@ -43,9 +43,11 @@ impl VerdictView {
             (VerdictState::Unjudged, _) => {
                 ("ai-unjudged", "Sent without a verdict", error.map(|e| format!("Why: {e}")))
             }
-            (VerdictState::Held, _) => {
-                ("ai-held", "Held, not sent", error.map(|e| format!("No verdict: {e}. Nothing is sent until you send it.")))
-            }
+            (VerdictState::Held, _) => (
+                "ai-held",
+                "Held, not sent",
+                error.map(|e| format!("No verdict: {e}. Nothing is sent until you send it.")),
+            ),
             (VerdictState::Released, _) => {
                 ("ai-released", "Sent by hand", error.map(|e| format!("It was held without a verdict: {e}")))
             }
@@ -155,11 +157,8 @@ mod tests {
     fn a_retried_verdict_says_its_tries_and_the_last_error() {
         let fresh = VerdictView::of(&verdict(VerdictState::Pending), now(), "UTC");
         assert_eq!((fresh.label, fresh.detail), ("Waiting for the model", None));
-        let retried = Verdict {
-            attempts: 2,
-            error: Some("the model answered 503".into()),
-            ..verdict(VerdictState::Pending)
-        };
+        let retried =
+            Verdict { attempts: 2, error: Some("the model answered 503".into()), ..verdict(VerdictState::Pending) };
         let detail = VerdictView::of(&retried, now(), "UTC").detail.unwrap_or_default();
         assert_eq!(detail, "Tried 2 times; the last failed: the model answered 503. Next try in 2 minutes.");
     }

@@ -15,7 +15,9 @@ use driftwatch_core::{EventType, ScreenshotMode, WatchOptions};
 use driftwatch_store::deliveries::{self, DeliveryFilter};
 use driftwatch_store::snapshots::{self, SnapshotInfo};
 use driftwatch_store::watches;
-use driftwatch_store::{DbConn, Event, Page, Run, Snapshot, StoreResult, Verdict, Watch, events, runs, users, verdicts};
+use driftwatch_store::{
+    DbConn, Event, Page, Run, Snapshot, StoreResult, Verdict, Watch, events, runs, users, verdicts,
+};
 use serde::Deserialize;
 
 use crate::AppState;

@@ -88,7 +88,10 @@ mod tests {
             on_error: AiOnError::Hold,
         };
         assert_eq!(ai.as_ref(), Some(&expected));
-        assert_eq!(fields_of(ai.as_ref()), ("Only when a job\nin Berlin is posted".into(), checked(true), "hold".into()));
+        assert_eq!(
+            fields_of(ai.as_ref()),
+            ("Only when a job\nin Berlin is posted".into(), checked(true), "hold".into())
+        );
         let summary_only = form("", true, "").ai_options(&mut errors);
         assert_eq!(summary_only, Some(AiOptions { intent: None, summary: true, on_error: AiOnError::Open }));
         assert!(errors.is_empty(), "{errors:?}");
@@ -99,12 +102,14 @@ mod tests {
 
     #[test]
     fn a_stored_intent_reads_back_unchanged_through_the_form() {
-        let mut options = driftwatch_core::WatchOptions::default();
-        options.ai = Some(AiOptions {
-            intent: Some("When the status page reports an outage,\nnot when it is resolved".into()),
-            summary: false,
-            on_error: AiOnError::Hold,
-        });
+        let options = driftwatch_core::WatchOptions {
+            ai: Some(AiOptions {
+                intent: Some("When the status page reports an outage,\nnot when it is resolved".into()),
+                summary: false,
+                on_error: AiOnError::Hold,
+            }),
+            ..Default::default()
+        };
         let mut watch = driftwatch_store::Watch::new("acc_1", "https://example.com/", chrono::NaiveDateTime::default());
         watch.options = serde_json::to_string(&options).expect("json");
         let mut errors = Vec::new();
