@@ -7,6 +7,7 @@ mod conformance;
 mod support;
 
 mod agents;
+mod ai_ui;
 mod ai_verdicts;
 mod api;
 mod browser;
@@ -174,6 +175,9 @@ on_both_backends!(
     ops_cuts::bulk_actions_on_every_watch_need_all,
     ops_cuts::email_logins_over_each_tls_and_their_failures_in_words,
     ops_cuts::pages_name_the_account_they_show,
+    ai_ui::a_model_decides_from_the_form_to_the_watch_page,
+    ai_ui::an_account_sets_its_own_model_on_the_account_page,
+    ai_ui::the_servers_model_is_named_where_it_is_used,
 );
 
 /// The browser harness tested on its own pages: no application or database involved.

@@ -17,7 +17,7 @@ const PHONE: u64 = 390;
 
 /// Whether this page, laid out 390 px wide, scrolls sideways anywhere: the page itself, or a
 /// table in its scrolling wrapper. `None` when nothing does, else what does.
-async fn sideways_at_phone_width(browser: &Browser) -> Option<Value> {
+pub(crate) async fn sideways_at_phone_width(browser: &Browser) -> Option<Value> {
     let metrics = json!({"width": PHONE, "height": 844, "deviceScaleFactor": 1, "mobile": true});
     browser.cdp("Emulation.setDeviceMetricsOverride", metrics).await;
     let found = browser

@@ -1,5 +1,6 @@
 //! The account page: its users (add one), your password and display time zone, the Atom feed
-//! key, and signing out everywhere.
+//! key, the language model that judges changes ([`super::account_model`]), and signing out
+//! everywhere.
 
 use askama::Template;
 use axum::extract::State;
@@ -8,6 +9,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use driftwatch_store::users;
 use serde::Deserialize;
 
+use super::account_model::ModelSection;
 use super::error::UiError;
 use super::flash;
 use super::form::Field;
@@ -30,7 +32,7 @@ pub struct UserRow {
 
 #[derive(Template)]
 #[template(path = "account.html")]
-struct AccountPage {
+pub(super) struct AccountPage {
     layout: Layout,
     users: Vec<UserRow>,
     time_zone: Field,
@@ -42,19 +44,24 @@ struct AccountPage {
     feed_url: Option<String>,
     /// The account's name.
     name: String,
+    /// The language model that judges its changes.
+    pub(super) model: ModelSection,
 }
 
 impl AccountPage {
-    async fn load(state: &AppState, viewer: &Viewer) -> Result<AccountPage, UiError> {
+    /// The page as it stands, with the viewer's pending notice.
+    pub(super) async fn load(state: &AppState, viewer: &Viewer) -> Result<AccountPage, UiError> {
         let account = viewer.account_id().to_owned();
-        let (list, has_feed, found) = state
+        let now = state.clock.now();
+        let day = driftwatch_ai::judge::day_of(now.naive_utc());
+        let (list, has_feed, found, (own, spent)) = state
             .store
             .read(move |c| {
                 let found = driftwatch_store::accounts::get_account(c, &account)?;
-                Ok((users::list_users(c, &account)?, users::has_feed_key(c, &account)?, found))
+                let model = super::account_model::load(c, &account, &day)?;
+                Ok((users::list_users(c, &account)?, users::has_feed_key(c, &account)?, found, model))
             })
             .await?;
-        let now = state.clock.now();
         let zone = viewer.user.time_zone.as_str();
         let notice = flash::take(state, viewer).await?;
         Ok(AccountPage {
@@ -75,6 +82,7 @@ impl AccountPage {
             has_feed,
             feed_url: None,
             name: found.map(|a| a.name).unwrap_or_default(),
+            model: ModelSection::of(state, &own, spent),
         })
     }
 }

@@ -1,5 +1,6 @@
-//! Changes across the account's watches, newest first, each with an excerpt of its diff; and
-//! the same as an Atom feed at a URL carrying the account's revocable feed key.
+//! Changes across the account's watches, newest first, each with an excerpt of its diff and a
+//! language model's verdict when its watch asks for one; and the same as an Atom feed at a URL
+//! carrying the account's revocable feed key.
 
 use askama::Template;
 use axum::extract::{Path, Query, State};
@@ -7,13 +8,14 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use driftwatch_alert::v1;
 use driftwatch_core::EventType;
-use driftwatch_store::{Event, Page, events, users};
+use driftwatch_store::{Event, Page, events, users, verdicts};
 use serde::Deserialize;
 
 use super::error::UiError;
 use super::layout::{Layout, html};
 use super::present::When;
 use super::session::Viewer;
+use super::verdict::VerdictView;
 use crate::AppState;
 
 /// Changes per page (and entries in the feed).
@@ -57,6 +59,8 @@ pub struct ChangeItem {
     pub from: Option<String>,
     /// The newer snapshot.
     pub to: Option<String>,
+    /// A language model's verdict on it (not in the feed).
+    pub verdict: Option<VerdictView>,
 }
 
 /// Reads a change event for people.
@@ -100,6 +104,7 @@ pub fn item(event: &Event, now: chrono::DateTime<chrono::Utc>, zone: &str) -> Ch
         more,
         from: event.previous_snapshot_id.clone(),
         to: event.snapshot_id.clone(),
+        verdict: None,
     }
 }
 
@@ -139,9 +144,23 @@ pub async fn list(
     events.truncate(PAGE_SIZE as usize);
     let next_page = events.last().filter(|_| more).map(|e| format!("/changes?cursor={}", e.id));
     let now = state.clock.now();
-    let items = events.iter().map(|e| item(e, now, &viewer.user.time_zone)).collect();
     let account = viewer.account_id().to_owned();
-    let has_feed = state.store.read(move |c| users::has_feed_key(c, &account)).await?;
+    let ids: Vec<String> = events.iter().map(|e| e.id.clone()).collect();
+    let (has_feed, verdicts) = state
+        .store
+        .read(move |c| {
+            let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+            Ok((users::has_feed_key(c, &account)?, verdicts::for_events(c, &account, &ids)?))
+        })
+        .await?;
+    let zone = viewer.user.time_zone.as_str();
+    let items = events
+        .iter()
+        .map(|e| ChangeItem {
+            verdict: verdicts.get(&e.id).map(|v| VerdictView::of(v, now, zone)),
+            ..item(e, now, zone)
+        })
+        .collect();
     Ok(html(&ChangesPage { layout: Layout::signed_in(&viewer, "changes", "Changes"), items, next_page, has_feed }))
 }
 

@@ -6,6 +6,7 @@
 //! is scoped to the signed-in user's account: another account's id is the 404 page.
 
 mod account;
+mod account_model;
 mod assets;
 mod changes;
 mod chart;
@@ -25,6 +26,7 @@ mod sign_in;
 mod signed_in;
 mod steps;
 mod tokens;
+mod verdict;
 mod watch;
 mod watch_form;
 mod watches;
@@ -112,6 +114,7 @@ pub fn routes() -> Router<AppState> {
         .route("/watches/{id}", get(watch::show))
         .route("/watches/bulk", post(watches::bulk))
         .route("/watches/{id}/check", post(watch::check))
+        .route("/watches/{id}/changes/{event_id}/release", post(watch::release))
         .route("/watches/{id}/pause", post(watch::pause))
         .route("/watches/{id}/resume", post(watch::resume))
         .route("/watches/{id}/mute", post(watch::mute))
@@ -141,6 +144,9 @@ pub fn routes() -> Router<AppState> {
         .route("/account/password", post(account::set_password))
         .route("/account/users", post(account::add_user))
         .route("/account/feed-key", post(account::feed_key))
+        .route("/account/model", post(account_model::save))
+        .route("/account/model/remove-key", post(account_model::remove_key))
+        .route("/account/model/clear", post(account_model::clear))
         .route("/deliveries", get(deliveries::list))
         .route("/dlq", get(deliveries::dead_letters))
         .route("/deliveries/{id}", get(deliveries::show))

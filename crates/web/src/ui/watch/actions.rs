@@ -1,4 +1,5 @@
-//! What the watch page's buttons do: check now, pause, resume, mute, unmute, delete, export.
+//! What the watch page's buttons do: check now, pause, resume, mute, unmute, delete, export,
+//! and send a held change now.
 
 use crate::AppState;
 use crate::ui::error::UiError;
@@ -132,6 +133,46 @@ pub async fn resume(
     post: Post<Vec<(String, String)>>,
 ) -> Result<Response, UiError> {
     set_state(state, id, post, driftwatch_core::WatchState::Active).await
+}
+
+/// `POST /watches/{id}/changes/{event_id}/release`: sends a change held without a verdict
+/// now (its deliveries are queued and the delivery worker woken). Another account's watch or
+/// change, or a change of another watch, is the 404 page; one no longer held says so.
+pub async fn release(
+    State(state): State<AppState>,
+    Path((id, event_id)): Path<(String, String)>,
+    post: Post<Vec<(String, String)>>,
+) -> Result<Response, UiError> {
+    let watch = find(&state, &post.viewer, &id).await?;
+    let (account, render, now) = (post.viewer.account_id().to_owned(), state.store.render(), state.clock.now());
+    let event = event_id.clone();
+    let released = state
+        .store
+        .write(move |c| {
+            let found = driftwatch_store::verdicts::for_events(c, &account, &[event.as_str()])?;
+            match found.get(&event) {
+                Some(verdict) if verdict.watch_id == watch.id => {
+                    driftwatch_store::verdicts::release(c, &*render, &account, &event, now.naive_utc()).map(Some)
+                }
+                _ => Ok(None),
+            }
+        })
+        .await?;
+    let message = match released {
+        None => return Err(UiError::NotFound("change")),
+        Some(None) => "This change is no longer held: it was sent already.".to_owned(),
+        Some(Some(queued)) => {
+            state.worker.wake();
+            tracing::info!(watch.id = %id, event.id = %event_id, queued, "held change sent from the UI");
+            match queued {
+                0 => "Sent: no endpoint receives this watch's changes, so nothing was queued.".to_owned(),
+                1 => "Sent: 1 delivery queued.".to_owned(),
+                n => format!("Sent: {n} deliveries queued."),
+            }
+        }
+    };
+    flash::set(&state, &post.viewer, message).await?;
+    Ok(Redirect::to(&format!("/watches/{id}#history")).into_response())
 }
 
 #[derive(Template)]

@@ -1,5 +1,6 @@
-//! A watch's page: its timeline of changes, the diff (from what this user last saw, or any two
-//! snapshots; inline or side by side) with how the page looks before and after when it keeps
+//! A watch's page: its timeline of changes (with a language model's verdict on each, for a
+//! watch that asks for one), the diff (from what this user last saw, or any two snapshots;
+//! inline or side by side) with how the page looks before and after when it keeps
 //! screenshots, its runs and its deliveries (the images themselves are served by
 //! [`super::screenshots`]).
 
@@ -10,11 +11,13 @@ use chrono::{DateTime, Utc};
 use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
-use driftwatch_core::{Engine, EventType, ScreenshotMode, WatchOptions};
+use driftwatch_core::{EventType, ScreenshotMode, WatchOptions};
 use driftwatch_store::deliveries::{self, DeliveryFilter};
 use driftwatch_store::snapshots::{self, SnapshotInfo};
 use driftwatch_store::watches;
-use driftwatch_store::{DbConn, Event, Page, Run, Snapshot, StoreResult, Watch, events, runs, users};
+use driftwatch_store::{
+    DbConn, Event, Page, Run, Snapshot, StoreResult, Verdict, Watch, events, runs, users, verdicts,
+};
 use serde::Deserialize;
 
 use crate::AppState;
@@ -24,10 +27,13 @@ use crate::ui::flash;
 use crate::ui::layout::{Layout, html};
 use crate::ui::present::{DeliveryRow, When, badge, delivery_row, percent, tags_of};
 use crate::ui::session::Viewer;
+use crate::ui::verdict::VerdictView;
 
 mod actions;
+mod engine;
 
-pub use actions::{apply, check, confirm_delete, delete, export, mute, pause, resume, unmute, values_csv};
+pub use actions::{apply, check, confirm_delete, delete, export, mute, pause, release, resume, unmute, values_csv};
+use engine::{EngineView, engine_view};
 
 /// Snapshots listed in the timeline.
 const TIMELINE: i64 = 50;
@@ -59,6 +65,8 @@ pub struct TimelineItem {
     pub unseen: bool,
     /// Why its change alerted no one (noise rules or conditions), when it did not.
     pub kept_quiet: Option<String>,
+    /// A language model's verdict on its change, for a watch that asks for one.
+    pub verdict: Option<VerdictView>,
 }
 
 /// A run in the log.
@@ -104,17 +112,6 @@ pub struct VisualView {
     pub after_at: When,
     /// Share of pixels that differ (`4.2%`), when the check measured it.
     pub change: Option<String>,
-}
-
-/// What loads the page, for a watch that does not simply use HTTP.
-#[derive(Debug, Clone)]
-pub struct EngineView {
-    /// What the page says.
-    pub text: &'static str,
-    /// Since when an `auto` watch has rendered in the browser.
-    pub since: Option<When>,
-    /// Why this node has no browser, when it has none: the watch's renders fail until it does.
-    pub missing: Option<String>,
 }
 
 /// The diff shown.
@@ -169,6 +166,9 @@ struct WatchPage {
     charts: Vec<crate::ui::chart::Chart>,
     /// Every value's latest reading: (name, as people read it).
     latest_values: Vec<(String, String)>,
+    /// What a language model is asked about each change, when the watch asks (`None`
+    /// without an intent; `Some("")` for a summary only).
+    intent: Option<String>,
 }
 
 /// Query of the watch page.
@@ -215,6 +215,8 @@ struct Loaded {
     routed: Vec<driftwatch_store::Endpoint>,
     /// Its values over time, oldest first (empty for a watch without values).
     series: Vec<(chrono::NaiveDateTime, driftwatch_values::Values)>,
+    /// The verdicts on its changes, by event id.
+    verdicts: HashMap<String, Verdict>,
 }
 
 /// What the watch page loads, for the viewer.
@@ -241,6 +243,8 @@ fn load(c: &mut DbConn, wanted: Wanted) -> StoreResult<Loaded> {
         Some(EventType::ChangeDetected),
         &Page { after: None, limit: TIMELINE },
     )?;
+    let ids: Vec<&str> = changes.iter().map(|e| e.id.as_str()).collect();
+    let verdicts = verdicts::for_events(c, &account, &ids)?;
     let runs = runs::list_runs(c, &account, &watch_id, &Page { after: None, limit: RUNS })?;
     let filter = DeliveryFilter { watch_id: Some(watch_id.clone()), ..DeliveryFilter::default() };
     let deliveries = deliveries::list_deliveries(c, &account, &filter, &Page { after: None, limit: DELIVERIES })?;
@@ -283,7 +287,7 @@ fn load(c: &mut DbConn, wanted: Wanted) -> StoreResult<Loaded> {
             .collect(),
         false => Vec::new(),
     };
-    Ok(Loaded { snapshots, changes, runs, deliveries, seen, sides, baseline, shot_before, routed, series })
+    Ok(Loaded { snapshots, changes, runs, deliveries, seen, sides, baseline, shot_before, routed, series, verdicts })
 }
 
 /// `GET /watches/{id}`.
@@ -402,6 +406,7 @@ fn page(
             Some((_, values)) => values.iter().map(|(name, value)| (name.clone(), value.display())).collect(),
             None => Vec::new(),
         },
+        intent: options.ai.as_ref().filter(|ai| ai.active()).map(|ai| ai.intent().unwrap_or_default().to_owned()),
         watch,
     }
 }
@@ -427,6 +432,7 @@ fn timeline(loaded: &Loaded, now: DateTime<Utc>, zone: &str) -> Vec<TimelineItem
                 shown: shown.contains(&s.id.as_str()),
                 unseen: seen.is_some_and(|seen| s.id.as_str() > seen),
                 kept_quiet: s.kept_quiet.clone(),
+                verdict: change.and_then(|e| loaded.verdicts.get(&e.id)).map(|v| VerdictView::of(v, now, zone)),
             }
         })
         .collect()
@@ -461,28 +467,4 @@ fn run_row(r: &Run, now: DateTime<Utc>, zone: &str) -> RunRow {
         browser: r.engine.as_deref() == Some("browser"),
         error_kind: r.error_kind.clone(),
     }
-}
-
-/// What loads the page (nothing to say for HTTP): for `auto`, the engine its next check uses;
-/// `missing` is why this node has no browser, when it has none.
-fn engine_view(
-    watch: &Watch,
-    options: &WatchOptions,
-    now: DateTime<Utc>,
-    zone: &str,
-    missing: Option<String>,
-) -> Option<EngineView> {
-    let (text, since) = match (options.fetch.engine, watch.engine_in_use(options, now.naive_utc()), &missing) {
-        (Engine::Http, ..) => return None,
-        (Engine::Browser, _, None) => ("Rendered in the browser", None),
-        (Engine::Browser, _, Some(_)) => ("Renders in the browser, and this node has none", None),
-        (Engine::Auto, Engine::Browser, None) => {
-            ("Auto: rendered in the browser since", watch.browser_since.map(|t| When::new(t, now, zone)))
-        }
-        (Engine::Auto, _, None) => ("Auto: read over HTTP; the browser takes over when the page needs scripts", None),
-        (Engine::Auto, ..) => {
-            ("Auto: read over HTTP; a page that needs scripts fails, as this node has no browser", None)
-        }
-    };
-    Some(EngineView { text, since, missing })
 }

@@ -89,6 +89,12 @@ pub struct WatchForm {
     /// With conditions: send `change.detected` too for the change that makes them hold
     /// (`alert_on: conditions_and_changes`).
     pub(super) alert_on_changes: Option<String>,
+    /// What matters, for a language model (`options.ai.intent`).
+    pub(super) ai_intent: String,
+    /// Add a short summary to each alert (`options.ai.summary`).
+    pub(super) ai_summary: Option<String>,
+    /// `open` or `hold` (`options.ai.on_error`).
+    pub(super) ai_on_error: String,
     /// `save`, `preview` or `backtest`.
     pub(super) action: String,
 }
@@ -103,6 +109,7 @@ impl WatchForm {
         let has = |name: &str| checked(presets.iter().any(|m| m.as_str() == name));
         let (fetch, extract, rules, noise) = (&options.fetch, &options.extract, &options.rules, &options.noise);
         let values = ValueFields::of(&options.values, options.conditions.as_ref());
+        let (ai_intent, ai_summary, ai_on_error) = super::ai::fields_of(options.ai.as_ref());
         WatchForm {
             url: watch.url.clone(),
             name: watch.name.clone(),
@@ -162,6 +169,9 @@ impl WatchForm {
             values_json: values.values_json,
             conditions_json: values.conditions_json,
             alert_on_changes: checked(values.alert_on_changes),
+            ai_intent,
+            ai_summary,
+            ai_on_error,
             action: String::new(),
         }
     }
@@ -176,6 +186,7 @@ impl WatchForm {
             screenshot: "off".into(),
             compare: "text".into(),
             alert_when: super::values::ANY.into(),
+            ai_on_error: driftwatch_core::AiOnError::default().as_str().into(),
             ..WatchForm::default()
         }
     }
@@ -231,6 +242,7 @@ impl WatchForm {
             number("options.noise.confirm_after_seconds", &self.confirm_after_seconds, errors);
         self.browser_options(&mut options, errors);
         (options.values, options.conditions) = self.value_fields().read(errors);
+        options.ai = self.ai_options(errors);
         options
     }
 
@@ -364,6 +376,9 @@ pub(super) fn form_field(field: &str) -> &'static str {
         "alert_when" => "alert_when",
         "price_below" => "price_below",
         "price_drop" => "price_drop",
+        "options.ai.summary" => "ai_summary",
+        "options.ai.on_error" => "ai_on_error",
+        b if b.starts_with("options.ai") => "ai_intent",
         _ => "url",
     }
 }

@@ -3,8 +3,9 @@
 //! `driftwatch-validate`); a preview that fetches the page now and shows the text that would
 //! be compared (and, when the browser renders it, what the browser saw); the next five check
 //! times of the schedule; values and conditions, with a quick path for tracking a price, and
-//! a try of them on the watch's past checks (nothing saved).
+//! a try of them on the watch's past checks (nothing saved); an intent for a language model.
 
+mod ai;
 mod fields;
 #[cfg(test)]
 mod tests;
@@ -42,6 +43,8 @@ struct WatchFormPage {
     next_runs: Result<Vec<String>, String>,
     preview: Option<Result<PreviewView, String>>,
     backtest: Option<BacktestView>,
+    /// The model that would judge this watch's changes.
+    model: crate::ui::account_model::ModelInUse,
 }
 
 /// What a preview shows: the text, what read the page, and the screenshot inline (a preview's
@@ -220,6 +223,12 @@ impl WatchFormPage {
                 &["fetch_method", "fetch_headers", "fetch_cookies", "fetch_user_agent", "fetch_timeout", "fetch_body"]
             }
             "extract" => &["remove_selectors", "json_pointer"],
+            "ai" => {
+                if self.form.ai_set() {
+                    return true;
+                }
+                &["ai_intent", "ai_summary", "ai_on_error"]
+            }
             "rules" => &["ignore_lines", "extract_regex", "keep_lines_containing", "custom_masks"],
             "browser" => {
                 &["engine", "wait", "steps", "screenshot", "compare", "min_visual_change_percent", "ignore_regions"]
@@ -246,11 +255,17 @@ impl WatchFormPage {
         &values::PRESETS
     }
 
-    /// The choices of a select: `engine`, `screenshot` or `compare`.
+    /// Intents that work well, shown as examples.
+    fn example_intents(&self) -> &'static [&'static str] {
+        &ai::EXAMPLE_INTENTS
+    }
+
+    /// The choices of a select: `engine`, `screenshot`, `ai_on_error` or `compare`.
     fn choices(&self, field: &str) -> &'static Choices {
         match field {
             "engine" => &ENGINES,
             "screenshot" => &SCREENSHOTS,
+            "ai_on_error" => &ai::ON_ERROR,
             _ => &COMPARES,
         }
     }
@@ -281,13 +296,13 @@ fn schedule_preview(
     .map_err(|e| e.message)
 }
 
-fn page(
+async fn page(
     state: &AppState,
     viewer: &Viewer,
     watch_id: Option<String>,
     form: WatchForm,
     invalid: Vec<FieldError>,
-) -> WatchFormPage {
+) -> Result<WatchFormPage, UiError> {
     let mut errors = HashMap::new();
     for e in invalid {
         let field = form.field_for(&e.field);
@@ -295,7 +310,8 @@ fn page(
     }
     let title = if watch_id.is_some() { "Edit watch" } else { "Add a watch" };
     let next_runs = schedule_preview(state, viewer, &form, watch_id.as_deref().unwrap_or("wat_new"));
-    WatchFormPage {
+    let model = ai::model_in_use(state, viewer).await?;
+    Ok(WatchFormPage {
         layout: Layout::signed_in(viewer, "watches", title),
         watch_id,
         form,
@@ -303,18 +319,19 @@ fn page(
         next_runs,
         preview: None,
         backtest: None,
-    }
+        model,
+    })
 }
 
 /// `GET /watches/new`.
 pub async fn new(State(state): State<AppState>, viewer: Viewer) -> Result<Response, UiError> {
-    Ok(html(&page(&state, &viewer, None, WatchForm::blank(), Vec::new())))
+    Ok(html(&page(&state, &viewer, None, WatchForm::blank(), Vec::new()).await?))
 }
 
 /// `GET /watches/{id}/edit`.
 pub async fn edit(State(state): State<AppState>, viewer: Viewer, Path(id): Path<String>) -> Result<Response, UiError> {
     let watch = find(&state, &viewer, &id).await?;
-    Ok(html(&page(&state, &viewer, Some(watch.id.clone()), WatchForm::of(&watch), Vec::new())))
+    Ok(html(&page(&state, &viewer, Some(watch.id.clone()), WatchForm::of(&watch), Vec::new()).await?))
 }
 
 /// Fetches the page as the form describes and shows the text that would be compared, with the
@@ -370,7 +387,7 @@ pub async fn create(State(state): State<AppState>, post: Post<WatchForm>) -> Res
             errors.extend(result.err().map(|Invalid(e)| e).unwrap_or_default());
             let status = if errors.is_empty() { StatusCode::OK } else { StatusCode::UNPROCESSABLE_ENTITY };
             let preview = form.action == "preview";
-            let page = page(&state, &post.viewer, None, form, errors);
+            let page = page(&state, &post.viewer, None, form, errors).await?;
             let page = if preview { with_preview(&state, page, &input).await } else { page };
             return Ok(render(status, &page));
         }
@@ -428,7 +445,7 @@ pub async fn update(
                 _ => None,
             };
             let status = if errors.is_empty() { StatusCode::OK } else { StatusCode::UNPROCESSABLE_ENTITY };
-            let page = page(&state, &post.viewer, Some(id), form, errors);
+            let page = page(&state, &post.viewer, Some(id), form, errors).await?;
             let page = match action.as_str() {
                 "preview" => with_preview(&state, page, &input).await,
                 _ => match tried {
