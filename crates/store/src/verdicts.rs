@@ -127,17 +127,17 @@ pub fn give_back(conn: &mut DbConn, event_id: &str, owner: &str) -> StoreResult<
         == 1)
 }
 
-/// A pending verdict of `event_id` under `owner`'s lease.
-fn leased<'a>(
-    event_id: &'a str,
-    owner: &'a str,
-) -> diesel::dsl::Filter<
+/// [`leased`]'s query.
+type Leased<'a> = diesel::dsl::Filter<
     diesel::dsl::Filter<
         diesel::dsl::Filter<verdicts::table, diesel::dsl::Eq<verdicts::event_id, &'a str>>,
         diesel::dsl::Eq<verdicts::lease_owner, &'a str>,
     >,
     diesel::dsl::Eq<verdicts::state, &'static str>,
-> {
+>;
+
+/// A pending verdict of `event_id` under `owner`'s lease.
+fn leased<'a>(event_id: &'a str, owner: &'a str) -> Leased<'a> {
     verdicts::table
         .filter(verdicts::event_id.eq(event_id))
         .filter(verdicts::lease_owner.eq(owner))

@@ -245,7 +245,7 @@ fn model_for(
     }
     let Some(operator) = operator else {
         return Err(
-            "no model is configured (DRIFTWATCH_LLM_BASE_URL and DRIFTWATCH_LLM_MODEL, or the account's own)".into()
+            "no model is configured: set one on the Account page (or the operator sets DRIFTWATCH_LLM_BASE_URL and DRIFTWATCH_LLM_MODEL)".into()
         );
     };
     Ok((
