@@ -7,6 +7,7 @@ mod conformance;
 mod support;
 
 mod agents;
+mod ai_api;
 mod api;
 mod browser;
 mod channels;
@@ -168,6 +169,9 @@ on_both_backends!(
     ops_cuts::bulk_actions_on_every_watch_need_all,
     ops_cuts::email_logins_over_each_tls_and_their_failures_in_words,
     ops_cuts::pages_name_the_account_they_show,
+    ai_api::options_ai_round_trip_and_bad_input_names_the_field,
+    ai_api::an_accounts_own_model_is_set_without_showing_its_key,
+    ai_api::a_held_change_is_delivered_once_when_released,
 );
 
 /// The browser harness tested on its own pages: no application or database involved.
