@@ -169,6 +169,8 @@ pub async fn delete(State(state): State<AppState>, caller: Caller) -> Result<Sta
     tag = "account",
     responses(
         (status = 200, description = "The models offered.", body = ModelList),
+        (status = 409, description = "No model is configured, neither the account's own nor the operator's.",
+         body = ApiError, content_type = "application/problem+json"),
         (status = 502, description = "The model's server failed or answered with an error; `detail` says what it said.",
          body = ApiError, content_type = "application/problem+json")
     )
