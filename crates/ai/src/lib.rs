@@ -16,6 +16,8 @@ pub mod backtest;
 pub mod client;
 pub mod judge;
 pub mod prompt;
+pub mod trim;
+mod wire;
 
 pub use answer::{Answer, AnswerError};
 pub use backtest::{AiBacktest, AiVerdict, judge_all};

@@ -26,10 +26,16 @@ pub struct ChecksBench {
     /// Give every watch two values (a price by selector, the availability from the page's
     /// JSON-LD) and a condition over them.
     pub values: bool,
+    /// Give every watch an intent (and a summary) for a language model: a stand-in answers
+    /// each verdict after 60 s, and the verdict loop runs beside the runner.
+    pub ai: bool,
 }
 
+/// How long the stand-in model takes to answer, with `--ai`.
+const MODEL_ANSWERS_IN: Duration = Duration::from_secs(60);
+
 /// The options of a watch with two values and a condition, for `--values`.
-fn values_options() -> String {
+fn values_options(ai: bool) -> String {
     use driftwatch_core::values::{Conditions, Match, Op, Rule, StructuredField, ValueKind, ValueSpec};
     let options = driftwatch_core::WatchOptions {
         values: vec![
@@ -50,9 +56,19 @@ fn values_options() -> String {
             Match::All,
             vec![Rule { subject: "price".into(), op: Op::Lt, operand: 1000.into() }],
         )),
+        ai: ai_options(ai),
         ..driftwatch_core::WatchOptions::default()
     };
     serde_json::to_string(&options).unwrap_or_default()
+}
+
+/// An intent and a summary, with `--ai`.
+fn ai_options(ai: bool) -> Option<driftwatch_core::AiOptions> {
+    ai.then(|| driftwatch_core::AiOptions {
+        intent: Some("Alert me when the price drops below 5 EUR".into()),
+        summary: true,
+        ..driftwatch_core::AiOptions::default()
+    })
 }
 
 /// The figures of one run.
@@ -81,6 +97,9 @@ pub struct ChecksReport {
     pub peak_rss_mib: f64,
     /// Process CPU while idle with every watch scheduled, in percent of one core.
     pub idle_cpu_percent: f64,
+    /// With `--ai`: verdicts waiting when the changed checks were done, and model calls in
+    /// flight then.
+    pub ai: Option<(i64, usize)>,
 }
 
 impl std::fmt::Display for ChecksReport {
@@ -102,6 +121,13 @@ impl std::fmt::Display for ChecksReport {
         }
         writeln!(f, "page server CPU    {:.0} us per page served (its own thread)", self.server_cpu_us)?;
         writeln!(f, "peak RSS           {:.1} MiB (whole process: server, pages, database)", self.peak_rss_mib)?;
+        if let Some((waiting, asked)) = self.ai {
+            writeln!(
+                f,
+                "AI                 every watch has an intent; the model answers in {} s: {waiting} changes waiting for a verdict, {asked} calls made when the checks were done",
+                MODEL_ANSWERS_IN.as_secs()
+            )?;
+        }
         write!(
             f,
             "idle CPU           {:.2}% of one core with {} watches scheduled",
@@ -194,6 +220,11 @@ impl PageServer {
 /// The real runner, allowed onto loopback, with `concurrency` checks in flight and no per-host
 /// politeness (every page is on one local server).
 pub(crate) fn local_runner(store: &Store, concurrency: usize) -> anyhow::Result<Runner> {
+    local_runner_with(store, concurrency, None)
+}
+
+/// [`local_runner`], its changes waiting for `judge`'s verdicts when given.
+fn local_runner_with(store: &Store, concurrency: usize, judge: Option<driftwatch_ai::Judge>) -> anyhow::Result<Runner> {
     let fetcher =
         Fetcher::new(FetchOptions { policy: TargetPolicy { allow_private: true }, ..FetchOptions::default() })?;
     Ok(Runner::new(
@@ -206,10 +237,37 @@ pub(crate) fn local_runner(store: &Store, concurrency: usize) -> anyhow::Result<
             per_account_concurrency: concurrency.max(1),
             per_host_gap: Duration::ZERO,
             node_id: "bench".into(),
+            ai_deadline: judge.is_some().then_some(Duration::from_secs(600)),
             ..RunnerConfig::default()
         },
-        || {},
+        move || {
+            if let Some(judge) = &judge {
+                judge.wake();
+            }
+        },
     ))
+}
+
+/// With `--ai`: the stand-in model (every answer 60 s late) and the verdict loop asking it.
+async fn model_and_judge(
+    store: &Store,
+) -> anyhow::Result<(driftwatch_test_support::llm::ModelServer, driftwatch_ai::Judge)> {
+    use driftwatch_test_support::llm::{ModelServer, Reply};
+    let model = ModelServer::start().await;
+    let verdict = Reply::verdict(false, "The price did not drop below 5 EUR.", "The price rose by one euro.");
+    model.set_default(Reply::Delay(MODEL_ANSWERS_IN, Box::new(verdict)));
+    let config = driftwatch_ai::JudgeConfig {
+        operator: Some(driftwatch_ai::OperatorModel {
+            base_url: url::Url::parse(&model.base_url())?,
+            model: "bench".into(),
+            api_key: None,
+        }),
+        call_timeout: MODEL_ANSWERS_IN * 2,
+        node_id: "bench".into(),
+        ..driftwatch_ai::JudgeConfig::default()
+    };
+    let judge = driftwatch_ai::Judge::new(store.clone(), Arc::new(SystemClock), None, config, Arc::new(|| {}));
+    Ok((model, judge))
 }
 
 /// Runs the benchmark on a temporary SQLite file, or on the empty database given.
@@ -224,7 +282,12 @@ pub async fn checks(bench: &ChecksBench) -> anyhow::Result<ChecksReport> {
         bench.database_url.clone().unwrap_or_else(|| format!("sqlite://{}", dir.path().join("bench.db").display()));
     let store = Store::open(&url, &PoolOptions { max_size: 8, ..PoolOptions::default() })?;
     store.migrate().await?;
-    let options = if bench.values { values_options() } else { "{}".to_owned() };
+    let options = if bench.values {
+        values_options(bench.ai)
+    } else {
+        let ai = driftwatch_core::WatchOptions { ai: ai_options(bench.ai), ..Default::default() };
+        serde_json::to_string(&ai)?
+    };
     let (account_id, ids) = store
         .write(move |c| {
             let now = SystemClock.now().naive_utc();
@@ -246,8 +309,13 @@ pub async fn checks(bench: &ChecksBench) -> anyhow::Result<ChecksReport> {
         })
         .await?;
 
-    let runner = local_runner(&store, bench.concurrency)?;
     let shutdown = CancellationToken::new();
+    let ai = match bench.ai {
+        true => Some(model_and_judge(&store).await?),
+        false => None,
+    };
+    let judging = ai.as_ref().map(|(_, judge)| tokio::spawn(judge.clone().run(shutdown.clone())));
+    let runner = local_runner_with(&store, bench.concurrency, ai.as_ref().map(|(_, judge)| judge.clone()))?;
     let running = tokio::spawn(runner.clone().run(shutdown.clone()));
 
     let started = Instant::now();
@@ -267,6 +335,12 @@ pub async fn checks(bench: &ChecksBench) -> anyhow::Result<ChecksReport> {
     let changed = started.elapsed();
     let change_cpu = (cpu_seconds() - cpu_before.0, server.cpu_seconds() - cpu_before.1);
     let database_cpu = postgres_cpu_seconds() - cpu_before.2;
+    let ai_figures = match &ai {
+        Some((model, _)) => {
+            Some((store.read(driftwatch_store::verdicts::pending_count).await?, model.requests().len()))
+        }
+        None => None,
+    };
 
     // Idle: every watch is due in an hour; the scheduler should sleep.
     let cpu = cpu_seconds();
@@ -276,6 +350,10 @@ pub async fn checks(bench: &ChecksBench) -> anyhow::Result<ChecksReport> {
 
     shutdown.cancel();
     let _ = running.await;
+    if let Some(judging) = judging {
+        // Stalled calls are given back, not waited for.
+        let _ = judging.await;
+    }
     Ok(ChecksReport {
         watches: count,
         page_bytes: page(0, 0).len(),
@@ -287,5 +365,6 @@ pub async fn checks(bench: &ChecksBench) -> anyhow::Result<ChecksReport> {
         database_cpu_us: (store.backend() == Backend::Postgres).then(|| database_cpu * 1e6 / count as f64),
         peak_rss_mib: peak_rss_mib(),
         idle_cpu_percent: idle_cpu,
+        ai: ai_figures,
     })
 }

@@ -20,6 +20,8 @@ pub struct Context {
     pub check: CheckVars,
     /// The endpoint an endpoint event is about (empty otherwise).
     pub endpoint: EndpointVars,
+    /// What a language model made of the change (empty unless the watch has `options.ai`).
+    pub ai: AiVars,
     /// The change in driftwatch's UI when `DRIFTWATCH_PUBLIC_URL` is set, else the watched URL.
     pub link: String,
     /// One sentence saying what happened.
@@ -102,6 +104,21 @@ pub struct CheckVars {
     pub consecutive_failures: i32,
 }
 
+/// `ai.*`: a language model's verdict on a change (`data.ai`).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct AiVars {
+    /// Whether it matters for the watch's intent (`none` without an intent or a verdict).
+    pub important: Option<bool>,
+    /// Why.
+    pub reason: String,
+    /// What changed, in a sentence or two.
+    pub summary: String,
+    /// The model.
+    pub model: String,
+    /// Why there is no verdict.
+    pub error: String,
+}
+
 /// `endpoint.*`.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct EndpointVars {
@@ -125,6 +142,7 @@ impl Context {
             diff: DiffVars::default(),
             check: CheckVars::default(),
             endpoint: EndpointVars::default(),
+            ai: AiVars::default(),
             link: String::new(),
             summary: String::new(),
             payload: json,
@@ -161,6 +179,19 @@ impl Context {
         if !change.values.is_empty() {
             self.summary.push_str("; ");
             self.summary.push_str(&crate::message::value_changes_sentence(&change.values));
+        }
+        if let Some(ai) = change.ai {
+            // The model's summary says what changed better than line counts do.
+            if let Some(summary) = ai.summary.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+                self.summary = format!("{}: {summary}", change.watch.name);
+            }
+            self.ai = AiVars {
+                important: ai.important,
+                reason: ai.reason.unwrap_or_default(),
+                summary: ai.summary.unwrap_or_default(),
+                model: ai.model.unwrap_or_default(),
+                error: ai.error.unwrap_or_default(),
+            };
         }
     }
 

@@ -39,7 +39,11 @@ pub(crate) fn default_title(context: &Context) -> String {
     let name = &context.watch.name;
     // Every type by name, so that a new one cannot fall through to the test message's title.
     match context.event.event_type.parse::<EventType>() {
-        Ok(EventType::ChangeDetected) => format!("{name} changed"),
+        Ok(EventType::ChangeDetected) => match context.ai.summary.trim() {
+            "" => format!("{name} changed"),
+            // The title says what the model's summary says, cut to a title's length.
+            summary => format!("{name}: {}", cut_chars(first_sentence(summary), TITLE_SUMMARY_CHARS)),
+        },
         Ok(EventType::CheckFailed) => format!("{name} is failing"),
         Ok(EventType::SelectorMissing) => format!("{name}: the watched element is missing"),
         Ok(EventType::ValueMissing) => format!("{name}: a value could not be read"),
@@ -48,6 +52,18 @@ pub(crate) fn default_title(context: &Context) -> String {
         Ok(EventType::ConditionCleared) => format!("{name}: conditions no longer met"),
         Ok(EventType::EndpointDisabled) => "driftwatch disabled an endpoint".to_owned(),
         Ok(EventType::EndpointTest) | Err(_) => "driftwatch test message".to_owned(),
+    }
+}
+
+/// Most characters of a model's summary in a title (an email subject, a chat title).
+const TITLE_SUMMARY_CHARS: usize = 120;
+
+/// The first sentence of `text` (up to its first `. `, or all of it).
+fn first_sentence(text: &str) -> &str {
+    let line = text.lines().next().unwrap_or(text);
+    match line.find(". ") {
+        Some(end) => &line[..=end],
+        None => line,
     }
 }
 
@@ -139,5 +155,28 @@ mod tests {
         assert_eq!(line_counts(0, 1), "+0 lines / -1 line");
         assert_eq!((in_a_row(1), in_a_row(3)), ("(1 check in a row)".into(), "(3 checks in a row)".into()));
         assert_eq!(default_title(&context), "Coffee shop: the watched element is missing");
+    }
+
+    #[test]
+    fn a_models_summary_is_the_title_and_the_first_line() {
+        let change = driftwatch_diff::diff_texts("Price: 67 EUR\n", "Price: 45 EUR\n", "snp_a", "snp_b");
+        let at = chrono::DateTime::parse_from_rfc3339("2026-12-02T12:00:00Z").map(|t| t.to_utc()).expect("time");
+        let watch = driftwatch_alert::WatchRef { id: "wat_1", name: "Shop", url: "https://example.com/" };
+        let pair = driftwatch_alert::SnapshotPair { previous: "snp_a", current: "snp_b" };
+        let plain = driftwatch_alert::change_payload("evt_1", watch, &change, pair, at);
+        let ai = v1::Ai {
+            important: Some(true),
+            reason: Some("The price fell below 50 EUR.".into()),
+            summary: Some("The price dropped from 67 EUR to 45 EUR. Stock is unchanged.".into()),
+            model: Some("m".into()),
+            error: None,
+        };
+        let judged = driftwatch_alert::with_ai(&plain, ai).expect("a change body");
+        let context = Context::new("evt_1", "change.detected", &judged, "", None);
+        assert_eq!(default_title(&context), "Shop: The price dropped from 67 EUR to 45 EUR.");
+        assert!(default_text(&context, 1000, 10).starts_with("Shop: The price dropped from 67 EUR to 45 EUR. Stock"));
+        assert_eq!((context.ai.important, context.ai.reason.as_str()), (Some(true), "The price fell below 50 EUR."));
+        let without = Context::new("evt_1", "change.detected", &plain, "", None);
+        assert_eq!(default_title(&without), "Shop changed");
     }
 }

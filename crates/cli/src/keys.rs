@@ -117,6 +117,18 @@ pub async fn seal_stored(store: &Store, keyring: &Keyring) -> anyhow::Result<usi
         .seal_credential_urls_and_reseal(keyring, RESEAL_BATCH, credential_kinds, driftwatch_channels::masked_url)
         .await
         .context("encrypting stored secrets")?;
+    let ring = keyring.clone();
+    let model_keys = store
+        .write(move |c| driftwatch_store::verdicts::reseal_account_keys(c, &ring))
+        .await
+        .context("encrypting accounts' model keys")?;
+    if model_keys > 0 {
+        tracing::info!(
+            accounts = model_keys,
+            key.id = keyring.current_id(),
+            "accounts' model keys encrypted under the current key"
+        );
+    }
     if changed > 0 {
         store.scrub_replaced_secrets().await.context("removing the replaced secrets' old copies")?;
         tracing::info!(

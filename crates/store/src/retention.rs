@@ -90,6 +90,8 @@ pub struct Purged {
     pub screenshots: usize,
     /// Idempotency keys deleted.
     pub idempotency_keys: usize,
+    /// Cached verdicts and daily token counts deleted (as old as deleted events).
+    pub verdict_cache: usize,
     /// Batches written (transactions).
     pub batches: usize,
 }
@@ -130,6 +132,8 @@ pub async fn purge(store: &Store, retention: &Retention) -> StoreResult<Purged> 
     purged.screenshots = walk(store, &mut batches, move |c, cursor, _| screenshots_step(c, cursor, &policy)).await?;
     let before = r.idempotency_before;
     purged.idempotency_keys = store.write(move |conn| crate::idempotency::purge(conn, before)).await?;
+    let (cutoff, day) = (r.events_before, r.events_before.format("%Y-%m-%d").to_string());
+    purged.verdict_cache = store.write(move |conn| crate::verdicts::prune(conn, cutoff, &day)).await?;
     purged.batches = batches;
     Ok(purged)
 }

@@ -118,6 +118,15 @@ pub fn retry_later(
         == 1)
 }
 
+/// Gives a claimed verdict back untried (the node is stopping), so another node or the next
+/// start asks at once instead of waiting for the lease to expire.
+pub fn give_back(conn: &mut DbConn, event_id: &str, owner: &str) -> StoreResult<bool> {
+    Ok(diesel::update(leased(event_id, owner))
+        .set((verdicts::lease_owner.eq(None::<String>), verdicts::lease_until.eq(None::<NaiveDateTime>)))
+        .execute(conn)?
+        == 1)
+}
+
 /// A pending verdict of `event_id` under `owner`'s lease.
 fn leased<'a>(
     event_id: &'a str,
@@ -262,6 +271,11 @@ pub fn for_events(
         .collect())
 }
 
+/// Changes waiting for a verdict, all accounts.
+pub fn pending_count(conn: &mut DbConn) -> StoreResult<i64> {
+    Ok(verdicts::table.filter(verdicts::state.eq(VerdictState::Pending.as_str())).count().get_result(conn)?)
+}
+
 /// A cached verdict on the question `key`.
 pub fn cached(conn: &mut DbConn, key: &str) -> StoreResult<Option<CachedVerdict>> {
     Ok(ai_cache::table.filter(ai_cache::key.eq(key)).select(CachedVerdict::as_select()).first(conn).optional()?)
@@ -384,4 +398,38 @@ pub fn prune(conn: &mut DbConn, before: NaiveDateTime, before_day: &str) -> Stor
     let cache = diesel::delete(ai_cache::table.filter(ai_cache::created_at.lt(before))).execute(conn)?;
     let usage = diesel::delete(ai_usage::table.filter(ai_usage::day.lt(before_day))).execute(conn)?;
     Ok(cache + usage)
+}
+
+/// Seals afresh, under `keyring`'s current key, every account's own model key that is
+/// plaintext or sealed under another key (each under a compare-and-set on the value read);
+/// returns how many. Accounts are few: one pass.
+pub fn reseal_account_keys(conn: &mut DbConn, keyring: &driftwatch_core::Keyring) -> StoreResult<usize> {
+    let stored: Vec<(String, String)> = accounts::table
+        .filter(accounts::llm_api_key.is_not_null())
+        .select((accounts::id, accounts::llm_api_key.assume_not_null()))
+        .load(conn)?;
+    let mut resealed = 0;
+    for (id, value) in stored {
+        if value.is_empty() {
+            continue;
+        }
+        let fresh = if driftwatch_core::is_sealed(&value) {
+            match keyring.reseal(&value) {
+                Ok(Some(fresh)) => fresh,
+                Ok(None) => continue,
+                Err(e) => {
+                    return Err(crate::StoreError::Batch(format!(
+                        "the model key of account {id} cannot be opened: {e}"
+                    )));
+                }
+            }
+        } else {
+            keyring.seal(&value)
+        };
+        resealed +=
+            diesel::update(accounts::table.filter(accounts::id.eq(&id)).filter(accounts::llm_api_key.eq(&value)))
+                .set(accounts::llm_api_key.eq(fresh))
+                .execute(conn)?;
+    }
+    Ok(resealed)
 }

@@ -12,6 +12,7 @@
 
 mod chat;
 mod db;
+pub mod llm;
 mod mcp_client;
 mod page;
 mod process;

@@ -101,7 +101,8 @@ mod tests {
 
     #[test]
     fn a_private_model_url_needs_the_operators_leave() {
-        let input = ModelInput { base_url: "http://127.0.0.1:11434/v1".into(), model: "m".into(), ..Default::default() };
+        let input =
+            ModelInput { base_url: "http://127.0.0.1:11434/v1".into(), model: "m".into(), ..Default::default() };
         let Invalid(errors) = account_model(&input, TargetPolicy::default()).expect_err("guarded");
         assert_eq!(errors[0].field, "base_url");
     }

@@ -8,6 +8,7 @@ mod support;
 
 mod agents;
 mod ai_api;
+mod ai_verdicts;
 mod api;
 mod browser;
 mod channels;
@@ -55,6 +56,11 @@ macro_rules! on_both_backends {
 }
 
 on_both_backends!(
+    ai_verdicts::an_intent_decides_which_change_is_sent,
+    ai_verdicts::a_failing_model_is_retried_and_odd_answers_are_read,
+    ai_verdicts::a_stalled_model_delays_nobody_and_the_deadline_sends_once,
+    ai_verdicts::a_waiting_change_survives_a_restart,
+    ai_verdicts::bad_intents_are_refused_by_name,
     pipeline::a_change_is_delivered_once_and_signed,
     pipeline::a_failing_receiver_is_retried_then_dead_lettered,
     pipeline::a_failing_page_is_a_failed_run_not_a_change,
@@ -190,4 +196,10 @@ mod browser_harness {
     async fn axe_finds_serious_violations_despite_the_csp() {
         crate::browser::self_test::axe_finds_serious_violations_despite_the_csp().await
     }
+}
+
+/// A real model, when `DRIFTWATCH_TEST_LLM_URL` names one (skipped, saying so, otherwise).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_model_judges_direction_and_numbers() {
+    ai_verdicts::a_real_model_judges_direction_and_numbers().await
 }

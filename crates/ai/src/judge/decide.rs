@@ -74,8 +74,8 @@ impl Judge {
         let important = intent.then_some(asked.answer.important);
         let ai = v1::Ai {
             important,
-            reason: intent.then(|| asked.answer.reason.clone()).filter(|r| !r.is_empty()),
-            summary: Some(asked.answer.summary.clone()).filter(|s| !s.is_empty()),
+            reason: intent.then(|| bounded(&asked.answer.reason)).filter(|r| !r.is_empty()),
+            summary: Some(bounded(&asked.answer.summary)).filter(|s| !s.is_empty()),
             model: Some(asked.model.clone()),
             error: None,
         };
@@ -134,6 +134,18 @@ impl Judge {
             None => tracing::info!(event.id = %job.verdict.event_id, "verdict decided elsewhere; lease lost"),
         }
         Ok(())
+    }
+}
+
+/// Most characters of a reason or a summary kept: a model that rambles is cut, with an ellipsis.
+const MAX_ANSWER_CHARS: usize = 1_000;
+
+/// `text` trimmed and cut to [`MAX_ANSWER_CHARS`].
+fn bounded(text: &str) -> String {
+    let text = text.trim();
+    match text.char_indices().nth(MAX_ANSWER_CHARS) {
+        Some((end, _)) => format!("{}…", text[..end].trim_end()),
+        None => text.to_owned(),
     }
 }
 

@@ -187,7 +187,8 @@ impl Judge {
     ) -> Result<usize, StoreError> {
         let owner = format!("{}:{}", self.inner.config.node_id, new_id(IdKind::Event));
         let now = self.now();
-        let lease = self.inner.config.call_timeout + Duration::from_secs(30);
+        // Long enough for the call and its decision; a node that dies is replaced when it expires.
+        let lease = self.inner.config.call_timeout + Duration::from_secs(10);
         let until = now + TimeDelta::from_std(lease).unwrap_or(TimeDelta::minutes(3));
         let claimer = owner.clone();
         let jobs = self.inner.store.write(move |c| verdicts::claim_due(c, &claimer, now, until, wanted)).await?;
@@ -210,8 +211,14 @@ impl Judge {
         let event_id = job.verdict.event_id.clone();
         let result = tokio::select! {
             result = self.decide_one(job, owner) => result,
-            // Stopping: the lease expires and another node (or the next start) asks again.
-            () = stop.cancelled() => return,
+            // Stopping: given back, so another node (or the next start) asks again at once.
+            () = stop.cancelled() => {
+                let (id, lease) = (event_id.clone(), owner.to_owned());
+                if let Err(e) = self.inner.store.write(move |c| verdicts::give_back(c, &id, &lease)).await {
+                    tracing::warn!(event.id = %event_id, error = %e, "giving a verdict back failed; its lease will expire");
+                }
+                return;
+            }
         };
         if let Err(e) = result {
             tracing::error!(event.id = %event_id, error = %e, "deciding a verdict failed");

@@ -70,6 +70,7 @@ impl Runner {
     ) -> Result<(), StoreError> {
         let (watch_id, health) = (result.watch_id.clone(), result.health.clone());
         let (outcome, error, ms) = (result.run.outcome.clone(), result.run.error.clone(), result.run.duration_ms);
+        let awaits_verdict = !result.verdicts.is_empty();
         let queued = self.write_check(result).await;
         self.recorded();
         let queued = queued?;
@@ -80,7 +81,8 @@ impl Runner {
         if let Some(before) = health_changed_from {
             tracing::warn!(watch.id = %watch_id, from = %before, to = %health, "watch health changed");
         }
-        if queued > 0 {
+        // Deliveries to send, or a change waiting for a model's verdict: wake who has work.
+        if queued > 0 || awaits_verdict {
             self.deliveries_queued();
         }
         Ok(())

@@ -39,6 +39,10 @@ pub(crate) enum Command {
         /// condition, to measure what values cost.
         #[arg(long)]
         values: bool,
+        /// Give every watch an intent for a language model, answered by a stand-in that takes
+        /// 60 s per answer: checks must keep their pace while verdicts wait.
+        #[arg(long)]
+        ai: bool,
     },
     /// Purging old runs (a million by default) in batches while the runner checks every
     /// watch each second: purge rate, and the write latency checks see before and during it.

@@ -34,8 +34,8 @@ fn init_tracing(wanted: &str) {
 /// Runs the benchmark `command` names and prints its report.
 async fn run(command: Command) -> anyhow::Result<()> {
     match command {
-        Command::Checks { watches, concurrency, idle_seconds, database_url, values } => {
-            let bench = driftwatch_bench::ChecksBench { watches, concurrency, idle_seconds, database_url, values };
+        Command::Checks { watches, concurrency, idle_seconds, database_url, values, ai } => {
+            let bench = driftwatch_bench::ChecksBench { watches, concurrency, idle_seconds, database_url, values, ai };
             println!("{}", driftwatch_bench::checks(&bench).await?);
         }
         Command::Retention { runs, watches, database_url } => {
