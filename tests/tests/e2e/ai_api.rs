@@ -2,6 +2,7 @@
 //! released by hand, and an intent tried on past checks.
 
 use axum::http::StatusCode;
+use driftwatch_test_support::llm::{ModelServer, Reply};
 use driftwatch_test_support::{Backend, PageServer, Receiver, eventually};
 use serde_json::{Value, json};
 
@@ -240,4 +241,91 @@ pub async fn a_held_change_is_delivered_once_when_released(backend: Backend) {
     let (status, problem) = app.post(&format!("/events/{plain_event}/release"), &token, json!({})).await;
     assert_eq!(status, StatusCode::CONFLICT, "{problem}");
     receiver.wait_for(2).await;
+}
+
+/// An intent tried on past checks: without a model every would-be alert says why; with the
+/// account's own model (the stand-in) each is judged, the answer counts the alerts the intent
+/// would have left and what they cost, and a second try is answered by the cache.
+pub async fn an_intent_is_tried_on_past_checks_and_the_second_try_is_free(backend: Backend) {
+    let model = ModelServer::start().await;
+    model.set_models(&["judge-1", "judge-2"]);
+    // Important exactly when the diff adds a price line.
+    model.set_rule(|request| {
+        request.is_chat().then(|| {
+            if request.user_text().contains("+Price") {
+                Reply::verdict_with_usage(true, "The price moved.", "The price changed.", (9_000, 1_000))
+            } else {
+                Reply::verdict_with_usage(false, "Only the stock changed.", "Stock changed.", (9_000, 1_000))
+            }
+        })
+    });
+    let app = TestApp::start(backend).await;
+    let token = app.account("acme").await;
+    let site = PageServer::start(&shop("67")).await;
+    let watch = app.watch_with_baseline(&token, json!({"url": site.url})).await;
+    let id = watch["id"].as_str().expect("id").to_owned();
+    for page in
+        [shop("45"), shop("45").replace("In stock", "Sold out"), shop("44").replace("In stock", "Sold out"), shop("44")]
+    {
+        site.set(&page);
+        assert_eq!(app.check(&token, &id).await["outcome"], "changed");
+    }
+    let options = json!({"ai": {"intent": "Tell me when the price changes."}});
+    let backtest = || async {
+        let (status, found) =
+            app.post(&format!("/watches/{id}/backtest"), &token, json!({"options": options.clone()})).await;
+        assert_eq!(status, StatusCode::OK, "{found}");
+        found
+    };
+
+    let unjudged = backtest().await;
+    assert_eq!(unjudged["would_alert"], 4, "{unjudged}");
+    let ai = &unjudged["ai"];
+    assert!(ai["summary"].as_str().is_some_and(|s| s.starts_with("Not judged: no model is configured")), "{ai}");
+    assert_eq!((ai["failed"].as_u64(), ai["model"].clone()), (Some(4), Value::Null), "{ai}");
+    let verdicts = ai["verdicts"].as_array().expect("verdicts");
+    assert_eq!(verdicts.len(), 4);
+    assert!(verdicts.iter().all(|v| v["error"].as_str().is_some_and(|e| e.contains("no model"))), "{ai}");
+    assert!(model.requests().is_empty());
+
+    let (status, set) = app
+        .call(
+            reqwest::Method::PUT,
+            "/account/model",
+            &token,
+            Some(json!({"base_url": model.base_url(), "model": "judge-1", "api_key": "sk-acme-1"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{set}");
+    let listed = app.ok("/account/models", &token).await;
+    assert_eq!(listed, json!({"uses": "account", "model": "judge-1", "models": ["judge-1", "judge-2"]}));
+
+    let judged = backtest().await;
+    let ai = &judged["ai"];
+    assert_eq!(ai["summary"], "With this intent: 2 alerts instead of 4, about 40,000 tokens.", "{ai}");
+    assert_eq!(
+        (ai["alerts"].as_u64(), ai["not_important"].as_u64(), ai["failed"].as_u64(), ai["cached"].as_u64()),
+        (Some(2), Some(2), Some(0), Some(0)),
+        "{ai}"
+    );
+    assert_eq!((ai["model"].as_str(), ai["tokens"].as_u64()), (Some("judge-1"), Some(40_000)), "{ai}");
+    // Each verdict is the one on its would-be alert (listed in the same order, newest first).
+    let alerts = judged["alerts"].as_array().expect("alerts");
+    for (alert, verdict) in alerts.iter().zip(ai["verdicts"].as_array().expect("verdicts")) {
+        assert_eq!(verdict["snapshot_id"], alert["snapshot_id"]);
+        let price_moved = alert["diff"].as_str().is_some_and(|d| d.contains("+Price"));
+        assert_eq!(verdict["important"], price_moved, "{alert} {verdict}");
+    }
+    let chats = model.chat_requests();
+    assert_eq!(chats.len(), 4, "one question per would-be alert");
+    assert!(chats.iter().all(|c| c.authorization() == Some("Bearer sk-acme-1") && c.model() == "judge-1"));
+    assert!(
+        chats.iter().all(|c| c.user_text().contains("Tell me when the price changes.")),
+        "the intent word for word"
+    );
+
+    let again = backtest().await;
+    assert_eq!(again["ai"]["summary"], ai["summary"], "{again}");
+    assert_eq!(again["ai"]["cached"], 4, "{again}");
+    assert_eq!(model.chat_requests().len(), 4, "the cache answered: no new question");
 }

@@ -178,6 +178,7 @@ on_both_backends!(
     ai_api::options_ai_round_trip_and_bad_input_names_the_field,
     ai_api::an_accounts_own_model_is_set_without_showing_its_key,
     ai_api::a_held_change_is_delivered_once_when_released,
+    ai_api::an_intent_is_tried_on_past_checks_and_the_second_try_is_free,
 );
 
 /// The browser harness tested on its own pages: no application or database involved.

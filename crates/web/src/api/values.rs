@@ -174,14 +174,14 @@ pub struct BacktestRequest {
     tag = "watches",
     params(("id" = String, Path, description = "A watch id (`wat_...`).")),
     request_body = BacktestRequest,
-    responses((status = 200, description = "What would have happened.", body = crate::backtest::Found))
+    responses((status = 200, description = "What would have happened.", body = driftwatch_schedule::backtest::Backtest))
 )]
 pub async fn backtest(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
     crate::api::extract::Json(request): crate::api::extract::Json<BacktestRequest>,
-) -> Result<axum::Json<crate::backtest::Found>, ApiError> {
+) -> Result<axum::Json<driftwatch_schedule::backtest::Backtest>, ApiError> {
     let watch = find(&state, &caller, &id).await?;
     let proposed = request.options.unwrap_or_else(|| watch.options());
     // As a save would keep them: a preset tried here is the rules it stands for.

@@ -116,9 +116,12 @@ struct QuietView {
 }
 
 impl BacktestView {
-    fn of(found: crate::backtest::Found, now: chrono::DateTime<chrono::Utc>, zone: &str) -> BacktestView {
-        let ai = found.ai.map(|ai| backtest_ai::AiView::of(ai, now, zone));
-        let found = found.found;
+    fn of(
+        mut found: driftwatch_schedule::backtest::Backtest,
+        now: chrono::DateTime<chrono::Utc>,
+        zone: &str,
+    ) -> BacktestView {
+        let ai = found.ai.take().map(|ai| backtest_ai::AiView::of(ai, now, zone));
         let when = |at: chrono::DateTime<chrono::Utc>| When::new(at.naive_utc(), now, zone);
         BacktestView {
             snapshots: found.snapshots,
