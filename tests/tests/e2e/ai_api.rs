@@ -3,7 +3,7 @@
 
 use axum::http::StatusCode;
 use driftwatch_test_support::llm::{ModelServer, Reply};
-use driftwatch_test_support::{Backend, PageServer, Receiver, eventually};
+use driftwatch_test_support::{Backend, McpClient, PageServer, Receiver, eventually};
 use serde_json::{Value, json};
 
 use crate::support::TestApp;
@@ -218,8 +218,24 @@ pub async fn a_held_change_is_delivered_once_when_released(backend: Backend) {
     assert_eq!(status, StatusCode::NOT_FOUND, "{problem}");
     assert!(receiver.received().is_empty(), "nothing was sent by those");
 
-    let (status, released) = app.post(&release, &token, json!({})).await;
-    assert_eq!(status, StatusCode::OK, "{released}");
+    // Released by an agent when the MCP client is at hand (the tool calls the same route).
+    let released = match McpClient::find() {
+        Some(mcp) => {
+            let call = json!(["call", "release_change", {"id": event_id}]);
+            let answers = mcp.http(&format!("{}/mcp", app.root()), &token, &json!([["list_tools"], call])).await;
+            let tools: Vec<&str> = answers[0].as_array().expect("names").iter().filter_map(Value::as_str).collect();
+            for tool in ["release_change", "backtest_watch", "get_account_model"] {
+                assert!(tools.contains(&tool), "{tool} in {tools:?}");
+            }
+            assert_eq!(answers[1]["is_error"], false, "{}", answers[1]);
+            answers[1]["structured"].clone()
+        }
+        None => {
+            let (status, released) = app.post(&release, &token, json!({})).await;
+            assert_eq!(status, StatusCode::OK, "{released}");
+            released
+        }
+    };
     assert_eq!(released["verdict"]["state"], "released", "{released}");
     let received = receiver.wait_for(1).await;
     assert_eq!(received.len(), 1);
