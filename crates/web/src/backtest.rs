@@ -35,5 +35,11 @@ pub(crate) async fn run(
         )
         .await,
     );
+    // Only the listed (newest) would-be alerts are judged: say so when there were more.
+    if let Some(ai) = found.ai.as_mut()
+        && found.would_alert > changes.len()
+    {
+        ai.summary.push_str(&format!(" Only the newest {} of {} were judged.", changes.len(), found.would_alert));
+    }
     Ok(found)
 }
