@@ -8,8 +8,11 @@
 //! - [`answer`]: reading what models actually send (fenced JSON, a `<think>` block first).
 //! - [`prompt`]: the instructions, the intent word for word, the diff as unified lines trimmed
 //!   to what is relevant to the intent within a budget, and the cache key.
+//! - [`backtest`]: an intent tried on a watch's past would-be alerts, through the cache and
+//!   the budget, a few at a time, bounded in time.
 
 pub mod answer;
+pub mod backtest;
 pub mod client;
 pub mod judge;
 pub mod prompt;
@@ -17,6 +20,7 @@ pub mod trim;
 mod wire;
 
 pub use answer::{Answer, AnswerError};
+pub use backtest::{AiBacktest, AiVerdict, judge_all};
 pub use client::{Answered, CallError, Client, ClientOptions, ModelConfig, Usage};
 pub use judge::{Judge, JudgeConfig, OperatorModel};
 pub use prompt::{Ask, PROMPT_VERSION, cache_key};

@@ -149,6 +149,33 @@ pub const TOOLS: &[ToolSpec] = &[
         read_only: false,
         fixed_query: &[],
     },
+    ToolSpec {
+        name: "release_change",
+        operation: "release_event",
+        description: "Send a held change now: a change of a watch with options.ai and on_error `hold` that got no \
+                      verdict from the language model is kept undelivered (its event's verdict.state is `held`) \
+                      until released. Give the event's id.",
+        read_only: false,
+        fixed_query: &[],
+    },
+    ToolSpec {
+        name: "backtest_watch",
+        operation: "backtest_watch",
+        description: "Try options on a watch's past checks before saving them, saving nothing: how many alerts \
+                      they would have raised instead of how many, each with its diff, and what was kept quiet. \
+                      With options.ai.intent, the language model judges each would-be alert against the intent \
+                      (`ai`: how many alerts it would leave and what it would cost in tokens). May take minutes.",
+        read_only: false,
+        fixed_query: &[],
+    },
+    ToolSpec {
+        name: "get_account_model",
+        operation: "get_account_model",
+        description: "Which language model judges this account's changes against watches' intents: the \
+                      account's own (base_url, model, whether a key is set) or the operator's.",
+        read_only: true,
+        fixed_query: &[],
+    },
 ];
 
 /// An operation of the API document: its method and path, and where each argument goes.

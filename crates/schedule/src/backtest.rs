@@ -34,6 +34,11 @@ pub struct Backtest {
     pub quiet: Vec<KeptQuiet>,
     /// What could not be recomputed from stored snapshots, said plainly.
     pub caveats: Vec<String>,
+    /// With an intent (`options.ai.intent`, proposed or the watch's): the model's verdict on
+    /// each listed would-be alert, how many alerts the intent would have left and what it would
+    /// cost. Left out without an intent. Filled in by the caller, which has the model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ai: Option<driftwatch_ai::AiBacktest>,
 }
 
 /// A change that would have alerted.

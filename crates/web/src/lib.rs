@@ -6,6 +6,7 @@
 //! store query, so another account's id is simply not found (404), never forbidden.
 
 mod api;
+mod backtest;
 mod mcp;
 mod ops;
 mod server;

@@ -7,6 +7,7 @@ mod conformance;
 mod support;
 
 mod agents;
+mod ai_api;
 mod ai_ui;
 mod ai_verdicts;
 mod api;
@@ -178,6 +179,10 @@ on_both_backends!(
     ai_ui::a_model_decides_from_the_form_to_the_watch_page,
     ai_ui::an_account_sets_its_own_model_on_the_account_page,
     ai_ui::the_servers_model_is_named_where_it_is_used,
+    ai_api::options_ai_round_trip_and_bad_input_names_the_field,
+    ai_api::an_accounts_own_model_is_set_without_showing_its_key,
+    ai_api::a_held_change_is_delivered_once_when_released,
+    ai_api::an_intent_is_tried_on_past_checks_and_the_second_try_is_free,
 );
 
 /// The browser harness tested on its own pages: no application or database involved.

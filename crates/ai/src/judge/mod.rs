@@ -120,6 +120,16 @@ impl Judge {
         &self.inner.config
     }
 
+    /// The model `account_id` is asked through now: its own when it set one, else the
+    /// operator's; `Err` says why there is none (or why the account's cannot be used).
+    pub async fn model_of(&self, account_id: &str) -> Result<Result<ModelConfig, String>, StoreError> {
+        let account = account_id.to_owned();
+        let own = self.inner.store.read(move |c| verdicts::account_model(c, &account)).await?;
+        let inner = &self.inner;
+        Ok(model_for(inner.config.operator.as_ref(), &own, inner.keyring.as_ref(), inner.config.daily_tokens)
+            .map(|(config, _)| config))
+    }
+
     /// Asks the loop to look for due verdicts now (a check recorded one).
     pub fn wake(&self) {
         self.inner.wake.notify_one();

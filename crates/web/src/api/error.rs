@@ -73,6 +73,12 @@ impl ApiError {
         error
     }
 
+    /// 502: a server this one asked on the caller's behalf (a model's) failed; `detail` says
+    /// what it said.
+    pub fn bad_gateway(detail: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_GATEWAY, "about:blank#bad-gateway", "Bad Gateway", detail)
+    }
+
     /// 500: logged here, once; the caller sees no internals.
     pub fn internal(error: &dyn std::fmt::Display) -> ApiError {
         tracing::error!(error = %error, "request failed");

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use axum::extract::State;
 use chrono::{DateTime, TimeDelta};
-use driftwatch_store::{events, stats};
+use driftwatch_store::{events, stats, verdicts};
 use serde::{Deserialize, Serialize};
 
 use crate::AppState;
@@ -53,11 +53,18 @@ pub async fn changes(
         },
     };
     let cursor = after.clone();
-    let rows =
-        state.store.read(move |c| events::changes(c, &caller.account_id, after.as_deref(), since, limit)).await?;
+    let (rows, verdicts) = state
+        .store
+        .read(move |c| {
+            let rows = events::changes(c, &caller.account_id, after.as_deref(), since, limit)?;
+            let ids: Vec<&str> = rows.iter().map(|e| e.id.as_str()).collect();
+            let verdicts = verdicts::for_events(c, &caller.account_id, &ids)?;
+            Ok((rows, verdicts))
+        })
+        .await?;
     // A feed always says where to continue from, even when nothing new came.
     let next_cursor = rows.last().map(|e| e.id.clone()).or(cursor);
-    Ok(axum::Json(List { items: rows.into_iter().map(views::Event::from).collect(), next_cursor }))
+    Ok(axum::Json(List { items: views::Event::all_with_verdicts(rows, verdicts), next_cursor }))
 }
 
 /// The answer of `GET /stats`.

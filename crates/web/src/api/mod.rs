@@ -1,6 +1,7 @@
 //! The REST API under `/api/v1`: the routes, one module per resource, and what only the API
 //! uses: its JSON views, problem+json errors, extractors, bearer-token auth and middleware.
 
+mod account;
 mod bulk;
 mod deliveries;
 mod endpoints;
@@ -57,6 +58,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(watches::history::snapshot))
         .routes(routes!(events::list))
         .routes(routes!(events::get))
+        .routes(routes!(events::release))
         .routes(routes!(feed::changes))
         .routes(routes!(feed::stats))
         .routes(routes!(endpoints::create, endpoints::list))
@@ -75,6 +77,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(deliveries::dlq))
         .routes(routes!(tokens::create, tokens::list))
         .routes(routes!(tokens::revoke))
+        .routes(routes!(account::get, account::set, account::delete))
+        .routes(routes!(account::models))
 }
 
 /// `limit` and `cursor` of list requests.

@@ -32,6 +32,7 @@ use crate::api::error::ApiError;
         (name = "deliveries", description = "Every delivery of an event to an endpoint, with its attempts; the dead-letter queue."),
         (name = "recoveries", description = "Bulk re-queues of an endpoint's failed and dead deliveries."),
         (name = "tokens", description = "The account's API tokens."),
+        (name = "account", description = "The account's own language model for verdicts on changes."),
         (name = "meta", description = "This document and account-wide statistics."),
     )
 )]
@@ -122,6 +123,9 @@ const VIEWS: &[&str] = &[
     "Watch",
     "Run",
     "Event",
+    "Verdict",
+    "AccountModel",
+    "ModelList",
     "Endpoint",
     "EndpointHealth",
     "Route",
@@ -143,6 +147,8 @@ const VIEWS: &[&str] = &[
 ];
 const LEFT_OUT_WHEN_EMPTY: &[(&str, &str)] = &[
     ("Endpoint", "secret"),
+    ("Event", "verdict"),
+    ("Verdict", "next_attempt_at"),
     ("Watch", "delivered_to"),
     ("Delivery", "attempt_log"),
     ("Delivery", "last_attempt"),

@@ -163,7 +163,10 @@ pub struct BacktestRequest {
 
 /// What these options would have done to the watch's stored history: how many alerts instead
 /// of how many, each would-be alert with its diff, each change kept quiet with the reason, and
-/// what stored snapshots cannot tell. Nothing is saved.
+/// what stored snapshots cannot tell. With an intent (`options.ai.intent`, proposed or the
+/// watch's), `ai` holds the model's verdict on each listed would-be alert (through the verdict
+/// cache and the account's daily budget; at most about 4 minutes, what is not asked by then
+/// is listed as not tried). Nothing is saved.
 #[utoipa::path(
     post,
     path = "/watches/{id}/backtest",
@@ -184,6 +187,6 @@ pub async fn backtest(
     // As a save would keep them: a preset tried here is the rules it stands for.
     let proposed = driftwatch_validate::options_as_saved(&proposed, &state.limits.rules())?;
     let since = parse_time("since", request.since.as_deref().filter(|s| !s.is_empty()))?;
-    let found = driftwatch_schedule::backtest::run(&state.store, &caller.account_id, &watch, proposed, since).await?;
+    let found = crate::backtest::run(&state, &caller.account_id, &watch, proposed, since).await?;
     Ok(axum::Json(found))
 }

@@ -33,6 +33,81 @@ pub struct Event {
     payload: serde_json::Value,
     /// When it happened.
     created_at: DateTime<Utc>,
+    /// For a change of a watch with `options.ai`: the language model's verdict on it, or where
+    /// the verdict stands. Left out for every other event.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    verdict: Option<Verdict>,
+}
+
+/// A language model's verdict on a change (or where it stands).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Verdict {
+    /// `pending` (waiting for the model), `judged`, `unjudged` (no verdict came; delivered
+    /// without one), `held` (no verdict came and the watch holds such changes: not delivered
+    /// until released) or `released` (a held change sent by hand).
+    #[schema(pattern = "^(pending|judged|unjudged|held|released)$")]
+    state: String,
+    /// Whether the change matters for the watch's intent (null without an intent or a verdict).
+    important: Option<bool>,
+    /// Why, in the model's words.
+    reason: Option<String>,
+    /// What changed, in the model's words.
+    summary: Option<String>,
+    /// The model that answered (or was asked).
+    model: Option<String>,
+    /// Why there is no verdict, or the last failed try's error.
+    error: Option<String>,
+    /// Model calls tried so far that failed.
+    attempts: i32,
+    /// When the model is asked next; only while `pending`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next_attempt_at: Option<DateTime<Utc>>,
+    /// Tokens the verdict cost (0 when it came from the cache).
+    tokens: i64,
+    /// Whether the verdict came from the cache.
+    cached: bool,
+    /// When it was decided (null while pending).
+    decided_at: Option<DateTime<Utc>>,
+}
+
+impl From<store::Verdict> for Verdict {
+    fn from(v: store::Verdict) -> Verdict {
+        let pending = v.state() == store::VerdictState::Pending;
+        Verdict {
+            state: v.state().as_str().to_owned(),
+            important: v.important,
+            reason: v.reason,
+            summary: v.summary_text,
+            model: v.model,
+            error: v.error,
+            attempts: v.attempts,
+            next_attempt_at: pending.then(|| utc(v.next_attempt_at)),
+            tokens: v.tokens,
+            cached: v.cached,
+            decided_at: v.decided_at.map(utc),
+        }
+    }
+}
+
+impl Event {
+    /// The event with its verdict, when it has one.
+    pub fn with_verdict(event: store::Event, verdict: Option<store::Verdict>) -> Event {
+        Event { verdict: verdict.map(Verdict::from), ..Event::from(event) }
+    }
+
+    /// Events with their verdicts (`verdicts` by event id, as `verdicts::for_events` gives).
+    pub fn all_with_verdicts(
+        events: Vec<store::Event>,
+        mut verdicts: std::collections::HashMap<String, store::Verdict>,
+    ) -> Vec<Event> {
+        events
+            .into_iter()
+            .map(|e| {
+                let verdict = verdicts.remove(&e.id);
+                Event::with_verdict(e, verdict)
+            })
+            .collect()
+    }
 }
 
 impl From<store::Event> for Event {
@@ -48,6 +123,7 @@ impl From<store::Event> for Event {
             removed: e.removed,
             payload: serde_json::from_str(&e.payload).unwrap_or(serde_json::Value::Null),
             created_at: utc(e.created_at),
+            verdict: None,
         }
     }
 }

@@ -10,6 +10,8 @@ mod fields;
 #[cfg(test)]
 mod tests;
 mod values;
+// The AI part of a backtest.
+mod backtest_ai;
 
 use std::collections::HashMap;
 
@@ -18,7 +20,6 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use driftwatch_core::WatchOptions;
-use driftwatch_schedule::backtest;
 use driftwatch_store::{Watch, watches};
 use driftwatch_validate::{FieldError, Invalid, WatchInput, WatchPatch};
 
@@ -91,12 +92,14 @@ struct BacktestView {
     would_alert: usize,
     /// Alerts the watch raised over the same snapshots.
     alerted: usize,
-    /// The would-be alerts, newest first (at most [`backtest::MAX_LISTED`]).
+    /// The would-be alerts, newest first (at most [`driftwatch_schedule::backtest::MAX_LISTED`]).
     alerts: Vec<WouldAlertView>,
-    /// The changes kept quiet, newest first (at most [`backtest::MAX_LISTED`]).
+    /// The changes kept quiet, newest first (at most [`driftwatch_schedule::backtest::MAX_LISTED`]).
     quiet: Vec<QuietView>,
     /// What stored snapshots cannot tell, as text and `code` parts.
     caveats: Vec<Vec<(bool, String)>>,
+    /// With an intent: what the model made of each would-be alert.
+    ai: Option<backtest_ai::AiView>,
 }
 
 /// A change that would have alerted.
@@ -116,7 +119,12 @@ struct QuietView {
 }
 
 impl BacktestView {
-    fn of(found: backtest::Backtest, now: chrono::DateTime<chrono::Utc>, zone: &str) -> BacktestView {
+    fn of(
+        mut found: driftwatch_schedule::backtest::Backtest,
+        now: chrono::DateTime<chrono::Utc>,
+        zone: &str,
+    ) -> BacktestView {
+        let ai = found.ai.take().map(|ai| backtest_ai::AiView::of(ai, now, zone));
         let when = |at: chrono::DateTime<chrono::Utc>| When::new(at.naive_utc(), now, zone);
         BacktestView {
             snapshots: found.snapshots,
@@ -136,6 +144,7 @@ impl BacktestView {
                 .collect(),
             quiet: found.quiet.into_iter().map(|q| QuietView { at: when(q.at), reason: q.reason }).collect(),
             caveats: found.caveats.iter().map(|c| code_spans(c)).collect(),
+            ai,
         }
     }
 
@@ -363,7 +372,7 @@ async fn with_backtest(
     current: &Watch,
     proposed: WatchOptions,
 ) -> Result<WatchFormPage, UiError> {
-    let found = backtest::run(&state.store, viewer.account_id(), current, proposed, None).await?;
+    let found = crate::backtest::run(state, viewer.account_id(), current, proposed, None).await?;
     page.backtest = Some(BacktestView::of(found, state.clock.now(), &viewer.user.time_zone));
     Ok(page)
 }
