@@ -66,7 +66,7 @@ impl Judge {
                 )));
             }
         }
-        let client = match Client::new(config, inner.config.client.clone()) {
+        let client = match self.client(config) {
             Ok(client) => client,
             Err(e) => return Ok(Outcome::Refused(e.to_string())),
         };
@@ -102,6 +102,33 @@ impl Judge {
             })
             .await?;
         Ok(Outcome::Answered(Asked { answer: answered.answer, model, tokens, cost: tokens, cached: false }))
+    }
+}
+
+/// Most model clients kept (one per server, model and key in use).
+const CLIENTS_KEPT: usize = 64;
+
+impl Judge {
+    /// The client of `config`, built once: building one loads the TLS roots, which costs
+    /// milliseconds of CPU, far more than a check; a client is a handle to a shared pool.
+    fn client(&self, config: crate::ModelConfig) -> Result<Client, CallError> {
+        let key = format!(
+            "{}\u{0}{}\u{0}{}\u{0}{}",
+            config.base_url,
+            config.model,
+            config.trusted,
+            config.api_key.as_deref().unwrap_or_default()
+        );
+        let mut clients = self.inner.clients.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(client) = clients.get(&key) {
+            return Ok(client.clone());
+        }
+        let client = Client::new(config, self.inner.config.client.clone())?;
+        if clients.len() >= CLIENTS_KEPT {
+            clients.clear();
+        }
+        clients.insert(key, client.clone());
+        Ok(client)
     }
 }
 

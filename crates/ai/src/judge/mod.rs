@@ -99,6 +99,8 @@ struct Inner {
     wake: Notify,
     slots: Arc<Semaphore>,
     on_queued: Arc<dyn Fn() + Send + Sync>,
+    /// Model clients by server, model and key ([`Judge::client`]).
+    clients: std::sync::Mutex<std::collections::HashMap<String, crate::Client>>,
 }
 
 impl Judge {
@@ -112,7 +114,10 @@ impl Judge {
         on_queued: Arc<dyn Fn() + Send + Sync>,
     ) -> Judge {
         let slots = Arc::new(Semaphore::new(config.concurrency.max(1)));
-        Judge { inner: Arc::new(Inner { store, clock, keyring, config, wake: Notify::new(), slots, on_queued }) }
+        let clients = std::sync::Mutex::default();
+        Judge {
+            inner: Arc::new(Inner { store, clock, keyring, config, wake: Notify::new(), slots, on_queued, clients }),
+        }
     }
 
     /// The settings in use.
@@ -146,14 +151,18 @@ impl Judge {
         tracing::info!(node = %self.inner.config.node_id, concurrency, "verdict loop started");
         while !shutdown.is_cancelled() {
             let free = self.inner.slots.available_permits();
-            if free > 0 {
+            // Every slot busy (a slow model): nothing to claim until one frees up, and its task
+            // wakes the loop then. Checks' wakes meanwhile cost a loop turn, not a query.
+            let wait = if free == 0 {
+                self.inner.config.poll_interval
+            } else {
                 match self.claim_and_start(free as i64, &tracker, &shutdown).await {
                     Ok(claimed) if claimed == free => continue,
                     Ok(_) => {}
                     Err(e) => tracing::error!(error = %e, "claiming verdicts failed"),
                 }
-            }
-            let wait = self.idle_wait().await;
+                self.idle_wait().await
+            };
             tokio::select! {
                 () = self.inner.wake.notified() => {}
                 () = tokio::time::sleep(wait) => {}
@@ -169,7 +178,11 @@ impl Judge {
     async fn idle_wait(&self) -> Duration {
         let poll = self.inner.config.poll_interval;
         match self.inner.store.read(verdicts::next_wake).await {
-            Ok(Some(at)) => (at - self.now()).to_std().unwrap_or(Duration::ZERO).clamp(Duration::from_millis(10), poll),
+            // At least a tenth of a second: what was due was just claimed, so a due time in the
+            // past is a race with another node, not work to spin on.
+            Ok(Some(at)) => {
+                (at - self.now()).to_std().unwrap_or(Duration::ZERO).clamp(Duration::from_millis(100), poll)
+            }
             Ok(None) => poll,
             Err(e) => {
                 tracing::warn!(error = %e, "reading the next verdict's time failed");
