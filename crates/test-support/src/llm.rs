@@ -231,7 +231,7 @@ impl ModelServer {
         });
         let handler = Arc::clone(&shared);
         let app = axum::Router::new().fallback(move |req: Request| Arc::clone(&handler).handle(req));
-        let addr = serve(app, shared.stop.subscribe()).await;
+        let addr = crate::chat::serve(app, shared.stop.subscribe()).await;
         let running = Arc::new(Running(Arc::clone(&shared)));
         ModelServer { addr, shared, _running: running }
     }
@@ -301,37 +301,3 @@ impl ModelServer {
     }
 }
 
-/// Serves `app` on a loopback port of its own until `stop` turns true, then closes the port and
-/// every connection, those with a request in hand included.
-async fn serve(app: axum::Router, stop: watch::Receiver<bool>) -> SocketAddr {
-    use tower::ServiceExt as _;
-
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move {
-        let mut stopping = stop.clone();
-        loop {
-            let stream = tokio::select! {
-                accepted = listener.accept() => match accepted {
-                    Ok((stream, _)) => stream,
-                    Err(_) => continue,
-                },
-                _ = stopping.wait_for(|stop| *stop) => break,
-            };
-            let app = app.clone();
-            let mut stop = stop.clone();
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                    app.clone().oneshot(req.map(axum::body::Body::new))
-                });
-                let connection = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
-                tokio::select! {
-                    _ = connection => {}
-                    _ = stop.wait_for(|stop| *stop) => {}
-                }
-            });
-        }
-    });
-    addr
-}

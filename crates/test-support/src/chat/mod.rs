@@ -384,7 +384,7 @@ fn summaries(requests: &[ChatRequest]) -> String {
 
 /// Serves `app` on a loopback port of its own until `stop` turns true, then closes the port and
 /// every connection, those with a request in hand included.
-async fn serve(app: axum::Router, stop: watch::Receiver<bool>) -> SocketAddr {
+pub(crate) async fn serve(app: axum::Router, stop: watch::Receiver<bool>) -> SocketAddr {
     use tower::ServiceExt as _;
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
