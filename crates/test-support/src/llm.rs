@@ -300,4 +300,3 @@ impl ModelServer {
         self.shared.released.send_replace(true);
     }
 }
-
