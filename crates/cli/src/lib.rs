@@ -76,7 +76,14 @@ impl App {
                 Some(jobs::start(settings, store.clone(), runner.clone(), worker.clone(), Arc::clone(&clock)).await?);
         }
         let web = if roles.web {
-            let mut state = parts::app_state(settings, &store, runner, worker, judge, clock, metrics, shutdown.clone());
+            let mut state = parts::app_state(
+                settings,
+                &store,
+                parts::Loops { runner, worker, judge },
+                clock,
+                metrics,
+                shutdown.clone(),
+            );
             state.keyring = Some(keyring);
             Some(parts::listen(settings, state, &tasks, &shutdown).await?)
         } else {

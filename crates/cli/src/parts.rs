@@ -167,17 +167,23 @@ pub(crate) fn browsers(settings: &Settings) -> driftwatch_browser::Browsers {
     })
 }
 
+/// The loops a process runs, which HTTP handlers wake and ask.
+pub(crate) struct Loops {
+    pub(crate) runner: Runner,
+    pub(crate) worker: DeliveryWorker,
+    pub(crate) judge: driftwatch_ai::Judge,
+}
+
 /// What every HTTP handler shares.
 pub(crate) fn app_state(
     settings: &Settings,
     store: &Store,
-    runner: Runner,
-    worker: DeliveryWorker,
-    judge: driftwatch_ai::Judge,
+    loops: Loops,
     clock: Arc<dyn Clock>,
     metrics: Arc<Metrics>,
     draining: CancellationToken,
 ) -> AppState {
+    let Loops { runner, worker, judge } = loops;
     let browser_available = runner.browsers().is_some_and(driftwatch_browser::Browsers::available);
     AppState {
         store: store.clone(),
