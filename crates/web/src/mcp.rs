@@ -207,7 +207,11 @@ async fn well_formed(request: Request, next: Next) -> Response {
         Ok(bytes) => bytes,
         Err(_) => {
             let message = format!("the message is over {MAX_MESSAGE_BYTES} bytes");
-            return rpc_error(StatusCode::PAYLOAD_TOO_LARGE, -32600, &message);
+            let mut response = rpc_error(StatusCode::PAYLOAD_TOO_LARGE, -32600, &message);
+            // The rest of the body is not read, so this connection cannot carry another
+            // request: say so, or a client may reuse it and lose its next request.
+            response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return response;
         }
     };
     let message: serde_json::Value = match serde_json::from_slice(&bytes) {
