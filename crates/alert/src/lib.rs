@@ -144,6 +144,8 @@ pub struct CheckRef<'a> {
     pub error: Option<&'a str>,
     /// Failed checks in a row.
     pub consecutive_failures: i32,
+    /// Who put up a bot wall (`check.blocked`).
+    pub blocked_by: Option<&'a str>,
 }
 
 /// The JSON body of a watch health event (`check.failed`, `check.selector_missing`,
@@ -163,6 +165,7 @@ pub fn check_payload(
             http_status: check.http_status,
             error: check.error.map(str::to_owned),
             consecutive_failures: check.consecutive_failures,
+            blocked_by: check.blocked_by.map(str::to_owned),
         },
     };
     body(event_type, at, data)
@@ -235,7 +238,7 @@ mod tests {
         let Some(v1::Payload::Change(read)) = v1::Payload::parse(&body) else { panic!("a change: {body}") };
         assert_eq!(read.data.diff.hunks, change.hunks);
         assert_eq!(read.data.snapshots.current, "snp_b");
-        let check = CheckRef { run_id: "run_1", http_status: None, error: Some("timeout"), consecutive_failures: 3 };
+        let check = CheckRef { run_id: "run_1", http_status: None, error: Some("timeout"), consecutive_failures: 3, blocked_by: None };
         let body = check_payload(EventType::CheckFailed, "evt_2", watch, check, at);
         assert!(
             body.contains(
@@ -270,7 +273,7 @@ mod tests {
         .to_string();
         let pair = SnapshotPair { previous: "snp_a", current: "snp_b" };
         assert_eq!(change_payload("evt_1", watch, &change, pair, at), old_change);
-        let check = CheckRef { run_id: "run_1", http_status: Some(503), error: None, consecutive_failures: 0 };
+        let check = CheckRef { run_id: "run_1", http_status: Some(503), error: None, consecutive_failures: 0, blocked_by: None };
         let old_check = json!({
             "type": EventType::CheckRecovered,
             "timestamp": ts,

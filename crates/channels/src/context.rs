@@ -217,6 +217,13 @@ impl Context {
             driftwatch_core::EventType::ValueMissing => {
                 format!("{}: a value could not be read {in_a_row}: {error}", data.watch.name)
             }
+            driftwatch_core::EventType::CheckBlocked => {
+                let by = data.check.blocked_by.as_deref().unwrap_or("a bot wall");
+                format!("{} is blocked by {by}; no change is recorded while it lasts: {error}", data.watch.name)
+            }
+            driftwatch_core::EventType::LoginRequired => {
+                format!("{}: the session is gone and signing in failed: {error}", data.watch.name)
+            }
             _ => format!("{} is failing {in_a_row}: {error}", data.watch.name),
         };
         self.check = CheckVars {

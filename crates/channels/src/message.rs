@@ -48,6 +48,8 @@ pub(crate) fn default_title(context: &Context) -> String {
         Ok(EventType::SelectorMissing) => format!("{name}: the watched element is missing"),
         Ok(EventType::ValueMissing) => format!("{name}: a value could not be read"),
         Ok(EventType::CheckRecovered) => format!("{name} recovered"),
+        Ok(EventType::CheckBlocked) => format!("{name} is blocked by a bot wall"),
+        Ok(EventType::LoginRequired) => format!("{name}: signing in failed"),
         Ok(EventType::ConditionMet) => format!("{name}: conditions met"),
         Ok(EventType::ConditionCleared) => format!("{name}: conditions no longer met"),
         Ok(EventType::EndpointDisabled) => "driftwatch disabled an endpoint".to_owned(),

@@ -112,6 +112,47 @@ pub struct FetchSpec {
     pub steps: Vec<Step>,
     /// With the browser: keep a screenshot with each snapshot.
     pub screenshot: ScreenshotMode,
+    /// The proxy the page is fetched through, HTTP and browser alike: a URL (`http://`,
+    /// `https://`, `socks5://`, `socks5h://`, credentials allowed), the name of one of the
+    /// account's proxies, or `"none"` (directly, even when the operator set a default proxy).
+    /// Unset: the operator's `DRIFTWATCH_OUTBOUND_PROXY`, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<String>,
+    /// Keep the site's session (cookies, and the browser's local storage) from one check to
+    /// the next, and run the login steps only when it is gone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionSpec>,
+    /// What to try when a bot wall blocks a check: the browser, then a proxy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub when_blocked: Option<WhenBlocked>,
+}
+
+/// The proxy value that means "no proxy, not even the operator's".
+pub const NO_PROXY: &str = "none";
+
+/// A watch's kept session.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct SessionSpec {
+    /// Keep the cookies (and, in the browser, local storage) after a good check, sealed, and
+    /// start the next check from them.
+    pub keep: bool,
+    /// With the browser: a CSS selector present only when signed in. When it matches after
+    /// the page loads with the kept session, the steps (the login) are skipped; when it does
+    /// not, the steps run, and it must match after them or the health is `login_required`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logged_in: Option<String>,
+}
+
+/// What a check tries, in this order, when the page answers with a bot wall.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct WhenBlocked {
+    /// Render the page in the browser (when HTTP was blocked).
+    pub browser: bool,
+    /// Then go through this proxy (a URL or the name of one of the account's proxies).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<String>,
 }
 
 /// What loads a watch's page.
@@ -200,8 +241,9 @@ pub enum Step {
     Type {
         /// CSS selector of the field.
         selector: String,
-        /// The text typed.
-        text: String,
+        /// The text typed: as written, or `{"secret": "name"}` for one of the account's
+        /// secrets (a password never sits in the options).
+        text: StepText,
     },
     /// Press a key (`Enter`, `Escape`, `Tab`, `ArrowDown`, a letter...) in the focused element.
     Press {
@@ -253,6 +295,43 @@ impl Step {
             Step::Scroll { selector } | Step::WaitFor { selector, .. } => selector.as_deref(),
             Step::Press { .. } => None,
         }
+    }
+}
+
+/// What a `type` step types.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(untagged)]
+pub enum StepText {
+    /// This text.
+    Text(String),
+    /// The value of one of the account's named secrets, opened only to type it.
+    Secret {
+        /// The secret's name.
+        secret: String,
+    },
+}
+
+impl StepText {
+    /// The text, when it is written out.
+    pub fn plain(&self) -> Option<&str> {
+        match self {
+            StepText::Text(text) => Some(text),
+            StepText::Secret { .. } => None,
+        }
+    }
+
+    /// The secret's name, when it names one.
+    pub fn secret(&self) -> Option<&str> {
+        match self {
+            StepText::Secret { secret } => Some(secret),
+            StepText::Text(_) => None,
+        }
+    }
+}
+
+impl From<&str> for StepText {
+    fn from(text: &str) -> StepText {
+        StepText::Text(text.to_owned())
     }
 }
 

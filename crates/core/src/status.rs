@@ -88,6 +88,10 @@ text_enum! {
         SelectorMissing => "selector_missing",
         /// Several checks in a row read the page but not one of the watch's values.
         ValueMissing => "value_missing",
+        /// The last check met a bot wall (a challenge, a CAPTCHA, a waiting room).
+        Blocked => "blocked",
+        /// The kept session is gone and the login steps could not sign in again.
+        LoginRequired => "login_required",
     }
 }
 
@@ -102,6 +106,8 @@ text_enum! {
         Changed => "changed",
         /// The check failed (fetch, HTTP status, extraction); the error is recorded.
         Failed => "failed",
+        /// A bot wall answered instead of the page: nothing was compared or stored.
+        Blocked => "blocked",
     }
 }
 
@@ -197,8 +203,12 @@ text_enum! {
         SelectorMissing => "check.selector_missing",
         /// One of a watch's values could not be read several checks in a row.
         ValueMissing => "check.value_missing",
-        /// A failing watch's check succeeded again.
+        /// A failing, blocked or signed-out watch's check succeeded again.
         CheckRecovered => "check.recovered",
+        /// A bot wall (a challenge, a CAPTCHA, a waiting room) answered a watch's check.
+        CheckBlocked => "check.blocked",
+        /// A watch's kept session is gone and its login steps could not sign in again.
+        LoginRequired => "check.login_required",
         /// A watch's conditions hold (on the first check that finds them holding).
         ConditionMet => "condition.met",
         /// A watch's conditions stopped holding.

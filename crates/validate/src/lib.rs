@@ -9,6 +9,7 @@
 
 mod endpoint;
 mod model;
+mod names;
 mod portable;
 mod recovery;
 mod token;
@@ -19,6 +20,7 @@ pub use endpoint::{
     may_rotate_secret, new_endpoint, valid_channel, valid_route,
 };
 pub use model::{ModelInput, ValidModel, account_model};
+pub use names::{SECRET_NAME_RULE, secret_name_ok};
 pub use portable::{PortableWatch, from_watch};
 pub use recovery::{RecoveryInput, RecoveryRequest, recovery};
 pub use token::token;

@@ -191,8 +191,8 @@ pub struct Snapshots {
     pub current: String,
 }
 
-/// `check.failed`, `check.selector_missing`, `check.value_missing`, `check.recovered`: a watch's
-/// health changed.
+/// `check.failed`, `check.selector_missing`, `check.value_missing`, `check.blocked`,
+/// `check.login_required`, `check.recovered`: a watch's health changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[schema(as = PayloadCheckEvent)]
 pub struct CheckEvent {
@@ -216,6 +216,10 @@ pub struct Check {
     pub error: Option<String>,
     /// Failed checks in a row.
     pub consecutive_failures: i32,
+    /// On `check.blocked`: who put up the wall (`cloudflare`, `akamai`, `perimeterx`,
+    /// `datadome`, `imperva`, `queue`, `captcha`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked_by: Option<String>,
 }
 
 /// `endpoint.disabled`, `endpoint.test`: about an endpoint.
@@ -265,7 +269,9 @@ impl Payload {
             EventType::CheckFailed
             | EventType::SelectorMissing
             | EventType::ValueMissing
-            | EventType::CheckRecovered => Payload::Check(serde_json::from_str(body).ok()?),
+            | EventType::CheckRecovered
+            | EventType::CheckBlocked
+            | EventType::LoginRequired => Payload::Check(serde_json::from_str(body).ok()?),
             EventType::EndpointDisabled | EventType::EndpointTest => {
                 Payload::Endpoint(serde_json::from_str(body).ok()?)
             }

@@ -45,7 +45,10 @@ async fn run_step(page: &Page, step: &Step, give_up: Instant) -> Result<(), Stri
             if eval_in(page, &js).await? != serde_json::Value::Bool(true) {
                 return Err("the element cannot take text".into());
             }
-            page.execute(InsertTextParams::new(text.clone())).await.map_err(|e| e.to_string())?;
+            let Some(text) = text.plain() else {
+                return Err("the account's secrets are not available to this render".into());
+            };
+            page.execute(InsertTextParams::new(text.to_owned())).await.map_err(|e| e.to_string())?;
             Ok(())
         }
         Step::Press { key } => {

@@ -6,6 +6,17 @@ use driftwatch_store::checks::CheckResult;
 use driftwatch_store::{Event, Run, StoreError, Watch};
 
 use super::Decided;
+
+/// What went wrong with a run beyond its error, for the watch's health.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Trouble<'a> {
+    /// The page was read but the selector matched nothing.
+    pub selector_missing: bool,
+    /// A bot wall answered: who put it up.
+    pub blocked_by: Option<&'a str>,
+    /// The session is gone and the login steps did not sign in.
+    pub login_required: bool,
+}
 use crate::runner::Runner;
 
 impl Runner {
@@ -17,14 +28,18 @@ impl Runner {
     /// The watch's health after `run`, and the event announcing a change of it.
     /// `value_failure` is, when the watch's values were read, why some could not be (`None`:
     /// all were): a value missing at `failure_threshold` checks in a row is a health of its own.
+    /// A bot wall (`blocked_by`) or a failed login makes the health `blocked` or
+    /// `login_required` at once: one run says so unambiguously. Either counts as a failure for
+    /// the back-off, so a wall is not knocked on more often than a failing page.
     pub(super) fn decide(
         &self,
         watch: &Watch,
         run: Run,
-        selector_missing: bool,
+        trouble: Trouble<'_>,
         value_failure: Option<Option<String>>,
     ) -> Decided {
-        let failed = run.error.is_some();
+        let Trouble { selector_missing, blocked_by, login_required } = trouble;
+        let failed = run.error.is_some() || blocked_by.is_some();
         let threshold = self.config().failure_threshold;
         let consecutive_failures = if failed { watch.consecutive_failures + 1 } else { 0 };
         let value_failures = match &value_failure {
@@ -35,6 +50,8 @@ impl Runner {
         };
         let before = watch.health.parse().unwrap_or(WatchHealth::Ok);
         let health = match (failed, selector_missing) {
+            _ if blocked_by.is_some() => WatchHealth::Blocked,
+            _ if login_required => WatchHealth::LoginRequired,
             (false, _) if value_failures >= threshold => WatchHealth::ValueMissing,
             (false, _) if value_failure.is_none() && before == WatchHealth::ValueMissing => before,
             (false, _) => WatchHealth::Ok,
@@ -48,7 +65,7 @@ impl Runner {
                 (WatchHealth::ValueMissing, Some(Some(why))) => (value_failures, Some(why.as_str())),
                 _ => (consecutive_failures, run.error.as_deref()),
             };
-            self.health_event(watch, &run, health, count, error)
+            self.health_event(watch, &run, health, (count, error), blocked_by)
         });
         Decided {
             run,
@@ -94,8 +111,8 @@ impl Runner {
         watch: &Watch,
         run: &Run,
         health: WatchHealth,
-        consecutive_failures: i32,
-        error: Option<&str>,
+        (consecutive_failures, error): (i32, Option<&str>),
+        blocked_by: Option<&str>,
     ) -> Event {
         let at = run.finished_at;
         let event_type = match health {
@@ -103,13 +120,21 @@ impl Runner {
             WatchHealth::Failing => EventType::CheckFailed,
             WatchHealth::SelectorMissing => EventType::SelectorMissing,
             WatchHealth::ValueMissing => EventType::ValueMissing,
+            WatchHealth::Blocked => EventType::CheckBlocked,
+            WatchHealth::LoginRequired => EventType::LoginRequired,
         };
         let event_id = new_id(IdKind::Event);
         let payload = driftwatch_alert::check_payload(
             event_type,
             &event_id,
             WatchRef { id: &watch.id, name: &watch.name, url: &watch.url },
-            driftwatch_alert::CheckRef { run_id: &run.id, http_status: run.http_status, error, consecutive_failures },
+            driftwatch_alert::CheckRef {
+                run_id: &run.id,
+                http_status: run.http_status,
+                error,
+                consecutive_failures,
+                blocked_by,
+            },
             at.and_utc(),
         );
         Event::about_watch(event_id, watch, event_type, payload, at)

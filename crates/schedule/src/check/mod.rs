@@ -102,6 +102,8 @@ struct Compared {
     lines: Option<(String, String, usize)>,
     /// When the watch's values were read: why some could not be (`None`: all were).
     value_failure: Option<Option<String>>,
+    /// A bot wall answered instead of the page: who put it up.
+    blocked_by: Option<String>,
 }
 
 /// A check's text, values and change, kept for the watch's conditions.
@@ -130,6 +132,7 @@ impl Compared {
             facts: None,
             lines: None,
             value_failure: None,
+            blocked_by: None,
         }
     }
 }
@@ -271,7 +274,12 @@ impl Runner {
             error_kind: compared.error_kind.map(str::to_owned),
         };
         let outcome = compared.outcome.as_str();
-        let decided = self.decide(&watch, run, compared.error_kind == Some("selector_missing"), compared.value_failure);
+        let trouble = decide::Trouble {
+            selector_missing: compared.error_kind == Some("selector_missing"),
+            blocked_by: compared.blocked_by.as_deref(),
+            login_required: compared.error_kind == Some("login_required"),
+        };
+        let decided = self.decide(&watch, run, trouble, compared.value_failure);
         let result = CheckResult {
             watch_id: watch.id.clone(),
             account_id: watch.account_id.clone(),

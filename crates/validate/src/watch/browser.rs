@@ -83,8 +83,14 @@ fn valid_steps(steps: &[Step]) -> Result<(), FieldError> {
             Step::Click { selector: css } | Step::Select { selector: css, .. } => valid_css(field("selector"), css)?,
             Step::Type { selector: css, text } => {
                 valid_css(field("selector"), css)?;
-                if text.chars().count() > 1000 {
-                    return Err(FieldError::new(field("text"), "at most 1000 characters"));
+                match text {
+                    driftwatch_core::StepText::Text(text) if text.chars().count() > 1000 => {
+                        return Err(FieldError::new(field("text"), "at most 1000 characters"));
+                    }
+                    driftwatch_core::StepText::Secret { secret } if !crate::secret_name_ok(secret) => {
+                        return Err(FieldError::new(field("text.secret"), crate::SECRET_NAME_RULE));
+                    }
+                    _ => {}
                 }
             }
             Step::Press { key } => {

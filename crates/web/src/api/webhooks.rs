@@ -36,7 +36,20 @@ fn about(event_type: EventType) -> (&'static str, &'static str) {
         EventType::ValueMissing => {
             ("PayloadCheckEvent", "One of a watch's values could not be read several checks in a row.")
         }
-        EventType::CheckRecovered => ("PayloadCheckEvent", "A failing watch's check succeeded again."),
+        EventType::CheckRecovered => {
+            ("PayloadCheckEvent", "A failing, blocked or signed-out watch's check succeeded again.")
+        }
+        EventType::CheckBlocked => (
+            "PayloadCheckEvent",
+            "A bot wall (a challenge, a CAPTCHA, a waiting room) answered a watch's check instead of \
+             the page: `check.blocked_by` names who put it up. Sent once; no change is recorded while \
+             it lasts, and `check.recovered` follows when a check gets through.",
+        ),
+        EventType::LoginRequired => (
+            "PayloadCheckEvent",
+            "A watch's kept session is gone and its login steps could not sign in again. Sent once; \
+             `check.recovered` follows when a check signs in.",
+        ),
         EventType::EndpointDisabled => (
             "PayloadEndpointEvent",
             "An endpoint was disabled automatically (410 Gone, or failing for too long), with the reason.",

@@ -2,7 +2,7 @@
 //! a line (`click #accept`, `type #q "running shoes"`), read into steps and written back as
 //! lines; the ignored regions, one `x,y,width,height` a line. Errors name the line.
 
-use driftwatch_core::{Region, Step};
+use driftwatch_core::{Region, Step, StepText};
 
 /// The regions of the ignored-regions textarea, one `x,y,width,height` a line in whole pixels
 /// (blank lines skipped). The error names the line.
@@ -21,7 +21,7 @@ pub(crate) fn parse_regions(text: &str) -> Result<Vec<Region>, String> {
 }
 
 /// The steps of the steps textarea, one a line: `click #accept`, `type #q running shoes`,
-/// `press Enter`, `select #size M`, `scroll` or `scroll #footer`, `wait_for .price` or
+/// `type_secret #password shop` (one of the account's secrets), `press Enter`, `select #size M`, `scroll` or `scroll #footer`, `wait_for .price` or
 /// `wait_for 1500`. The last argument is the rest of the line; a selector followed by more
 /// (`type`, `select`) ends at the first space. Any argument may be written in double quotes
 /// (`\"`, `\\` and `\n` inside), which [`step_line`] does when it would not read back as it
@@ -47,7 +47,13 @@ fn parse_step(line: &str) -> Result<Step, String> {
             let usage = "a CSS selector and the text, like type #q running shoes";
             let (selector, rest) = word(rest)?.ok_or_else(|| missing(usage))?;
             let text = last(rest)?.ok_or_else(|| missing(usage))?;
-            Ok(Step::Type { selector, text })
+            Ok(Step::Type { selector, text: StepText::Text(text) })
+        }
+        "type_secret" => {
+            let usage = "a CSS selector and the name of one of your secrets, like type_secret #password shop";
+            let (selector, rest) = word(rest)?.ok_or_else(|| missing(usage))?;
+            let secret = last(rest)?.ok_or_else(|| missing(usage))?;
+            Ok(Step::Type { selector, text: StepText::Secret { secret } })
         }
         "press" => Ok(Step::Press { key: last(rest)?.ok_or_else(|| missing("a key, like press Enter"))? }),
         "select" => {
@@ -68,7 +74,9 @@ fn parse_step(line: &str) -> Result<Step, String> {
                 None => Err(missing("a CSS selector or milliseconds, like wait_for .price or wait_for 1500")),
             }
         }
-        _ => Err(format!("“{action}” is not a step: use click, type, press, select, scroll or wait_for")),
+        _ => Err(format!(
+            "“{action}” is not a step: use click, type, type_secret, press, select, scroll or wait_for"
+        )),
     }
 }
 
@@ -130,7 +138,10 @@ pub(crate) fn step_line(step: &Step) -> String {
     let rest = |s: &str| if risky(s) || s.trim() != s { quote(s) } else { s.to_owned() };
     match step {
         Step::Click { selector } => format!("click {}", rest(selector)),
-        Step::Type { selector, text } => format!("type {} {}", first(selector), rest(text)),
+        Step::Type { selector, text: StepText::Text(text) } => format!("type {} {}", first(selector), rest(text)),
+        Step::Type { selector, text: StepText::Secret { secret } } => {
+            format!("type_secret {} {}", first(selector), rest(secret))
+        }
         Step::Press { key } => format!("press {}", rest(key)),
         Step::Select { selector, value } => format!("select {} {}", first(selector), rest(value)),
         Step::Scroll { selector: None } => "scroll".to_owned(),
