@@ -7,6 +7,7 @@
 mod extract;
 mod fetch;
 mod rules;
+pub mod walls;
 
 pub use extract::{
     Also, ExtractError, ExtractPath, Extracted, MAX_DEPTH, decoded_body, extract, extract_also, extract_with,
