@@ -238,7 +238,13 @@ mod tests {
         let Some(v1::Payload::Change(read)) = v1::Payload::parse(&body) else { panic!("a change: {body}") };
         assert_eq!(read.data.diff.hunks, change.hunks);
         assert_eq!(read.data.snapshots.current, "snp_b");
-        let check = CheckRef { run_id: "run_1", http_status: None, error: Some("timeout"), consecutive_failures: 3, blocked_by: None };
+        let check = CheckRef {
+            run_id: "run_1",
+            http_status: None,
+            error: Some("timeout"),
+            consecutive_failures: 3,
+            blocked_by: None,
+        };
         let body = check_payload(EventType::CheckFailed, "evt_2", watch, check, at);
         assert!(
             body.contains(
@@ -273,7 +279,13 @@ mod tests {
         .to_string();
         let pair = SnapshotPair { previous: "snp_a", current: "snp_b" };
         assert_eq!(change_payload("evt_1", watch, &change, pair, at), old_change);
-        let check = CheckRef { run_id: "run_1", http_status: Some(503), error: None, consecutive_failures: 0, blocked_by: None };
+        let check = CheckRef {
+            run_id: "run_1",
+            http_status: Some(503),
+            error: None,
+            consecutive_failures: 0,
+            blocked_by: None,
+        };
         let old_check = json!({
             "type": EventType::CheckRecovered,
             "timestamp": ts,

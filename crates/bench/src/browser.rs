@@ -352,9 +352,7 @@ async fn run(
             let mut results = Vec::new();
             while next.fetch_add(1, Ordering::Relaxed) < count {
                 let started = Instant::now();
-                let result = browsers
-                    .render(RenderRequest { url: &url, spec: &spec, selector: None, timeout: RENDER_TIMEOUT })
-                    .await;
+                let result = browsers.render(RenderRequest::new(&url, &spec, None, RENDER_TIMEOUT)).await;
                 results.push(verify(page, spec.screenshot, result).map(|bytes| (started.elapsed(), bytes)));
             }
             results

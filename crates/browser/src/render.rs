@@ -44,6 +44,21 @@ pub struct RenderRequest<'a> {
     pub selector: Option<&'a str>,
     /// The whole render: slot, load, wait, steps, reading and the screenshot.
     pub timeout: Duration,
+    /// The proxy every request of the render leaves through, behind the guard proxy
+    /// (`None`: directly).
+    pub proxy: Option<&'a url::Url>,
+    /// The account's secrets the steps type, by name, opened.
+    pub secrets: &'a std::collections::BTreeMap<String, String>,
+}
+
+/// No secrets: what a render of a watch without `type` steps that name one is given.
+pub static NO_SECRETS: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+
+impl<'a> RenderRequest<'a> {
+    /// A render of `url` as `spec` says, directly (no proxy) and without secrets.
+    pub fn new(url: &'a str, spec: &'a FetchSpec, selector: Option<&'a str>, timeout: Duration) -> Self {
+        RenderRequest { url, spec, selector, timeout, proxy: None, secrets: &NO_SECRETS }
+    }
 }
 
 /// An encoded screenshot.
@@ -217,7 +232,7 @@ async fn in_context(
         Some(selector) => wait_for_text_or_idle(&page, selector, loader, lifecycle, give_up).await?,
         None => wait_after_load(&page, wait, loader, lifecycle, give_up).await?,
     }
-    run_steps(&page, &spec.steps, give_up).await?;
+    run_steps(&page, &spec.steps, request.secrets, give_up).await?;
     capture(&page, config, spec.screenshot, status).await
 }
 

@@ -79,7 +79,7 @@ const PRICE_PAGE: &str = r#"<!doctype html><html><body><h1>Shop</h1><div id="pri
 <script>document.getElementById('price').textContent = 'Price: ' + (40 + 2) + ' EUR';</script></body></html>"#;
 
 fn request<'a>(url: &'a str, spec: &'a FetchSpec) -> RenderRequest<'a> {
-    RenderRequest { url, spec, selector: None, timeout: Duration::from_secs(30) }
+    RenderRequest::new(url, spec, None, Duration::from_secs(30))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -214,9 +214,7 @@ async fn a_browser_killed_mid_render_fails_that_render_and_the_next_one_works() 
         let browsers = browsers.clone();
         tokio::spawn(async move {
             let spec = FetchSpec::default();
-            browsers
-                .render(RenderRequest { url: &slow, spec: &spec, selector: None, timeout: Duration::from_secs(30) })
-                .await
+            browsers.render(RenderRequest::new(&slow, &spec, None, Duration::from_secs(30))).await
         })
     };
     until("the hanging page to be asked for", || hits.load(Ordering::SeqCst) >= 2).await;

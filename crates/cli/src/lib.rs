@@ -60,7 +60,7 @@ impl App {
         let metrics = Arc::new(driftwatch_metrics::Metrics::default());
         let worker = parts::delivery_worker(settings, &store, &clock, &metrics, &keyring)?;
         let judge = parts::judge(settings, &store, &clock, &metrics, &keyring, worker.clone());
-        let runner = parts::runner(settings, &store, &clock, &metrics, worker.clone(), judge.clone())?;
+        let runner = parts::runner(settings, &store, &clock, &metrics, worker.clone(), judge.clone(), &keyring)?;
         let browsers = runner.browsers().cloned();
         if let Some(why) = runner.browser_shortfall().await? {
             tracing::warn!(%why, "watches need a browser and none can be found; they fail until one is");

@@ -85,6 +85,7 @@ pub(crate) fn runner(
     metrics: &Arc<Metrics>,
     worker: DeliveryWorker,
     judge: driftwatch_ai::Judge,
+    keyring: &driftwatch_core::Keyring,
 ) -> anyhow::Result<Runner> {
     let fetcher = Fetcher::new(FetchOptions {
         policy: target_policy(settings),
@@ -108,6 +109,7 @@ pub(crate) fn runner(
         browser_concurrency: settings.browser_concurrency,
         metrics: Arc::clone(metrics),
         ai_deadline: settings.llm_enabled.then(|| std::time::Duration::from_secs(settings.llm_deadline_seconds)),
+        keyring: Some(keyring.clone()),
         ..RunnerConfig::default()
     };
     // A check queues deliveries, or a verdict that will: wake whichever has work.

@@ -25,8 +25,8 @@ pub use field_error::FieldError;
 pub use id::{IdKind, id_floor, new_id};
 pub use options::{
     AiOnError, AiOptions, Compare, DEFAULT_MIN_VISUAL_CHANGE_PERCENT, Engine, ExtractOptions, FetchSpec,
-    MAX_INTENT_CHARS, MAX_STEPS, NO_PROXY, NoiseRules, Region, ScreenshotMode, SessionSpec, Step, StepText, TextRules, Wait,
-    WaitKind, WatchOptions, WhenBlocked,
+    MAX_INTENT_CHARS, MAX_STEPS, NO_PROXY, NoiseRules, Region, ScreenshotMode, SessionSpec, Step, StepText, TextRules,
+    Wait, WaitKind, WatchOptions, WhenBlocked,
 };
 pub use password::{PasswordError, hash_password, verify_password};
 pub use regexes::{REGEX_SIZE_LIMIT, compiled_regex};

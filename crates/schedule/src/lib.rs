@@ -4,6 +4,7 @@
 //! snapshot, the event and one delivery per enabled endpoint) is written in one transaction
 //! under the watch's lease, then the delivery worker is woken.
 
+mod access;
 pub mod backtest;
 mod check;
 mod fair;
@@ -11,6 +12,7 @@ mod hosts;
 mod reader;
 mod runner;
 
+pub use access::Access;
 pub use check::{CheckError, Preview, PreviewError};
 pub use reader::PageReader;
 pub use runner::{Runner, RunnerConfig};

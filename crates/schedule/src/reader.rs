@@ -43,6 +43,11 @@ impl PageReader {
         self.browsers.as_ref()
     }
 
+    /// A read without an account: through the operator's proxy, if any, with no secrets.
+    pub fn operator_access(&self) -> crate::Access {
+        crate::Access { proxy: self.fetcher.options().proxy.clone(), ..crate::Access::default() }
+    }
+
     pub(crate) fn fetcher(&self) -> &Fetcher {
         &self.fetcher
     }

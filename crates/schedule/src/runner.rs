@@ -54,6 +54,9 @@ pub struct RunnerConfig {
     /// pending verdict, and goes out when a model judges it or, at the latest, this long after.
     /// `None` turns AI off: such changes are delivered at once, as without `options.ai`.
     pub ai_deadline: Option<Duration>,
+    /// Opens what accounts keep sealed that a read needs: proxies' credentials, the secrets
+    /// steps type, kept sessions. `None`: such watches fail, saying so.
+    pub keyring: Option<driftwatch_core::Keyring>,
 }
 
 impl Default for RunnerConfig {
@@ -73,6 +76,7 @@ impl Default for RunnerConfig {
             browser_concurrency: 2,
             metrics: Arc::new(Metrics::default()),
             ai_deadline: None,
+            keyring: None,
         }
     }
 }

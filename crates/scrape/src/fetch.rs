@@ -150,14 +150,35 @@ impl Fetcher {
         &self.options
     }
 
-    /// Requests `url` as `request` says; a non-2xx status (other than 304 to a conditional
-    /// request), a refused target or an oversized body is an error.
-    pub async fn fetch_with(&self, url: &str, request: &PageRequest<'_>) -> Result<Fetched, FetchError> {
+    /// The client that leaves through `proxy` (`None`: directly).
+    fn client_for(&self, proxy: Option<&Url>) -> Result<reqwest::Client, FetchError> {
+        if proxy == self.options.proxy.as_ref() {
+            return Ok(self.client.clone());
+        }
+        driftwatch_net::client_builder(&ClientOptions {
+            policy: self.options.policy,
+            connect_timeout: self.options.connect_timeout,
+            timeout: self.options.timeout,
+            user_agent: self.options.user_agent.clone(),
+            redirects: Redirects::Follow(self.options.max_redirects),
+            proxy: proxy.cloned(),
+        })
+        .and_then(reqwest::ClientBuilder::build)
+        .map_err(|e| FetchError::Other(e.to_string()))
+    }
+
+    /// Requests `url` as `request` says, through `proxy` (`None`: directly); a non-2xx status
+    /// (other than 304 to a conditional request), a refused target or an oversized body is an
+    /// error.
+    pub async fn fetch_with(
+        &self,
+        url: &str,
+        request: &PageRequest<'_>,
+        proxy: Option<&Url>,
+    ) -> Result<Fetched, FetchError> {
         use reqwest::header::{COOKIE, ETAG, IF_MODIFIED_SINCE, IF_NONE_MATCH, LAST_MODIFIED, USER_AGENT};
         let parsed = Url::parse(url).map_err(|e| FetchError::Target(format!("invalid URL: {e}")))?;
-        vet_url(&parsed, self.options.policy, self.options.proxy.is_some())
-            .await
-            .map_err(|e| FetchError::Target(e.to_string()))?;
+        vet_url(&parsed, self.options.policy, proxy.is_some()).await.map_err(|e| FetchError::Target(e.to_string()))?;
         let spec = request.spec.cloned().unwrap_or_default();
         let method = match spec.method.as_deref().map(str::to_ascii_uppercase).as_deref() {
             None | Some("GET") => reqwest::Method::GET,
@@ -167,7 +188,7 @@ impl Fetcher {
             Some(other) => return Err(FetchError::Target(format!("unsupported method {other}"))),
         };
         let conditional = method == reqwest::Method::GET;
-        let mut builder = self.client.request(method, parsed);
+        let mut builder = self.client_for(proxy)?.request(method, parsed);
         for (name, value) in &spec.headers {
             builder = builder.header(name.as_str(), value.as_str());
         }

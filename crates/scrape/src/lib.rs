@@ -44,7 +44,9 @@ pub async fn read_page(
 ) -> Result<String, ReadError> {
     Rules::new(&options.rules)?;
     let request = PageRequest { spec: Some(&options.fetch), ..PageRequest::default() };
-    let Fetched::Page(page) = fetcher.fetch_with(url, &request).await? else { return Err(ReadError::NotModified) };
+    let Fetched::Page(page) = fetcher.fetch_with(url, &request, fetcher.options().proxy.as_ref()).await? else {
+        return Err(ReadError::NotModified);
+    };
     text_of(&page, selector, options)
 }
 

@@ -1,19 +1,25 @@
 //! The watch's steps in the page: each waits for its element, then clicks, types, presses,
 //! selects, scrolls or waits.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chromiumoxide::Page;
 use chromiumoxide::cdp::browser_protocol::input::InsertTextParams;
-use driftwatch_core::Step;
+use driftwatch_core::{Step, StepText};
 use tokio::time::Instant;
 
 use super::{POLL, RenderError, eval_in, js_str, wait_for_selector};
 
 /// Runs the watch's steps in order; the first that fails fails the render.
-pub(super) async fn run_steps(page: &Page, steps: &[Step], give_up: Instant) -> Result<(), RenderError> {
+pub(super) async fn run_steps(
+    page: &Page,
+    steps: &[Step],
+    secrets: &BTreeMap<String, String>,
+    give_up: Instant,
+) -> Result<(), RenderError> {
     for (i, step) in steps.iter().enumerate() {
-        run_step(page, step, give_up).await.map_err(|reason| RenderError::Step {
+        run_step(page, step, secrets, give_up).await.map_err(|reason| RenderError::Step {
             number: i + 1,
             action: step.action(),
             target: step.selector().map(|s| format!(" {s}")).unwrap_or_default(),
@@ -24,7 +30,12 @@ pub(super) async fn run_steps(page: &Page, steps: &[Step], give_up: Instant) -> 
 }
 
 /// Does one step: waits for its element, then acts.
-async fn run_step(page: &Page, step: &Step, give_up: Instant) -> Result<(), String> {
+async fn run_step(
+    page: &Page,
+    step: &Step,
+    secrets: &BTreeMap<String, String>,
+    give_up: Instant,
+) -> Result<(), String> {
     if let Some(selector) = step.selector() {
         wait_for_selector(page, selector, give_up).await?;
     }
@@ -45,8 +56,12 @@ async fn run_step(page: &Page, step: &Step, give_up: Instant) -> Result<(), Stri
             if eval_in(page, &js).await? != serde_json::Value::Bool(true) {
                 return Err("the element cannot take text".into());
             }
-            let Some(text) = text.plain() else {
-                return Err("the account's secrets are not available to this render".into());
+            // A secret is opened only to be typed; its name is all an error says.
+            let text = match text {
+                StepText::Text(text) => text,
+                StepText::Secret { secret } => {
+                    secrets.get(secret).ok_or_else(|| format!("the account has no secret named {secret:?}"))?
+                }
             };
             page.execute(InsertTextParams::new(text.to_owned())).await.map_err(|e| e.to_string())?;
             Ok(())

@@ -18,12 +18,15 @@ use driftwatch_values::{Readings, ValueChange, Values};
 use sha2::{Digest, Sha256};
 
 use super::{CheckFacts, Compared, PageText};
+use crate::access::Access;
 use crate::runner::Runner;
 
 /// One comparison of a page with the watch's last snapshot: what its steps share.
 struct Comparison<'a> {
     watch: &'a Watch,
     options: &'a WatchOptions,
+    /// The account's part of the read, for a confirming refetch.
+    access: &'a Access,
     /// What loaded the page: `http` or `browser`.
     engine: &'static str,
     now: NaiveDateTime,
@@ -118,8 +121,7 @@ impl Runner {
     /// that left no text to compare.
     pub(super) async fn compare(
         &self,
-        watch: &Watch,
-        options: &WatchOptions,
+        (watch, options, access): (&Watch, &WatchOptions, &Access),
         text: PageText,
         shot: Option<driftwatch_browser::Screenshot>,
         engine: &'static str,
@@ -141,7 +143,8 @@ impl Runner {
         };
         let kept_text = options.conditions.is_some().then(|| text.clone());
         let values = readings.as_ref().map(|r| &r.values);
-        let (comparison, previous) = self.hash_and_snapshot((watch, options, engine), &text, values, shot).await?;
+        let (comparison, previous) =
+            self.hash_and_snapshot((watch, options, access, engine), &text, values, shot).await?;
         // Kept for the conditions only.
         let previous_values = kept_text.as_ref().and_then(|_| previous.as_ref()?.readings.clone());
         let mut compared = self.compare_text(comparison, text, previous).await?;
@@ -169,7 +172,7 @@ impl Runner {
     /// screenshot ready to store, and the watch's last snapshot.
     async fn hash_and_snapshot<'a>(
         &self,
-        (watch, options, engine): (&'a Watch, &'a WatchOptions, &'static str),
+        (watch, options, access, engine): (&'a Watch, &'a WatchOptions, &'a Access, &'static str),
         text: &str,
         values: Option<&'a Values>,
         shot: Option<driftwatch_browser::Screenshot>,
@@ -195,7 +198,8 @@ impl Runner {
             created_at: now,
         });
         let shot_hash = shot.as_ref().map(|s| s.hash.clone());
-        let comparison = Comparison { watch, options, engine, now, hash, values, stored_values, shot, shot_hash };
+        let comparison =
+            Comparison { watch, options, access, engine, now, hash, values, stored_values, shot, shot_hash };
         Ok((comparison, previous))
     }
 
@@ -319,7 +323,9 @@ impl Runner {
         let visual_only = cmp.options.noise.compare == Compare::Visual;
         let quiet = match percent {
             // Only the picture counts: a text change alone is kept, quietly.
-            _ if !visual_only => self.quiet(cmp.watch, cmp.options, change, (&prev.content, text), &cmp.hash).await?,
+            _ if !visual_only => {
+                self.quiet((cmp.watch, cmp.options, cmp.access), change, (&prev.content, text), &cmp.hash).await?
+            }
             Some(p) if p >= cmp.min_visual() => None,
             Some(p) => Some(format!("the page looks the same ({p:.2}% of pixels differ, under {}%)", cmp.min_visual())),
             None => Some("no earlier screenshot to compare with".to_owned()),
@@ -376,8 +382,7 @@ impl Runner {
     /// second fetch a little later does not show the same text.
     async fn quiet(
         &self,
-        watch: &Watch,
-        options: &WatchOptions,
+        (watch, options, access): (&Watch, &WatchOptions, &Access),
         change: &driftwatch_diff::TextChange,
         (before, after): (&str, &str),
         hash: &str,
@@ -397,7 +402,7 @@ impl Runner {
         if let Some(seconds) = options.noise.confirm_after_seconds.filter(|_| is_alert(change)) {
             // Ask again a little later: alert only if the page agrees.
             tokio::time::sleep(Duration::from_secs(u64::from(seconds.clamp(1, 60)))).await;
-            let again = self.reader().read(watch, options, false, None).await.map(|page| page.text);
+            let again = self.reader().read(watch, options, access, false, None).await.map(|page| page.text);
             if !matches!(again, Some(PageText::Text(again, _)) if again == after) {
                 return Ok(Some("a second fetch did not confirm the change".into()));
             }

@@ -11,6 +11,7 @@ use driftwatch_store::screenshots::StoredScreenshot;
 use driftwatch_store::{Event, Run, Snapshot, StoreError, Watch, runs, watches};
 use tokio_util::sync::CancellationToken;
 
+use crate::access::Access;
 use crate::runner::Runner;
 
 mod compare;
@@ -239,7 +240,17 @@ impl Runner {
             let (id, lease, until) = (watch.id.clone(), owner.clone(), started + needed);
             self.store().write(move |c| watches::extend_lease(c, &id, &lease, until)).await?;
         }
-        let Some(page) = self.reader().read(&watch, &options, true, stop).await else {
+        let (access, page) = match self.access(&watch.account_id, &options).await {
+            Ok(access) => {
+                let page = self.reader().read(&watch, &options, &access, true, stop).await;
+                (access, page)
+            }
+            // What the account keeps for the read (a proxy, a secret) cannot be had: a failed run.
+            Err((error, kind)) => {
+                (Access::default(), Some(PageRead::failed(options.fetch.engine.as_str(), None, error, kind)))
+            }
+        };
+        let Some(page) = page else {
             let (id, lease) = (watch.id.clone(), owner.clone());
             self.store().write(move |c| watches::release(c, &id, &lease)).await?;
             tracing::info!(watch.id = %watch.id, "stopping: gave the watch back unchecked");
@@ -251,7 +262,7 @@ impl Runner {
             read_note =
                 join_notes(Some("auto: the page needs a browser; it is rendered from now on".into()), read_note);
         }
-        let mut compared = self.compare(&watch, &options, page.text, page.screenshot, engine).await?;
+        let mut compared = self.compare((&watch, &options, &access), page.text, page.screenshot, engine).await?;
         let (conditions_met, crossing) = self.judge_conditions(&watch, &options, &mut compared);
         let verdict = self.verdict_for(&options, &mut compared);
         compared.note = join_notes(compared.note, read_note);

@@ -3,6 +3,7 @@
 use driftwatch_store::Watch;
 
 use super::PageText;
+use crate::access::Access;
 use crate::reader::PageReader;
 use crate::runner::Runner;
 
@@ -63,10 +64,11 @@ impl PageReader {
         url: &str,
         selector: Option<&str>,
         options: &driftwatch_core::WatchOptions,
+        access: &Access,
     ) -> Result<Preview, PreviewError> {
         let mut watch = Watch::new("", url, self.now());
         watch.selector = selector.map(str::to_owned);
-        let Some(read) = self.read(&watch, options, false, None).await else {
+        let Some(read) = self.read(&watch, options, access, false, None).await else {
             return Err(PreviewError::of("the preview was cancelled".into(), "", None));
         };
         match read.text {
@@ -88,14 +90,19 @@ impl PageReader {
 
 impl Runner {
     /// [`PageReader::preview`] with this runner's reader (the preview of a watch before it is
-    /// created or changed).
+    /// created or changed), with the account's proxy and secrets as a check would use them.
     pub async fn preview(
         &self,
+        account_id: &str,
         url: &str,
         selector: Option<&str>,
         options: &driftwatch_core::WatchOptions,
     ) -> Result<Preview, PreviewError> {
-        self.reader().preview(url, selector, options).await
+        let access = self
+            .access(account_id, options)
+            .await
+            .map_err(|(message, _)| PreviewError { field: "options.fetch".into(), message })?;
+        self.reader().preview(url, selector, options, &access).await
     }
 }
 

@@ -12,6 +12,7 @@ use driftwatch_values::{Reader, Readings};
 use tokio_util::sync::CancellationToken;
 
 use super::{PageRead, PageText};
+use crate::access::Access;
 use crate::reader::PageReader;
 
 impl PageReader {
@@ -22,6 +23,7 @@ impl PageReader {
         &self,
         watch: &Watch,
         options: &WatchOptions,
+        access: &Access,
         conditional: bool,
         stop: Option<&CancellationToken>,
     ) -> Option<PageRead> {
@@ -36,22 +38,22 @@ impl PageReader {
             None => turn.await,
         };
         Some(match options.fetch.engine {
-            Engine::Http => self.read_http(watch, options, conditional).await,
-            Engine::Browser => self.read_browser(watch, options).await,
-            Engine::Auto => self.read_auto(watch, options, conditional).await,
+            Engine::Http => self.read_http(watch, options, access, conditional).await,
+            Engine::Browser => self.read_browser(watch, options, access).await,
+            Engine::Auto => self.read_auto(watch, options, access, conditional).await,
         })
     }
 
     /// An `auto` watch: the browser while the watch is known to need it (HTTP is tried again
     /// once a day), else HTTP, and the browser when HTTP brings back an empty shell.
-    async fn read_auto(&self, watch: &Watch, options: &WatchOptions, conditional: bool) -> PageRead {
+    async fn read_auto(&self, watch: &Watch, options: &WatchOptions, access: &Access, conditional: bool) -> PageRead {
         let now = self.now();
         let browsers = self.browsers().filter(|b| b.available());
         let needs_browser = watch.engine_in_use(options, now) == Engine::Browser;
         if needs_browser && browsers.is_some() {
-            return self.read_browser(watch, options).await;
+            return self.read_browser(watch, options, access).await;
         }
-        let mut http = self.read_http(watch, options, conditional && watch.browser_since.is_none()).await;
+        let mut http = self.read_http(watch, options, access, conditional && watch.browser_since.is_none()).await;
         if !http.shell {
             if watch.browser_since.is_some() && matches!(http.text, PageText::Text(..)) {
                 http.browser_since = Some(None);
@@ -67,7 +69,7 @@ impl PageReader {
             return http;
         }
         // What the switch means is said by the caller: a check keeps it, a preview saves nothing.
-        let mut rendered = self.read_browser(watch, options).await;
+        let mut rendered = self.read_browser(watch, options, access).await;
         if matches!(rendered.text, PageText::Text(..)) {
             rendered.browser_since = Some(Some(now));
         }
@@ -75,7 +77,7 @@ impl PageReader {
     }
 
     /// Renders the watch's page in the browser and reads its text.
-    async fn read_browser(&self, watch: &Watch, options: &WatchOptions) -> PageRead {
+    pub(super) async fn read_browser(&self, watch: &Watch, options: &WatchOptions, access: &Access) -> PageRead {
         let Some(browsers) = self.browsers() else {
             return PageRead::failed(
                 "browser",
@@ -93,6 +95,8 @@ impl PageReader {
             spec: &options.fetch,
             selector: watch.selector.as_deref(),
             timeout,
+            proxy: access.proxy.as_ref(),
+            secrets: &access.secrets,
         };
         let started = std::time::Instant::now();
         let rendered = browsers.render(request).await;
@@ -142,13 +146,19 @@ impl PageReader {
     }
 
     /// Fetches the watch's page over HTTP and reads its text.
-    async fn read_http(&self, watch: &Watch, options: &WatchOptions, conditional: bool) -> PageRead {
+    pub(super) async fn read_http(
+        &self,
+        watch: &Watch,
+        options: &WatchOptions,
+        access: &Access,
+        conditional: bool,
+    ) -> PageRead {
         let request = PageRequest {
             spec: Some(&options.fetch),
             etag: watch.etag.as_deref().filter(|_| conditional),
             last_modified: watch.last_modified.as_deref().filter(|_| conditional),
         };
-        match self.fetcher().fetch_with(&watch.url, &request).await {
+        match self.fetcher().fetch_with(&watch.url, &request, access.proxy.as_ref()).await {
             Ok(Fetched::NotModified) => PageRead {
                 http_status: Some(304),
                 text: PageText::NotModified,

@@ -80,7 +80,7 @@ pub async fn preview(
     )?;
     let read = state
         .runner
-        .preview(&watch.url, watch.selector.as_deref(), &watch.options())
+        .preview(&caller.account_id, &watch.url, watch.selector.as_deref(), &watch.options())
         .await
         .map_err(|why| ApiError::invalid(&why.field, format!("the page could not be read: {}", why.message)))?;
     let values = read.values.map(|values| values.iter().map(|(name, value)| (name.clone(), value.plain())).collect());

@@ -74,9 +74,7 @@ fn parse_step(line: &str) -> Result<Step, String> {
                 None => Err(missing("a CSS selector or milliseconds, like wait_for .price or wait_for 1500")),
             }
         }
-        _ => Err(format!(
-            "“{action}” is not a step: use click, type, type_secret, press, select, scroll or wait_for"
-        )),
+        _ => Err(format!("“{action}” is not a step: use click, type, type_secret, press, select, scroll or wait_for")),
     }
 }
 

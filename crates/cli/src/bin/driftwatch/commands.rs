@@ -288,7 +288,8 @@ pub(crate) async fn check(
     if let Some(browsers) = &browsers {
         reader = reader.with_browsers(browsers.clone());
     }
-    let read = reader.preview(url, selector, &options).await;
+    // No account: the operator's proxy, no secrets.
+    let read = reader.preview(url, selector, &options, &reader.operator_access()).await;
     if let Some(browsers) = &browsers {
         browsers.shutdown(std::time::Duration::from_secs(2)).await;
     }

@@ -345,14 +345,19 @@ pub async fn edit(State(state): State<AppState>, viewer: Viewer, Path(id): Path<
 
 /// Fetches the page as the form describes and shows the text that would be compared, with the
 /// screenshot when the options ask for one.
-async fn with_preview(state: &AppState, mut page: WatchFormPage, input: &WatchInput) -> WatchFormPage {
+async fn with_preview(
+    state: &AppState,
+    account_id: &str,
+    mut page: WatchFormPage,
+    input: &WatchInput,
+) -> WatchFormPage {
     // Without these the preview would read another page, or read it another way.
     if ["url", "selector", "engine", "wait", "steps"].iter().any(|f| page.errors.contains_key(f)) {
         return page;
     }
     let options = input.options.clone().unwrap_or_default();
     let url = input.url.trim().to_owned();
-    let result = state.runner.preview(&url, input.selector.as_deref(), &options).await;
+    let result = state.runner.preview(account_id, &url, input.selector.as_deref(), &options).await;
     // A failed step, wait or selector is also said beside its field.
     if let Err(e) = &result
         && e.field != "url"
@@ -397,7 +402,7 @@ pub async fn create(State(state): State<AppState>, post: Post<WatchForm>) -> Res
             let status = if errors.is_empty() { StatusCode::OK } else { StatusCode::UNPROCESSABLE_ENTITY };
             let preview = form.action == "preview";
             let page = page(&state, &post.viewer, None, form, errors).await?;
-            let page = if preview { with_preview(&state, page, &input).await } else { page };
+            let page = if preview { with_preview(&state, post.viewer.account_id(), page, &input).await } else { page };
             return Ok(render(status, &page));
         }
     };
@@ -456,7 +461,7 @@ pub async fn update(
             let status = if errors.is_empty() { StatusCode::OK } else { StatusCode::UNPROCESSABLE_ENTITY };
             let page = page(&state, &post.viewer, Some(id), form, errors).await?;
             let page = match action.as_str() {
-                "preview" => with_preview(&state, page, &input).await,
+                "preview" => with_preview(&state, post.viewer.account_id(), page, &input).await,
                 _ => match tried {
                     Some(saved) => with_backtest(&state, &post.viewer, page, &current, saved).await?,
                     None => page,
