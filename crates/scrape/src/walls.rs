@@ -5,6 +5,17 @@
 //! change, and the watch's health says who put it up. The trap is the other way round: normal
 //! pages behind these vendors carry their scripts and headers (Cloudflare's `cf-ray` and its
 //! `/cdn-cgi/challenge-platform/.../jsd/` beacon), and those are not walls.
+//!
+//! The rules come from public detectors (microlinkhq/is-antibot, crawl4ai's antibot detector)
+//! made stricter: a marker that normal pages also carry counts only on an answer shaped like a
+//! wall (a refusal, or a page with almost no text). Headers are read first; the body (its first
+//! [`SCAN_BYTES`]) is scanned once for every marker together, so a normal page costs one pass.
+//! `tests/walls/` holds the fixture corpus, walls and normal pages with vendor beacons.
+
+mod markers;
+mod rules;
+#[cfg(test)]
+mod tests;
 
 /// Who put up a wall.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -23,9 +34,32 @@ pub enum Vendor {
     Queue,
     /// A CAPTCHA page of anyone else.
     Captcha,
+    /// AWS WAF's CAPTCHA or challenge.
+    AwsWaf,
+    /// Vercel's firewall challenge.
+    Vercel,
+    /// Sucuri's website firewall.
+    Sucuri,
+    /// Kasada.
+    Kasada,
 }
 
 impl Vendor {
+    /// Every vendor, in the order above.
+    pub const ALL: [Vendor; 11] = [
+        Vendor::Cloudflare,
+        Vendor::Akamai,
+        Vendor::PerimeterX,
+        Vendor::DataDome,
+        Vendor::Imperva,
+        Vendor::Queue,
+        Vendor::Captcha,
+        Vendor::AwsWaf,
+        Vendor::Vercel,
+        Vendor::Sucuri,
+        Vendor::Kasada,
+    ];
+
     /// The name used in health, events and the API (`cloudflare`, `akamai`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -36,6 +70,10 @@ impl Vendor {
             Vendor::Imperva => "imperva",
             Vendor::Queue => "queue",
             Vendor::Captcha => "captcha",
+            Vendor::AwsWaf => "aws_waf",
+            Vendor::Vercel => "vercel",
+            Vendor::Sucuri => "sucuri",
+            Vendor::Kasada => "kasada",
         }
     }
 
@@ -49,6 +87,10 @@ impl Vendor {
             Vendor::Imperva => "Imperva (Incapsula)",
             Vendor::Queue => "a queue or waiting room",
             Vendor::Captcha => "a CAPTCHA",
+            Vendor::AwsWaf => "AWS WAF",
+            Vendor::Vercel => "Vercel",
+            Vendor::Sucuri => "Sucuri",
+            Vendor::Kasada => "Kasada",
         }
     }
 }
@@ -89,16 +131,11 @@ impl Answer<'_> {
     }
 }
 
-/// The wall `answer` is, if it is one.
+/// The wall `answer` is, if it is one: the headers first, then one scan of the body.
 pub fn detect(answer: &Answer<'_>) -> Option<Wall> {
-    let wall = |vendor, evidence: &str| Some(Wall { vendor, evidence: evidence.to_owned() });
-    if answer.header("cf-mitigated").is_some_and(|v| v.eq_ignore_ascii_case("challenge")) {
-        return wall(Vendor::Cloudflare, "header cf-mitigated: challenge");
+    if let Some(wall) = rules::by_headers(answer) {
+        return Some(wall);
     }
     let body = &answer.body[..answer.body.len().min(SCAN_BYTES)];
-    let has = |needle: &str| body.windows(needle.len()).any(|w| w == needle.as_bytes());
-    if has("_cf_chl_opt") {
-        return wall(Vendor::Cloudflare, "_cf_chl_opt in the body");
-    }
-    None
+    rules::by_body(&rules::Clues::new(answer, body))
 }
