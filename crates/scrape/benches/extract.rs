@@ -1,6 +1,7 @@
 //! Extraction throughput on a ~20 KB product page, whole page and through a selector, by the
 //! DOM path and by the streaming path `extract` takes when it can; line rules (compiled as a
-//! check compiles them, then applied).
+//! check compiles them, then applied); bot-wall classification of a 100 KiB page (the path
+//! every check takes), with and without a wall.
 //! Run with `cargo bench -p driftwatch-scrape`.
 #![allow(missing_docs)]
 
@@ -8,6 +9,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use driftwatch_core::{ExtractOptions, TextRules};
+use driftwatch_scrape::walls::{Answer, detect};
 use driftwatch_scrape::{ExtractPath, Page, Rules, extract, extract_with, extract_with_dom, extract_with_path};
 
 fn page() -> Page {
@@ -25,6 +27,23 @@ fn page() -> Page {
         body: html.into_bytes(),
         ..Page::default()
     }
+}
+
+/// A 100 KiB news page behind Cloudflare (its jsd beacon), `extra` at the top of the body.
+fn walled_page(extra: &str) -> Vec<u8> {
+    let mut html = String::from("<!doctype html><html><head><title>News</title>");
+    html.push_str("<script>window.__CF$cv$params={r:'8f1b',t:'MTcz'};</script>");
+    html.push_str("<script src=\"/cdn-cgi/challenge-platform/scripts/jsd/main.js\"></script></head><body>");
+    html.push_str(extra);
+    let mut i = 0;
+    while html.len() < 100 * 1024 {
+        html.push_str(&format!(
+            "<div class=\"story\"><h3>Story {i}</h3><p>The council voted on Tuesday to extend the riverside path by {i} metres, <a href=\"/s/{i}\">more</a>.</p></div>\n"
+        ));
+        i += 1;
+    }
+    html.push_str("</body></html>");
+    html.into_bytes()
 }
 
 fn measure(name: &str, iterations: u32, mut f: impl FnMut()) {
@@ -76,4 +95,26 @@ fn main() {
     measure("rules: apply to the page's text", 300, || {
         black_box(rules.apply(black_box(&text)));
     });
+    walls();
+}
+
+/// Bot walls: a normal page (one SIMD pass), one with a CAPTCHA widget, a challenge (full scan).
+fn walls() {
+    let headers: Vec<(String, String)> = [("server", "cloudflare"), ("cf-ray", "8f1b2c3d4e5f6a7b-FRA")]
+        .map(|(n, v)| (n.to_owned(), v.to_owned()))
+        .to_vec();
+    let normal = walled_page("");
+    let widget = walled_page("<div class=\"g-recaptcha\"></div><p>Are you a robot?</p>");
+    let challenge = walled_page("<script>window._cf_chl_opt={cvId:'3'};</script>");
+    println!("bot walls, page size: {} bytes", normal.len());
+    for (label, status, body) in [
+        ("200 behind Cloudflare (no wall)", 200, &normal),
+        ("200 with a CAPTCHA widget (text counted)", 200, &widget),
+        ("challenge (_cf_chl_opt)", 403, &challenge),
+    ] {
+        assert_eq!(detect(&Answer { status, headers: &headers, body }).is_some(), label.starts_with("challenge"));
+        measure(&format!("walls: {label}"), 2000, || {
+            black_box(detect(black_box(&Answer { status, headers: &headers, body })));
+        });
+    }
 }

@@ -8,8 +8,9 @@
 //!
 //! The rules come from public detectors (microlinkhq/is-antibot, crawl4ai's antibot detector)
 //! made stricter: a marker that normal pages also carry counts only on an answer shaped like a
-//! wall (a refusal, or a page with almost no text). Headers are read first; the body (its first
-//! [`SCAN_BYTES`]) is scanned once for every marker together, so a normal page costs one pass.
+//! wall (a refusal, or a page with almost no text). Headers are read first. A page full of text
+//! costs one fast pass for the few markers that count on any page; the others, and refusals,
+//! get one scan of the body (its first [`SCAN_BYTES`]) for every marker together.
 //! `tests/walls/` holds the fixture corpus, walls and normal pages with vendor beacons.
 
 mod markers;
@@ -137,5 +138,5 @@ pub fn detect(answer: &Answer<'_>) -> Option<Wall> {
         return Some(wall);
     }
     let body = &answer.body[..answer.body.len().min(SCAN_BYTES)];
-    rules::by_body(&rules::Clues::new(answer, body))
+    rules::by_body(&rules::Clues::gather(answer, body)?)
 }

@@ -19,22 +19,23 @@ struct Fixture {
 
 fn corpus() -> Vec<Fixture> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/walls");
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut paths: Vec<PathBuf> =
+        std::fs::read_dir(&dir).expect("tests/walls").map(|e| e.expect("an entry").path()).collect();
     paths.sort();
     paths.iter().map(|p| read(p)).collect()
 }
 
 fn read(path: &Path) -> Fixture {
-    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    let name = path.file_name().expect("a file name").to_string_lossy().into_owned();
     let (prefix, _) = name.split_once("--").unwrap_or_else(|| panic!("{name}: no `<vendor>--` prefix"));
     let expected = (prefix != "none").then(|| {
         *Vendor::ALL.iter().find(|v| v.as_str() == prefix).unwrap_or_else(|| panic!("{name}: unknown vendor {prefix}"))
     });
-    let text = std::fs::read(path).unwrap();
+    let text = std::fs::read(path).expect("a readable fixture");
     let split = text.windows(2).position(|w| w == b"\n\n").unwrap_or_else(|| panic!("{name}: no blank line"));
-    let head = std::str::from_utf8(&text[..split]).unwrap();
+    let head = std::str::from_utf8(&text[..split]).expect("UTF-8 headers");
     let mut lines = head.lines().filter(|l| !l.starts_with("# "));
-    let status_line = lines.next().unwrap();
+    let status_line = lines.next().expect("a status line");
     let status = status_line.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("{name}: status"));
     let headers = lines
         .map(|l| {

@@ -4,7 +4,7 @@
 
 use std::sync::LazyLock;
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 
 macro_rules! markers {
     ($($name:ident = $text:literal,)*) => {
@@ -101,9 +101,40 @@ static AUTOMATON: LazyLock<AhoCorasick> = LazyLock::new(|| {
     AhoCorasickBuilder::new()
         .ascii_case_insensitive(true)
         .match_kind(MatchKind::LeftmostFirst)
+        .kind(Some(AhoCorasickKind::DFA))
         .build(TEXTS)
         .expect("the markers are a handful of short literals")
 });
+
+/// What a page full of text must carry for any rule to call it a wall, as vendors write it
+/// (case kept, so the search runs on SIMD): `rules` asks a refusal or little text of every other
+/// marker. A normal page is let go after this one fast pass.
+const TRIGGERS: &[&str] = &[
+    "_cf_chl_",
+    "/orchestrate/",
+    "inWaitingRoom",
+    "Reference #",
+    "reference #",
+    "Reference&#32;&#35;",
+    ".px-cdn.net",
+    ".px-cloud.net",
+    "px-captcha",
+    "Incapsula incident",
+    "_Incapsula_Resource",
+];
+
+/// Leftmost-first, case kept: what lets the automaton hand the search to a SIMD (Teddy) scan.
+static TRIGGER_AUTOMATON: LazyLock<AhoCorasick> = LazyLock::new(|| {
+    AhoCorasickBuilder::new()
+        .match_kind(MatchKind::LeftmostFirst)
+        .build(TRIGGERS)
+        .expect("the triggers are a handful of short literals")
+});
+
+/// Whether `body` carries any of [`TRIGGERS`].
+pub(super) fn triggered(body: &[u8]) -> bool {
+    TRIGGER_AUTOMATON.is_match(body)
+}
 
 /// The markers a body carries, with where each was first found.
 pub(super) struct Seen {
@@ -157,10 +188,10 @@ pub(super) fn little_text(body: &[u8], limit: usize) -> bool {
     let mut at = 0;
     while at < body.len() {
         let Some(open) = memchr::memchr(b'<', &body[at..]).map(|i| at + i) else {
-            shown += visible(&body[at..]);
+            shown += visible(&body[at..], limit - shown);
             break;
         };
-        shown += visible(&body[at..open]);
+        shown += visible(&body[at..open], limit - shown);
         if shown > limit {
             return false;
         }
@@ -176,8 +207,16 @@ pub(super) fn little_text(body: &[u8], limit: usize) -> bool {
     shown <= limit
 }
 
-fn visible(text: &[u8]) -> usize {
-    text.iter().filter(|b| !b.is_ascii_whitespace()).count()
+/// The bytes of `text` that are not white space, counted up to one past `budget`.
+fn visible(text: &[u8], budget: usize) -> usize {
+    let mut shown = 0;
+    for byte in text {
+        shown += usize::from(!byte.is_ascii_whitespace());
+        if shown > budget {
+            break;
+        }
+    }
+    shown
 }
 
 /// Past the end of a `<script>` or `<style>` element that `rest` opens, if it opens one.

@@ -6,7 +6,7 @@
 
 use std::cell::OnceCell;
 
-use super::markers::{M, Seen, little_text};
+use super::markers::{M, Seen, little_text, triggered};
 use super::{Answer, Vendor, Wall};
 
 /// At most this many bytes of visible text make "a page with almost no text". Challenge and
@@ -61,9 +61,15 @@ pub(super) struct Clues<'a> {
 }
 
 impl<'a> Clues<'a> {
-    /// Scans `body` (already cut to `SCAN_BYTES`).
-    pub(super) fn new(answer: &'a Answer<'a>, body: &'a [u8]) -> Self {
-        Clues { answer, body, seen: Seen::scan(body), little: OnceCell::new() }
+    /// Scans `body` (already cut to `SCAN_BYTES`) if it may be a wall: a refusal, a page with
+    /// almost no text, or a page carrying one of the markers that count on any page.
+    pub(super) fn gather(answer: &'a Answer<'a>, body: &'a [u8]) -> Option<Self> {
+        let little = OnceCell::new();
+        let refused = is_refusal(answer.status);
+        if !refused && !*little.get_or_init(|| little_text(body, LITTLE_TEXT)) && !triggered(body) {
+            return None;
+        }
+        Some(Clues { answer, body, seen: Seen::scan(body), little })
     }
 
     fn has(&self, marker: M) -> bool {
@@ -72,7 +78,7 @@ impl<'a> Clues<'a> {
 
     /// A refusal: the server did not answer with the page.
     fn refused(&self) -> bool {
-        self.answer.status >= 400 || self.answer.status == 202
+        is_refusal(self.answer.status)
     }
 
     fn little_text(&self) -> bool {
@@ -92,6 +98,10 @@ impl<'a> Clues<'a> {
     fn status(&self) -> u16 {
         self.answer.status
     }
+}
+
+fn is_refusal(status: u16) -> bool {
+    status >= 400 || status == 202
 }
 
 /// The wall the body shows, vendor by vendor, the surest rules first.

@@ -283,3 +283,17 @@ fn names_are_distinct() {
     assert_eq!(names.len(), Vendor::ALL.len());
     assert!(Vendor::ALL.iter().all(|v| !v.label().is_empty()));
 }
+
+#[test]
+fn pages_full_of_text_are_read_for_the_markers_that_count_anywhere() {
+    let akamai = page("<h1>Access Denied</h1><p>Reference #18.2d351ab8.1733547600.a4e16ab</p>");
+    assert_eq!(vendor(200, &[], &akamai), Some(Vendor::Akamai));
+    let px = page(r#"<div id="px-captcha"></div><p>Press &amp; Hold to confirm</p>"#);
+    assert_eq!(vendor(200, &[], &px), Some(Vendor::PerimeterX));
+    let frame = page(r#"<iframe src="/_Incapsula_Resource?CWUDNSAI=9&incident_id=1-2"></iframe>"#);
+    assert_eq!(vendor(200, &[], &frame), Some(Vendor::Imperva));
+    let orchestrate = page(r#"<script src="/cdn-cgi/challenge-platform/h/b/orchestrate/chl_page/v1"></script>"#);
+    assert_eq!(vendor(200, &[], &orchestrate), Some(Vendor::Cloudflare));
+    let quoted = page("<p>Akamai pages end with a Reference # and a number.</p>");
+    assert_eq!(vendor(200, &[], &quoted), None, "a trigger alone is not a wall");
+}
