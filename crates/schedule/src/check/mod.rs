@@ -52,6 +52,14 @@ fn join_notes(a: Option<String>, b: Option<String>) -> Option<String> {
 }
 
 impl PageRead {
+    /// What loaded the page, in words.
+    fn engine_name(&self) -> &'static str {
+        match self.engine {
+            "browser" => "the browser",
+            _ => "HTTP",
+        }
+    }
+
     fn failed(engine: &'static str, http_status: Option<i32>, error: String, kind: &'static str) -> PageRead {
         PageRead {
             http_status,
@@ -77,6 +85,8 @@ enum PageText {
         error: String,
         kind: &'static str,
     },
+    /// A bot wall answered instead of the page.
+    Blocked(driftwatch_scrape::walls::Wall),
 }
 
 /// What comparing a page's text with the last snapshot found.
