@@ -284,7 +284,10 @@ impl Fetcher {
 /// A response's headers as the wall classifier reads them: lowercase names, values that are
 /// text (others are left out).
 fn header_pairs(headers: &reqwest::header::HeaderMap) -> Vec<(String, String)> {
-    headers.iter().filter_map(|(name, value)| Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))).collect()
+    headers
+        .iter()
+        .filter_map(|(name, value)| Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned())))
+        .collect()
 }
 
 /// The error and its sources on one line (reqwest's own message alone says little).
