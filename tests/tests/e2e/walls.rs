@@ -139,3 +139,117 @@ pub async fn when_blocked_the_browser_gets_past_a_wall_for_bots(backend: Backend
     let agents: Vec<String> = site.requests().iter().filter_map(|r| r.headers.get("user-agent").cloned()).collect();
     assert!(agents.iter().any(|a| a.contains("HeadlessChrome") || a.contains("Chrome")), "{agents:?}");
 }
+
+/// One answer of the classifier's fixture corpus (`crates/scrape/tests/walls/`): its file name
+/// says the vendor (`none` for a normal page) before `--`.
+struct Fixture {
+    name: String,
+    wall: bool,
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+fn corpus() -> Vec<Fixture> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/scrape/tests/walls");
+    let mut paths: Vec<_> = std::fs::read_dir(&dir).expect("the corpus").map(|e| e.expect("entry").path()).collect();
+    paths.sort();
+    paths
+        .iter()
+        .map(|path| {
+            let name = path.file_name().expect("name").to_string_lossy().into_owned();
+            let text = String::from_utf8_lossy(&std::fs::read(path).expect("fixture")).into_owned();
+            let (head, body) = text.split_once("\n\n").expect("a blank line after the headers");
+            let mut lines = head.lines().filter(|l| !l.starts_with("# "));
+            let status = lines.next().and_then(|l| l.split(' ').nth(1)?.parse().ok()).expect("a status");
+            // What the server itself writes (length, framing) is left to it.
+            let headers = lines
+                .filter_map(|l| l.split_once(':'))
+                .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+                .filter(|(n, _)| !matches!(n.as_str(), "content-length" | "connection" | "transfer-encoding"))
+                .collect();
+            Fixture { wall: !name.starts_with("none--"), name, status, headers, body: body.to_owned() }
+        })
+        .collect()
+}
+
+/// Every answer of the classifier's corpus, served and checked as a watch's page: no wall is
+/// ever recorded as a change, and no normal page (vendor beacons and all) is taken for a wall.
+pub async fn the_wall_corpus_through_real_checks(backend: Backend) {
+    let app = TestApp::start(backend).await;
+    let token = app.account("acme").await;
+    let (mut walls, mut blocked, mut changes, mut normal, mut taken) = (0, 0, 0, 0, Vec::new());
+    for fixture in corpus() {
+        // A redirect to a queue is followed to the queue's own page, which is what is judged.
+        if (300..400).contains(&fixture.status) {
+            continue;
+        }
+        let answer = Wall {
+            status: fixture.status,
+            headers: fixture.headers.clone(),
+            body: fixture.body.clone(),
+            stops_agent: None,
+        };
+        let site = PageServer::start("<main><h1>Tickets</h1><p id=\"on-sale\">On sale Friday</p></main>").await;
+        if fixture.wall {
+            walls += 1;
+            let watch = app.watch_with_baseline(&token, json!({"url": site.url, "name": fixture.name})).await;
+            site.set_wall(Some(answer));
+            let run = app.check(&token, watch["id"].as_str().expect("id")).await;
+            blocked += usize::from(run["outcome"] == "blocked");
+            changes += usize::from(run["outcome"] == "changed");
+            assert_eq!(run["outcome"], "blocked", "{}: {run}", fixture.name);
+        } else {
+            normal += 1;
+            site.set_wall(Some(answer));
+            let (status, watch) = app.post("/watches", &token, json!({"url": site.url, "name": fixture.name})).await;
+            assert_eq!(status, StatusCode::CREATED, "{watch}");
+            let id = watch["id"].as_str().expect("id");
+            for _ in 0..2 {
+                let run = app.check(&token, id).await;
+                if run["outcome"] == "blocked" {
+                    taken.push(format!("{}: {}", fixture.name, run["error"]));
+                }
+            }
+            assert_ne!(app.ok(&format!("/watches/{id}"), &token).await["health"], "blocked", "{}", fixture.name);
+        }
+    }
+    eprintln!(
+        "wall corpus through checks: {blocked}/{walls} walls blocked, {changes} recorded as changes; \
+         {}/{normal} normal pages taken for walls",
+        taken.len()
+    );
+    assert!(walls >= 20 && normal >= 15, "the corpus is all there: {walls} walls, {normal} normal pages");
+    assert_eq!((blocked, changes), (walls, 0));
+    assert!(taken.is_empty(), "normal pages taken for walls: {taken:?}");
+}
+
+/// The watch page of a blocked watch says who blocked it, what gave it away and how to get
+/// past it; the list's health filter finds it. axe-core and screenshots at 1280 and 390 px.
+pub async fn a_blocked_watch_says_what_stands_in_the_way(backend: Backend) {
+    let Some(browser) = crate::browser::Browser::start().await else { return };
+    let app = TestApp::start(backend).await;
+    let root = app.root();
+    crate::ui::set_up(&browser, &app).await;
+    let token = app.token_for_user(crate::ui::EMAIL).await;
+    let site = PageServer::start(&shop_behind_cloudflare("10 EUR")).await;
+    let watch = app.watch_with_baseline(&token, json!({"url": site.url, "selector": "#price", "name": "Widget"})).await;
+    let id = watch["id"].as_str().expect("id");
+    site.set_wall(Some(Wall::cloudflare_challenge()));
+    assert_eq!(app.check(&token, id).await["outcome"], "blocked");
+
+    browser.goto(&format!("{root}/watches/{id}")).await;
+    let trouble = browser.text("#trouble").await;
+    assert!(trouble.contains("bot wall") && trouble.contains("Cloudflare"), "{trouble}");
+    assert!(trouble.contains("cf-mitigated: challenge"), "what gave it away: {trouble}");
+    assert!(trouble.contains("When blocked"), "how to get past it: {trouble}");
+    assert_eq!(browser.text("h1 .badge").await, "blocked");
+    if let Some(wide) = crate::polish::sideways_at_phone_width(&browser).await {
+        panic!("the blocked watch page scrolls sideways at 390 px: {wide}");
+    }
+    crate::ui::look(&browser, "watch-blocked").await;
+
+    browser.goto(&format!("{root}/?health=blocked")).await;
+    assert!(browser.text("main").await.contains("Widget"), "the filter finds it");
+    crate::ui::look(&browser, "watches-blocked").await;
+}
