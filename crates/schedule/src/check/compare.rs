@@ -134,7 +134,7 @@ impl Runner {
                 return Ok(Compared {
                     error: Some(wall.to_string()),
                     error_kind: Some("blocked"),
-                    blocked_by: Some(wall.vendor.as_str().to_owned()),
+                    blocked_by: Some(wall.vendor.as_str()),
                     ..Compared::outcome(RunOutcome::Blocked)
                 });
             }
