@@ -23,7 +23,7 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 /// A label set of one `outcome`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabel {
-    /// For checks: `baseline`, `unchanged`, `changed`, `failed`. For attempts: `2xx`, `3xx`,
+    /// For checks: `baseline`, `unchanged`, `changed`, `failed`, `blocked`. For attempts: `2xx`, `3xx`,
     /// `4xx`, `5xx`, or the kind of error (`timeout`, `connect`, `dns`, …).
     pub outcome: &'static str,
 }
@@ -122,6 +122,14 @@ pub struct Metrics {
     model_duration: Histogram,
     model_tokens: Counter,
     verdicts: Family<OutcomeLabel, Counter>,
+    walls: Family<VendorLabel, Counter>,
+}
+
+/// A label set of one bot-wall `vendor`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct VendorLabel {
+    /// Who put the wall up: `cloudflare`, `akamai`, `datadome`, … (a fixed list).
+    pub vendor: &'static str,
 }
 
 /// Buckets from 1 ms to about 33 s, doubling.
@@ -161,6 +169,7 @@ impl Metrics {
             model_duration: Histogram::new(exponential_buckets(0.05, 2.0, 14)),
             model_tokens: Counter::default(),
             verdicts: Family::default(),
+            walls: Family::default(),
             registry: Registry::default(),
         };
         registry.register("checks", "Checks finished, by outcome", metrics.checks.clone());
@@ -248,6 +257,11 @@ impl Metrics {
             "Changes decided (important, unimportant, summarised, cached, unjudged, held)",
             metrics.verdicts.clone(),
         );
+        registry.register(
+            "bot_walls",
+            "Checks a bot wall answered instead of the page, by who put it up",
+            metrics.walls.clone(),
+        );
         registry.register("build", "The running build", Info::new(vec![("version".to_owned(), version.to_owned())]));
         Metrics { registry, ..metrics }
     }
@@ -276,6 +290,11 @@ impl Metrics {
     /// `unjudged` or `held`.
     pub fn verdict(&self, result: &'static str) {
         self.verdicts.get_or_create(&OutcomeLabel { outcome: result }).inc();
+    }
+
+    /// Counts a check that met a bot wall `vendor` put up (a name from a fixed list).
+    pub fn wall_met(&self, vendor: &'static str) {
+        self.walls.get_or_create(&VendorLabel { vendor }).inc();
     }
 
     /// Counts a finished render: `result` is `ok` or the failure kind.
@@ -332,7 +351,9 @@ mod tests {
         metrics.attempt_finished("5xx", Duration::from_millis(20));
         metrics.http_request("/api/v1/watches/{id}", "GET", 404, Duration::from_millis(1));
         metrics.set_state(&State { dead_letters: 7, ..State::default() });
+        metrics.wall_met("cloudflare");
         let text = metrics.encode();
+        assert!(text.contains("driftwatch_bot_walls_total{vendor=\"cloudflare\"} 1"), "{text}");
         assert!(text.contains("driftwatch_checks_total{outcome=\"changed\"} 2"), "{text}");
         assert!(text.contains("driftwatch_delivery_attempts_total{outcome=\"5xx\"} 1"), "{text}");
         assert!(text.contains("route=\"/api/v1/watches/{id}\""), "{text}");

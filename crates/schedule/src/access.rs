@@ -11,6 +11,8 @@ pub struct Access {
     pub proxy: Option<url::Url>,
     /// The secrets the watch's steps type, by name, opened.
     pub secrets: BTreeMap<String, String>,
+    /// The proxy a read tries when a bot wall blocks it (`options.fetch.when_blocked.proxy`).
+    pub blocked_proxy: Option<url::Url>,
 }
 
 impl crate::Runner {

@@ -3,6 +3,8 @@ use std::time::Duration;
 use driftwatch_net::{ClientOptions, Redirects, TargetPolicy, blocked_reason, vet_url};
 use url::Url;
 
+use crate::walls;
+
 /// Settings of the page fetcher.
 #[derive(Debug, Clone)]
 pub struct FetchOptions {
@@ -94,6 +96,14 @@ pub enum FetchError {
     /// The body exceeded the cap.
     #[error("body larger than {0} bytes")]
     TooLarge(usize),
+    /// A bot wall (a challenge, a CAPTCHA, a waiting room) answered instead of the page.
+    #[error("{wall}")]
+    Blocked {
+        /// Who put it up and what gave it away.
+        wall: crate::walls::Wall,
+        /// The status it answered with.
+        status: u16,
+    },
     /// Anything else on the wire.
     #[error("request failed: {0}")]
     Other(String),
@@ -101,7 +111,7 @@ pub enum FetchError {
 
 impl FetchError {
     /// A short name for the kind of failure, stored with the run: `target`, `timeout`,
-    /// `connect`, `status`, `too_large` or `fetch`.
+    /// `connect`, `status`, `too_large`, `blocked` or `fetch`.
     pub fn kind(&self) -> &'static str {
         match self {
             FetchError::Target(_) => "target",
@@ -109,6 +119,7 @@ impl FetchError {
             FetchError::Connect(_) => "connect",
             FetchError::Status { .. } => "status",
             FetchError::TooLarge(_) => "too_large",
+            FetchError::Blocked { .. } => "blocked",
             FetchError::Other(_) => "fetch",
         }
     }
@@ -116,7 +127,7 @@ impl FetchError {
     /// The HTTP status, when the server answered.
     pub fn status(&self) -> Option<u16> {
         match self {
-            FetchError::Status { status } => Some(*status),
+            FetchError::Status { status } | FetchError::Blocked { status, .. } => Some(*status),
             _ => None,
         }
     }
@@ -218,11 +229,24 @@ impl Fetcher {
         if status == 304 && conditional && (request.etag.is_some() || request.last_modified.is_some()) {
             return Ok(Fetched::NotModified);
         }
+        let headers = header_pairs(response.headers());
         if !response.status().is_success() {
-            return Err(FetchError::Status { status });
+            // An error page may be a wall: read what the classifier looks at (a body that
+            // breaks off is read as far as it came).
+            let mut body = Vec::new();
+            while body.len() < walls::SCAN_BYTES {
+                match response.chunk().await {
+                    Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+                    Ok(None) | Err(_) => break,
+                }
+            }
+            return Err(match walls::detect(&walls::Answer { status, headers: &headers, body: &body }) {
+                Some(wall) => FetchError::Blocked { wall, status },
+                None => FetchError::Status { status },
+            });
         }
-        let header = |name| {
-            response.headers().get(name).and_then(|v: &reqwest::header::HeaderValue| v.to_str().ok()).map(str::to_owned)
+        let header = |name: reqwest::header::HeaderName| {
+            headers.iter().find(|(n, _)| n.as_str() == name.as_str()).map(|(_, v)| v.clone())
         };
         let (content_type, etag, last_modified) =
             (header(reqwest::header::CONTENT_TYPE), header(ETAG), header(LAST_MODIFIED));
@@ -236,6 +260,10 @@ impl Fetcher {
                 return Err(FetchError::TooLarge(cap));
             }
             body.extend_from_slice(&chunk);
+        }
+        // A few walls answer 200 (a waiting room, some challenges).
+        if let Some(wall) = walls::detect(&walls::Answer { status, headers: &headers, body: &body }) {
+            return Err(FetchError::Blocked { wall, status });
         }
         Ok(Fetched::Page(Page { status, content_type, body, etag, last_modified }))
     }
@@ -251,6 +279,15 @@ impl Fetcher {
             FetchError::Other(error_chain(err))
         }
     }
+}
+
+/// A response's headers as the wall classifier reads them: lowercase names, values that are
+/// text (others are left out).
+fn header_pairs(headers: &reqwest::header::HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .filter_map(|(name, value)| Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned())))
+        .collect()
 }
 
 /// The error and its sources on one line (reqwest's own message alone says little).

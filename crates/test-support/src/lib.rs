@@ -23,7 +23,7 @@ mod wait;
 pub use chat::{ChatAnswer, ChatRequest, ChatServer, Mode, Provider};
 pub use db::{Backend, TestDb};
 pub use mcp_client::{McpClient, Subscribed};
-pub use page::{PageRequest, PageServer};
+pub use page::{PageRequest, PageServer, Wall};
 pub use process::KillOnDrop;
 pub use receiver::{BodyCheck, Received, Receiver, check_every_request};
 pub use smtp::{ParsedMail, ReceivedMail, SmtpLogin, SmtpServer, SmtpTls};

@@ -30,6 +30,7 @@ mod ui;
 mod ui_browser;
 mod values;
 mod values_alerts;
+mod walls;
 mod watches;
 
 /// Declares each scenario `async fn name(backend: Backend)` as a test on SQLite and, when
@@ -57,6 +58,11 @@ macro_rules! on_both_backends {
 }
 
 on_both_backends!(
+    walls::a_bot_wall_is_named_and_never_a_change,
+    walls::a_page_with_vendor_beacons_is_a_page,
+    walls::when_blocked_the_browser_gets_past_a_wall_for_bots,
+    walls::the_wall_corpus_through_real_checks,
+    walls::a_blocked_watch_says_what_stands_in_the_way,
     ai_verdicts::an_intent_decides_which_change_is_sent,
     ai_verdicts::a_failing_model_is_retried_and_odd_answers_are_read,
     ai_verdicts::a_stalled_model_delays_nobody_and_the_deadline_sends_once,

@@ -129,6 +129,15 @@ impl Runner {
         let (text, readings) = match text {
             // 304: the page is as it was, so is its text; nothing to extract or compare.
             PageText::NotModified => return Ok(Compared::outcome(RunOutcome::Unchanged)),
+            // A wall is not the page: nothing is stored or compared, the health says who.
+            PageText::Blocked(wall) => {
+                return Ok(Compared {
+                    error: Some(wall.to_string()),
+                    error_kind: Some("blocked"),
+                    blocked_by: Some(wall.vendor.as_str()),
+                    ..Compared::outcome(RunOutcome::Blocked)
+                });
+            }
             PageText::Failed { error, kind } => {
                 // A page read too early (or broken) is not a page whose text went away.
                 let empty = matches!(kind, "empty" | "selector_missing") && watch.last_run_at.is_some();

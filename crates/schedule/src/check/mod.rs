@@ -52,6 +52,14 @@ fn join_notes(a: Option<String>, b: Option<String>) -> Option<String> {
 }
 
 impl PageRead {
+    /// What loaded the page, in words.
+    fn engine_name(&self) -> &'static str {
+        match self.engine {
+            "browser" => "the browser",
+            _ => "HTTP",
+        }
+    }
+
     fn failed(engine: &'static str, http_status: Option<i32>, error: String, kind: &'static str) -> PageRead {
         PageRead {
             http_status,
@@ -77,6 +85,8 @@ enum PageText {
         error: String,
         kind: &'static str,
     },
+    /// A bot wall answered instead of the page.
+    Blocked(driftwatch_scrape::walls::Wall),
 }
 
 /// What comparing a page's text with the last snapshot found.
@@ -104,7 +114,7 @@ struct Compared {
     /// When the watch's values were read: why some could not be (`None`: all were).
     value_failure: Option<Option<String>>,
     /// A bot wall answered instead of the page: who put it up.
-    blocked_by: Option<String>,
+    blocked_by: Option<&'static str>,
 }
 
 /// A check's text, values and change, kept for the watch's conditions.
@@ -285,9 +295,12 @@ impl Runner {
             error_kind: compared.error_kind.map(str::to_owned),
         };
         let outcome = compared.outcome.as_str();
+        if let Some(vendor) = compared.blocked_by {
+            self.config().metrics.wall_met(vendor);
+        }
         let trouble = decide::Trouble {
             selector_missing: compared.error_kind == Some("selector_missing"),
-            blocked_by: compared.blocked_by.as_deref(),
+            blocked_by: compared.blocked_by,
             login_required: compared.error_kind == Some("login_required"),
         };
         let decided = self.decide(&watch, run, trouble, compared.value_failure);

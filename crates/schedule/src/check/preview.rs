@@ -84,6 +84,11 @@ impl PageReader {
             }
             PageText::NotModified => Err(PreviewError::of("the server answered 304 Not Modified".into(), "", None)),
             PageText::Failed { error, kind } => Err(PreviewError::of(error, kind, read.failed_step)),
+            PageText::Blocked(wall) => Err(PreviewError::of(
+                format!("{wall}: the page was not shown (try options.fetch.when_blocked, or a proxy)"),
+                "blocked",
+                None,
+            )),
         }
     }
 }

@@ -11,7 +11,9 @@ use driftwatch_store::Watch;
 use driftwatch_values::{Reader, Readings};
 use tokio_util::sync::CancellationToken;
 
-use super::{PageRead, PageText};
+use driftwatch_scrape::walls;
+
+use super::{PageRead, PageText, join_notes};
 use crate::access::Access;
 use crate::reader::PageReader;
 
@@ -37,11 +39,42 @@ impl PageReader {
             },
             None => turn.await,
         };
-        Some(match options.fetch.engine {
+        let read = match options.fetch.engine {
             Engine::Http => self.read_http(watch, options, access, conditional).await,
             Engine::Browser => self.read_browser(watch, options, access).await,
             Engine::Auto => self.read_auto(watch, options, access, conditional).await,
-        })
+        };
+        Some(self.past_the_wall(watch, options, access, read).await)
+    }
+
+    /// A read a bot wall blocked, tried again as the watch's `when_blocked` says: in the
+    /// browser (when HTTP was blocked), then through its proxy. The first read that is not
+    /// blocked is the answer, with a note saying how it got through; when every way is
+    /// blocked, the last wall is.
+    async fn past_the_wall(&self, watch: &Watch, options: &WatchOptions, access: &Access, read: PageRead) -> PageRead {
+        let Some(when) = options.fetch.when_blocked.as_ref() else { return read };
+        let PageText::Blocked(first) = &read.text else { return read };
+        let first = format!("{} blocked {}", first.vendor.label(), read.engine_name());
+        let mut read = read;
+        if when.browser && read.engine == "http" && self.browsers().is_some_and(|b| b.available()) {
+            read = self.read_browser(watch, options, access).await;
+            if !matches!(read.text, PageText::Blocked(_)) {
+                read.note = join_notes(Some(format!("when blocked: {first}; the browser got through")), read.note);
+                return read;
+            }
+        }
+        let Some(proxy) = access.blocked_proxy.as_ref() else { return read };
+        let through = Access { proxy: Some(proxy.clone()), blocked_proxy: None, ..access.clone() };
+        let browser = read.engine == "browser";
+        let mut again = match browser {
+            true => self.read_browser(watch, options, &through).await,
+            false => self.read_http(watch, options, &through, false).await,
+        };
+        if !matches!(again.text, PageText::Blocked(_)) {
+            let how = if browser { "the browser through the proxy" } else { "the proxy" };
+            again.note = join_notes(Some(format!("when blocked: {first}; {how} got through")), again.note);
+        }
+        again
     }
 
     /// An `auto` watch: the browser while the watch is known to need it (HTTP is tried again
@@ -113,8 +146,18 @@ impl PageReader {
                 return PageRead { failed_step, ..failed };
             }
         };
+        let status = rendered.status.unwrap_or(200);
+        // What the browser was shown may be a wall (a challenge it did not pass, a queue).
+        let answer = walls::Answer { status, headers: &[], body: rendered.html.as_bytes() };
+        if let Some(wall) = walls::detect(&answer) {
+            return PageRead {
+                text: PageText::Blocked(wall),
+                note: rendered.note,
+                ..PageRead::failed("browser", rendered.status.map(i32::from), String::new(), "blocked")
+            };
+        }
         let page = driftwatch_scrape::Page {
-            status: rendered.status.unwrap_or(200),
+            status,
             content_type: Some("text/html; charset=utf-8".into()),
             body: rendered.html.into_bytes(),
             etag: None,
@@ -189,6 +232,10 @@ impl PageReader {
                     failed_step: None,
                 }
             }
+            Err(driftwatch_scrape::FetchError::Blocked { wall, status }) => PageRead {
+                text: PageText::Blocked(wall),
+                ..PageRead::failed("http", Some(i32::from(status)), String::new(), "blocked")
+            },
             Err(e) => PageRead::failed("http", e.status().map(i32::from), e.to_string(), e.kind()),
         }
     }

@@ -100,6 +100,8 @@ pub fn badge(watch: &Watch) -> &'static str {
         "failing" => "failing",
         "selector_missing" => "selector_missing",
         "value_missing" => "value_missing",
+        "blocked" => "blocked",
+        "login_required" => "login_required",
         _ => "ok",
     }
 }

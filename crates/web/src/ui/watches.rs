@@ -240,7 +240,10 @@ pub async fn list(
         _ => None,
     };
     let first_page = (!query.cursor.is_empty()).then(|| format!("/?{base}"));
-    let failing = rows.iter().filter(|r| matches!(r.badge, "failing" | "selector_missing" | "value_missing")).count();
+    let failing = rows
+        .iter()
+        .filter(|r| matches!(r.badge, "failing" | "selector_missing" | "value_missing" | "blocked" | "login_required"))
+        .count();
     let filtered = !base.is_empty();
     let title = if failing > 0 { format!("({failing} failing) Watches") } else { "Watches".to_owned() };
     let notice = super::flash::take(&state, &viewer).await?;
@@ -348,7 +351,10 @@ pub async fn rows_fragment(
     Query(query): Query<ListQuery>,
 ) -> Result<Response, UiError> {
     let (rows, _) = page_rows(&state, &viewer, &query).await?;
-    let failing = rows.iter().filter(|r| matches!(r.badge, "failing" | "selector_missing" | "value_missing")).count();
+    let failing = rows
+        .iter()
+        .filter(|r| matches!(r.badge, "failing" | "selector_missing" | "value_missing" | "blocked" | "login_required"))
+        .count();
     let mut response = html(&RowsFragment { rows });
     response.headers_mut().insert("x-failing", axum::http::HeaderValue::from(failing));
     Ok(response)

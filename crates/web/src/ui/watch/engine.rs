@@ -41,3 +41,25 @@ pub(super) fn engine_view(
     };
     Some(EngineView { text, since, missing })
 }
+
+/// What stands between a watch and its page, when its health says so: a bot wall, or a session
+/// its login steps could not get back. `error` is the newest run's, which says what gave the
+/// wall away or why signing in failed.
+#[derive(Debug, Clone)]
+pub struct TroubleView {
+    /// `blocked` or `login_required`.
+    pub kind: &'static str,
+    /// The newest run's error.
+    pub error: String,
+}
+
+/// The trouble of a watch whose health is `blocked` or `login_required`.
+pub(super) fn trouble_view(watch: &Watch, newest: Option<&driftwatch_store::Run>) -> Option<TroubleView> {
+    let kind = match watch.health.as_str() {
+        "blocked" => "blocked",
+        "login_required" => "login_required",
+        _ => return None,
+    };
+    let error = newest.and_then(|r| r.error.clone()).unwrap_or_default();
+    Some(TroubleView { kind, error })
+}

@@ -169,6 +169,8 @@ struct WatchPage {
     /// What a language model is asked about each change, when the watch asks (`None`
     /// without an intent; `Some("")` for a summary only).
     intent: Option<String>,
+    /// A bot wall or a lost session, when the health says so.
+    trouble: Option<engine::TroubleView>,
 }
 
 /// Query of the watch page.
@@ -407,6 +409,7 @@ fn page(
             None => Vec::new(),
         },
         intent: options.ai.as_ref().filter(|ai| ai.active()).map(|ai| ai.intent().unwrap_or_default().to_owned()),
+        trouble: engine::trouble_view(&watch, loaded.runs.first()),
         watch,
     }
 }
