@@ -130,7 +130,8 @@ fn cloudflare(c: &Clues<'_>) -> Option<Wall> {
         && (c.has(M::CfErrorDetails) || c.served_by_cloudflare())
         && c.wall_shaped()
     {
-        return wall(cf, format!("the block page (\"{}\")", Seen::text(words)));
+        let words = if words == M::YouHaveBeenBlocked { "Sorry, you have been blocked" } else { "Attention Required!" };
+        return wall(cf, format!("the block page (\"{words}\")"));
     }
     if c.refused()
         && let Some(code) = c.seen.after(M::CfErrorCode, c.body).and_then(blocking_error_code)
@@ -139,7 +140,8 @@ fn cloudflare(c: &Clues<'_>) -> Option<Wall> {
     }
     if matches!(c.status(), 403 | 429 | 503) && c.served_by_cloudflare() {
         if let Some(words) = c.seen.any(&[M::JustAMoment, M::CheckingYourBrowser]) {
-            return wall(cf, format!("\"{}\" on a {} from Cloudflare", Seen::text(words), c.status()));
+            let words = if words == M::JustAMoment { "Just a moment..." } else { "Checking your browser" };
+            return wall(cf, format!("\"{words}\" on a {} from Cloudflare", c.status()));
         }
         if c.seen.any(&[M::Turnstile, M::TurnstileHost]).is_some() {
             return wall(cf, format!("a Turnstile challenge on a {} from Cloudflare", c.status()));

@@ -38,7 +38,7 @@ fn cloudflare_challenge_markers_count_on_any_status() {
 #[test]
 fn cloudflare_just_a_moment_and_turnstile_need_a_refusal_from_cloudflare() {
     let moment = "<html><head><title>Just a moment...</title></head><body>Checking</body></html>";
-    assert_eq!(vendor(403, CF, moment), Some(Vendor::Cloudflare));
+    assert_eq!(detect_with(403, CF, moment).unwrap().evidence, "\"Just a moment...\" on a 403 from Cloudflare");
     assert_eq!(vendor(403, &[("server", "nginx")], moment), None);
     assert_eq!(vendor(200, CF, moment), None, "a post titled so is not a wall");
     let turnstile = r#"<div class="cf-turnstile" data-sitekey="0x4AAA"></div>"#;
@@ -51,7 +51,7 @@ fn cloudflare_block_page_and_error_codes() {
         <h1>Sorry, you have been blocked</h1><span class="cf-error-code">1020</span></div>"#;
     let wall = detect_with(403, CF, block).unwrap();
     assert_eq!(wall.vendor, Vendor::Cloudflare);
-    assert!(wall.evidence.contains("you have been blocked"), "{}", wall.evidence);
+    assert_eq!(wall.evidence, "the block page (\"Sorry, you have been blocked\")");
     let denied = r#"<span class="cf-error-code">1020</span> Access denied"#;
     assert_eq!(detect_with(403, &[], denied).unwrap().evidence, "error 1020 on a 403");
     let down = r#"<div id="cf-error-details"><span class="cf-error-code">521</span> Web server is down</div>"#;
