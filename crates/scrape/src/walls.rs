@@ -107,7 +107,7 @@ pub struct Wall {
 
 impl std::fmt::Display for Wall {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "blocked by {} ({})", self.vendor.label(), self.evidence)
+        write!(f, "{} answered instead of the page ({})", self.vendor.label(), self.evidence)
     }
 }
 
