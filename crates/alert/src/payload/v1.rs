@@ -216,8 +216,9 @@ pub struct Check {
     pub error: Option<String>,
     /// Failed checks in a row.
     pub consecutive_failures: i32,
-    /// On `check.blocked`: who put up the wall (`cloudflare`, `akamai`, `perimeterx`,
-    /// `datadome`, `imperva`, `queue`, `captcha`, ...).
+    /// On `check.blocked`: who put up the wall: `cloudflare`, `akamai`, `perimeterx`,
+    /// `datadome`, `imperva`, `queue` (a queue or waiting room), `captcha` (anyone else's
+    /// CAPTCHA page), `aws_waf`, `vercel`, `sucuri` or `kasada`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blocked_by: Option<String>,
 }
