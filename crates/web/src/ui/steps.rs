@@ -175,7 +175,7 @@ mod tests {
         );
         assert_eq!(
             parse_steps("click #a\ndance #x").unwrap_err(),
-            "line 2: “dance” is not a step: use click, type, press, select, scroll or wait_for"
+            "line 2: “dance” is not a step: use click, type, type_secret, press, select, scroll or wait_for"
         );
         assert!(parse_steps("\ntype #q").unwrap_err().starts_with("line 2: type needs a CSS selector and the text"));
         assert!(parse_steps("click").unwrap_err().starts_with("line 1: click needs a CSS selector"));
