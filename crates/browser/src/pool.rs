@@ -28,6 +28,9 @@ pub struct BrowserStats {
     pub pid: Option<u32>,
 }
 
+/// Guard proxies chained to users' proxies kept at once.
+const MAX_CHAINED: usize = 64;
+
 /// The node's browser. Cheap to clone.
 #[derive(Clone)]
 pub struct Browsers {
@@ -40,6 +43,8 @@ struct Inner {
     permits: Semaphore,
     current: Mutex<Option<Arc<Instance>>>,
     proxy: Mutex<Option<Arc<GuardProxy>>>,
+    /// Guard proxies chained to users' proxies, by proxy URL, started on first use.
+    chained: Mutex<std::collections::HashMap<String, Arc<GuardProxy>>>,
     renders: AtomicU64,
     starts: AtomicU64,
     closed: AtomicBool,
@@ -59,6 +64,7 @@ impl Browsers {
                 executable,
                 current: Mutex::new(None),
                 proxy: Mutex::new(None),
+                chained: Mutex::new(std::collections::HashMap::new()),
                 renders: AtomicU64::new(0),
                 starts: AtomicU64::new(0),
                 closed: AtomicBool::new(false),
@@ -122,7 +128,12 @@ impl Browsers {
         let instance = tokio::time::timeout_at(deadline, self.instance())
             .await
             .map_err(|_| RenderError::Browser(format!("the browser did not start within {:?}", request.timeout)))??;
-        let result = render::render(&instance, &self.inner.config, &request, deadline).await;
+        let chained = match request.proxy {
+            Some(proxy) => Some(self.chained(proxy).await?),
+            None => None,
+        };
+        let guard = chained.as_ref().map_or_else(|| instance.proxy.url(), |p| p.url());
+        let result = render::render(&instance, &self.inner.config, &request, &guard, deadline).await;
         self.inner.renders.fetch_add(1, Ordering::Relaxed);
         if let Err(RenderError::Browser(why)) = &result {
             instance.break_down(why);
@@ -178,6 +189,25 @@ impl Browsers {
         .map_err(|e| RenderError::Browser(format!("cannot start the guard proxy: {e}")))?;
         let started = Arc::new(started);
         *proxy = Some(started.clone());
+        Ok(started)
+    }
+
+    /// The guard proxy that leaves through `upstream`, started on first use. At most
+    /// [`MAX_CHAINED`] are kept; past that the old ones go (renders using one keep it open).
+    async fn chained(&self, upstream: &url::Url) -> Result<Arc<GuardProxy>, RenderError> {
+        let mut chained = self.inner.chained.lock().await;
+        if let Some(proxy) = chained.get(upstream.as_str()) {
+            return Ok(proxy.clone());
+        }
+        if chained.len() >= MAX_CHAINED {
+            chained.clear();
+        }
+        let config = &self.inner.config;
+        let started = GuardProxy::start_chained(config.policy, config.exempt.clone(), upstream.clone())
+            .await
+            .map_err(|e| RenderError::Browser(format!("cannot start the guard proxy: {e}")))?;
+        let started = Arc::new(started);
+        chained.insert(upstream.as_str().to_owned(), started.clone());
         Ok(started)
     }
 

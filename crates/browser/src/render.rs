@@ -163,12 +163,14 @@ fn browser(e: CdpError) -> RenderError {
     RenderError::Browser(e.to_string())
 }
 
-/// Renders `request` in a fresh context of `instance`, within `deadline`; the context is
+/// Renders `request` in a fresh context of `instance` whose requests all pass the guard proxy
+/// at `guard` (the node's, or one chained to the watch's proxy), within `deadline`; the context is
 /// disposed of afterwards whatever happened (if it cannot be, the browser is restarted).
 pub(crate) async fn render(
     instance: &Instance,
     config: &BrowserConfig,
     request: &RenderRequest<'_>,
+    guard: &str,
     deadline: Instant,
 ) -> Result<Rendered, RenderError> {
     let url = Url::parse(request.url).map_err(|e| RenderError::Target(format!("invalid URL: {e}")))?;
@@ -186,7 +188,7 @@ pub(crate) async fn render(
     }
     let params = CreateBrowserContextParams {
         dispose_on_detach: Some(true),
-        proxy_server: Some(instance.proxy.url()),
+        proxy_server: Some(guard.to_owned()),
         proxy_bypass_list: Some("<-loopback>".into()),
         origins_with_universal_network_access: None,
     };

@@ -110,6 +110,7 @@ pub(crate) fn runner(
         metrics: Arc::clone(metrics),
         ai_deadline: settings.llm_enabled.then(|| std::time::Duration::from_secs(settings.llm_deadline_seconds)),
         keyring: Some(keyring.clone()),
+        allow_private_proxies: settings.allow_private_proxies,
         ..RunnerConfig::default()
     };
     // A check queues deliveries, or a verdict that will: wake whichever has work.

@@ -14,6 +14,10 @@
 //! DNS answers differently (split horizon), reaches whatever the proxy can reach; give the
 //! proxy egress rules of its own when that matters.
 
+mod proxy;
+
+pub use proxy::{PROXY_SCHEMES, ProxyError, parse_proxy_url, probe_proxy, proxy_port, redact_proxy, vet_proxy};
+
 use std::error::Error as StdError;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;

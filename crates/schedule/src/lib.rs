@@ -12,7 +12,7 @@ mod hosts;
 mod reader;
 mod runner;
 
-pub use access::Access;
+pub use access::{Access, ProxyTested};
 pub use check::{CheckError, Preview, PreviewError};
 pub use reader::PageReader;
 pub use runner::{Runner, RunnerConfig};

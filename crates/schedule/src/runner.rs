@@ -57,6 +57,9 @@ pub struct RunnerConfig {
     /// Opens what accounts keep sealed that a read needs: proxies' credentials, the secrets
     /// steps type, kept sessions. `None`: such watches fail, saying so.
     pub keyring: Option<driftwatch_core::Keyring>,
+    /// Let watches use proxies on private, loopback or link-local addresses
+    /// (`DRIFTWATCH_ALLOW_PRIVATE_PROXIES`); the operator's own proxy is always allowed.
+    pub allow_private_proxies: bool,
 }
 
 impl Default for RunnerConfig {
@@ -77,6 +80,7 @@ impl Default for RunnerConfig {
             metrics: Arc::new(Metrics::default()),
             ai_deadline: None,
             keyring: None,
+            allow_private_proxies: false,
         }
     }
 }

@@ -104,6 +104,10 @@ pub enum FetchError {
         /// The status it answered with.
         status: u16,
     },
+    /// The proxy the request went through failed (it does not answer, refuses the tunnel or
+    /// wants other credentials): the message names the proxy, not the page.
+    #[error("{0}")]
+    Proxy(String),
     /// Anything else on the wire.
     #[error("request failed: {0}")]
     Other(String),
@@ -111,7 +115,7 @@ pub enum FetchError {
 
 impl FetchError {
     /// A short name for the kind of failure, stored with the run: `target`, `timeout`,
-    /// `connect`, `status`, `too_large`, `blocked` or `fetch`.
+    /// `connect`, `status`, `too_large`, `blocked`, `proxy` or `fetch`.
     pub fn kind(&self) -> &'static str {
         match self {
             FetchError::Target(_) => "target",
@@ -120,6 +124,7 @@ impl FetchError {
             FetchError::Status { .. } => "status",
             FetchError::TooLarge(_) => "too_large",
             FetchError::Blocked { .. } => "blocked",
+            FetchError::Proxy(_) => "proxy",
             FetchError::Other(_) => "fetch",
         }
     }
@@ -138,7 +143,13 @@ impl FetchError {
 pub struct Fetcher {
     client: reqwest::Client,
     options: FetchOptions,
+    /// Clients for other proxies than the default, by proxy URL: a client holds its pool of
+    /// connections, so each proxy keeps its own between checks.
+    clients: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<Url, reqwest::Client>>>,
 }
+
+/// Clients for proxies other than the default kept at once (past that, they are built anew).
+const MAX_CLIENTS: usize = 64;
 
 impl Fetcher {
     /// Builds the HTTP client.
@@ -153,7 +164,7 @@ impl Fetcher {
         })
         .and_then(reqwest::ClientBuilder::build)
         .map_err(|e| FetchError::Other(e.to_string()))?;
-        Ok(Fetcher { client, options })
+        Ok(Fetcher { client, options, clients: Default::default() })
     }
 
     /// The settings in use.
@@ -166,7 +177,11 @@ impl Fetcher {
         if proxy == self.options.proxy.as_ref() {
             return Ok(self.client.clone());
         }
-        driftwatch_net::client_builder(&ClientOptions {
+        let cached = proxy.and_then(|p| self.clients.lock().ok()?.get(p).cloned());
+        if let Some(client) = cached {
+            return Ok(client);
+        }
+        let client = driftwatch_net::client_builder(&ClientOptions {
             policy: self.options.policy,
             connect_timeout: self.options.connect_timeout,
             timeout: self.options.timeout,
@@ -175,7 +190,14 @@ impl Fetcher {
             proxy: proxy.cloned(),
         })
         .and_then(reqwest::ClientBuilder::build)
-        .map_err(|e| FetchError::Other(e.to_string()))
+        .map_err(|e| FetchError::Other(e.to_string()))?;
+        if let (Some(proxy), Ok(mut clients)) = (proxy, self.clients.lock()) {
+            if clients.len() >= MAX_CLIENTS {
+                clients.clear();
+            }
+            clients.insert(proxy.clone(), client.clone());
+        }
+        Ok(client)
     }
 
     /// Requests `url` as `request` says, through `proxy` (`None`: directly); a non-2xx status
@@ -224,7 +246,10 @@ impl Fetcher {
                 builder = builder.header(IF_MODIFIED_SINCE, modified);
             }
         }
-        let mut response = builder.send().await.map_err(|e| self.classify(&e))?;
+        let mut response = match builder.send().await {
+            Ok(response) => response,
+            Err(e) => return Err(self.classify_through(&e, proxy).await),
+        };
         let status = response.status().as_u16();
         if status == 304 && conditional && (request.etag.is_some() || request.last_modified.is_some()) {
             return Ok(Fetched::NotModified);
@@ -266,6 +291,26 @@ impl Fetcher {
             return Err(FetchError::Blocked { wall, status });
         }
         Ok(Fetched::Page(Page { status, content_type, body, etag, last_modified }))
+    }
+
+    /// [`Fetcher::classify`], naming the proxy when it is the proxy that failed: one that does
+    /// not accept connections, refuses the tunnel or wants credentials.
+    async fn classify_through(&self, err: &reqwest::Error, proxy: Option<&Url>) -> FetchError {
+        let classified = self.classify(err);
+        let Some(proxy) = proxy else { return classified };
+        if !matches!(classified, FetchError::Connect(_) | FetchError::Timeout(_) | FetchError::Other(_)) {
+            return classified;
+        }
+        if let Err(e) = driftwatch_net::probe_proxy(proxy).await {
+            return FetchError::Proxy(e.to_string());
+        }
+        let chain = error_chain(err);
+        let lower = chain.to_ascii_lowercase();
+        if lower.contains("proxy") || lower.contains("tunnel") || lower.contains("socks") {
+            let shown = driftwatch_net::redact_proxy(proxy);
+            return FetchError::Proxy(format!("the proxy {shown} failed: {}", chain.replace(proxy.as_str(), &shown)));
+        }
+        classified
     }
 
     fn classify(&self, err: &reqwest::Error) -> FetchError {

@@ -23,6 +23,7 @@ pub mod maintenance;
 pub mod outbox;
 pub mod overview;
 mod predicates;
+pub mod proxies;
 pub mod recoveries;
 /// The seam through which the outbox renders bodies; it lives in `core` so that `channels`
 /// need not depend on the store.

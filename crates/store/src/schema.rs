@@ -307,6 +307,23 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    proxies (id) {
+        id -> Text,
+        account_id -> Text,
+        name -> Text,
+        url -> Text,
+        shown -> Text,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+        tested_at -> Nullable<Timestamp>,
+        test_status -> Nullable<Integer>,
+        test_ms -> Nullable<Integer>,
+        test_error -> Nullable<Text>,
+    }
+}
+
+diesel::joinable!(proxies -> accounts (account_id));
 diesel::joinable!(api_tokens -> accounts (account_id));
 diesel::joinable!(verdicts -> events (event_id));
 diesel::joinable!(users -> accounts (account_id));
@@ -336,4 +353,5 @@ diesel::allow_tables_to_appear_in_same_query!(
     verdicts,
     ai_cache,
     ai_usage,
+    proxies,
 );

@@ -20,7 +20,7 @@ pub use endpoint::{
     may_rotate_secret, new_endpoint, valid_channel, valid_route,
 };
 pub use model::{ModelInput, ValidModel, account_model};
-pub use names::{SECRET_NAME_RULE, secret_name_ok};
+pub use names::{SECRET_NAME_RULE, named_proxies, secret_name_ok, valid_proxy_value};
 pub use portable::{PortableWatch, from_watch};
 pub use recovery::{RecoveryInput, RecoveryRequest, recovery};
 pub use token::token;

@@ -131,6 +131,15 @@ pub fn options_as_saved(options: &WatchOptions, limits: &Limits) -> Result<Watch
         http::HeaderValue::from_str(agent)
             .map_err(|_| FieldError::new("options.fetch.user_agent", "not a valid header value"))?;
     }
+    let proxies = [
+        ("options.fetch.proxy", fetch.proxy.as_deref()),
+        ("options.fetch.when_blocked.proxy", fetch.when_blocked.as_ref().and_then(|w| w.proxy.as_deref())),
+    ];
+    for (field, value) in proxies {
+        if let Some(value) = value {
+            crate::names::valid_proxy_value(value).map_err(|e| FieldError::new(field, e))?;
+        }
+    }
     if options.noise.confirm_after_seconds.is_some_and(|t| !(1..=60).contains(&t)) {
         return Err(FieldError::new("options.noise.confirm_after_seconds", "must be between 1 and 60"));
     }

@@ -9,6 +9,7 @@ mod api;
 mod backtest;
 mod mcp;
 mod ops;
+mod proxies;
 mod server;
 pub mod ui;
 

@@ -10,6 +10,7 @@
 //! This module holds the proxy itself and its accept loop; `tunnel` handles `CONNECT`,
 //! `forward` absolute-form requests, and `upstream` vets targets and opens the connections.
 
+mod chain;
 mod forward;
 mod tunnel;
 mod upstream;
@@ -48,8 +49,9 @@ type ProxyBody = UnsyncBoxBody<Bytes, hyper::Error>;
 /// private-address guard as driftwatch's HTTP fetcher.
 ///
 /// It serves until dropped (or [`GuardProxy::shutdown`]); dropping it stops accepting and
-/// closes every open connection and tunnel. HTTP/1.1 only, towards Chromium and upstream; it
-/// never chains to another proxy.
+/// closes every open connection and tunnel. HTTP/1.1 only, towards Chromium and upstream. A
+/// chained one ([`GuardProxy::start_chained`]) opens every connection through a user's proxy,
+/// to the address it vetted.
 #[derive(Debug)]
 pub struct GuardProxy {
     addr: SocketAddr,
@@ -69,6 +71,8 @@ struct Shared {
     refused: AtomicU64,
     /// Whether this listener carries the browser's own traffic rather than pages'.
     background: bool,
+    /// The proxy every connection is opened through (`None`: directly).
+    upstream: Option<url::Url>,
     cancel: CancellationToken,
     tracker: TaskTracker,
 }
@@ -86,6 +90,26 @@ impl GuardProxy {
         exempt: Vec<SocketAddr>,
         bind: Option<SocketAddr>,
     ) -> std::io::Result<GuardProxy> {
+        GuardProxy::start_inner(policy, exempt, bind, None).await
+    }
+
+    /// [`GuardProxy::start_with`] on 127.0.0.1, opening every connection through `upstream` (an
+    /// `http`, `https`, `socks5` or `socks5h` proxy URL, credentials allowed) to the address
+    /// the guard vetted.
+    pub async fn start_chained(
+        policy: TargetPolicy,
+        exempt: Vec<SocketAddr>,
+        upstream: url::Url,
+    ) -> std::io::Result<GuardProxy> {
+        GuardProxy::start_inner(policy, exempt, None, Some(upstream)).await
+    }
+
+    async fn start_inner(
+        policy: TargetPolicy,
+        exempt: Vec<SocketAddr>,
+        bind: Option<SocketAddr>,
+        upstream: Option<url::Url>,
+    ) -> std::io::Result<GuardProxy> {
         let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
         let listener = TcpListener::bind(bind.unwrap_or(loopback)).await?;
         let background_listener = TcpListener::bind(loopback).await?;
@@ -96,6 +120,7 @@ impl GuardProxy {
             passed: AtomicU64::new(0),
             refused: AtomicU64::new(0),
             background: false,
+            upstream,
             cancel: CancellationToken::new(),
             tracker: TaskTracker::new(),
         });
@@ -106,6 +131,7 @@ impl GuardProxy {
             passed: AtomicU64::new(0),
             refused: AtomicU64::new(0),
             background: true,
+            upstream: None,
             cancel: shared.cancel.clone(),
             tracker: shared.tracker.clone(),
         });

@@ -9,6 +9,7 @@ use driftwatch_net::resolve_vetted;
 use http::{Response, StatusCode};
 use tokio::net::TcpStream;
 
+use super::chain::{Upstream, through};
 use super::{ProxyBody, Shared, text};
 
 /// Time to open a TCP connection to one vetted address.
@@ -16,9 +17,10 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Time to resolve a name; an answer that does not come cannot be vetted.
 const LOOKUP_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Vets `host` and opens a TCP connection to the first vetted address that accepts, or the
-/// response to send instead (403 when refused, 502 when nothing accepts).
-pub(super) async fn open_upstream(shared: &Shared, host: &str, port: u16) -> Result<TcpStream, Response<ProxyBody>> {
+/// Vets `host` and opens a connection to the first vetted address that accepts (through the
+/// user's proxy, when the listener is chained to one), or the response to send instead (403
+/// when refused, 502 when nothing accepts).
+pub(super) async fn open_upstream(shared: &Shared, host: &str, port: u16) -> Result<Upstream, Response<ProxyBody>> {
     if port == 0 {
         return Err(refuse(shared, host, "port 0 is not allowed"));
     }
@@ -37,11 +39,21 @@ pub(super) async fn open_upstream(shared: &Shared, host: &str, port: u16) -> Res
     };
     shared.passed.fetch_add(1, Ordering::Relaxed);
     let mut last_error = String::from("no address");
+    if let (Some(proxy), Some(first)) = (&shared.upstream, addrs.first()) {
+        // The first vetted address: the proxy connects onwards, and its error says why not.
+        return match through(proxy, *first).await {
+            Ok(stream) => Ok(stream),
+            Err(e) => {
+                tracing::debug!(target.host = %host, error = %e, "browser proxy: the user's proxy failed");
+                Err(text(StatusCode::BAD_GATEWAY, &format!("driftwatch: {e}")))
+            }
+        };
+    }
     for addr in addrs {
         match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
             Ok(Ok(stream)) => {
                 let _ = stream.set_nodelay(true);
-                return Ok(stream);
+                return Ok(Box::new(stream));
             }
             Ok(Err(e)) => last_error = e.to_string(),
             Err(_) => last_error = format!("no connection within {}s", CONNECT_TIMEOUT.as_secs()),

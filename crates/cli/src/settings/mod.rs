@@ -47,6 +47,12 @@ pub struct Settings {
     #[arg(long, env = "DRIFTWATCH_OUTBOUND_PROXY", value_parser = parse_proxy)]
     pub outbound_proxy: Option<url::Url>,
 
+    /// Let accounts' proxies (a watch's `options.fetch.proxy`, the Proxies page) be on private,
+    /// loopback or link-local addresses. Off by default: a proxy on the inside is a way around
+    /// the address guard. The operator's own proxy is always allowed.
+    #[arg(long, env = "DRIFTWATCH_ALLOW_PRIVATE_PROXIES", default_value_t = false, action = clap::ArgAction::Set)]
+    pub allow_private_proxies: bool,
+
     /// A PEM file of certificates to trust for SMTP TLS beside the system's: for a mail relay
     /// whose certificate an internal authority signed. Read at start; a bad file stops it.
     #[arg(long, env = "DRIFTWATCH_SMTP_CA_FILE")]

@@ -8,6 +8,7 @@ mod endpoints;
 mod events;
 mod feed;
 mod preview;
+mod proxies;
 mod recoveries;
 mod tokens;
 pub(crate) mod values;
@@ -75,6 +76,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(deliveries::get))
         .routes(routes!(deliveries::redeliver))
         .routes(routes!(deliveries::dlq))
+        .routes(routes!(proxies::create, proxies::list))
+        .routes(routes!(proxies::get, proxies::set, proxies::delete))
+        .routes(routes!(proxies::test))
         .routes(routes!(tokens::create, tokens::list))
         .routes(routes!(tokens::revoke))
         .routes(routes!(account::get, account::set, account::delete))

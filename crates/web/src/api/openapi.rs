@@ -31,6 +31,7 @@ use crate::api::error::ApiError;
         (name = "endpoints", description = "Where events are delivered: signed webhooks or Slack."),
         (name = "deliveries", description = "Every delivery of an event to an endpoint, with its attempts; the dead-letter queue."),
         (name = "recoveries", description = "Bulk re-queues of an endpoint's failed and dead deliveries."),
+        (name = "proxies", description = "The account's named proxies, which watches name in `options.fetch.proxy`."),
         (name = "tokens", description = "The account's API tokens."),
         (name = "account", description = "The account's own language model for verdicts on changes."),
         (name = "meta", description = "This document and account-wide statistics."),

@@ -109,13 +109,14 @@ pub async fn create(
         tags: body.tags,
         muted: body.muted,
     };
-    let watch = driftwatch_validate::new_watch(
+    let mut watch = driftwatch_validate::new_watch(
         input,
         &state.limits.rules(),
         state.policy,
         &caller.account_id,
         state.clock.now(),
     )?;
+    crate::proxies::settle_options(&state, &caller.account_id, &mut watch.options).await?;
     let stored = watch.clone();
     state.store.write(move |c| watches::insert_watch(c, &stored)).await?;
     tracing::info!(watch.id = %watch.id, account.id = %watch.account_id, "watch created");
@@ -263,8 +264,11 @@ pub async fn update(
         tags: body.tags,
         muted: body.muted,
     };
-    let changes =
+    let mut changes =
         driftwatch_validate::watch_changes(&current, patch, &state.limits.rules(), state.policy, state.clock.now())?;
+    if let Some(options) = changes.options.as_mut() {
+        crate::proxies::settle_options(&state, &caller.account_id, options).await?;
+    }
     let watch = apply(&state, &caller, id, changes).await?;
     tracing::info!(watch.id = %watch.id, "watch updated");
     Ok(axum::Json(views::Watch::at(watch, state.clock.now().naive_utc())))
