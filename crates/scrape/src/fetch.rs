@@ -255,6 +255,15 @@ impl Fetcher {
             return Ok(Fetched::NotModified);
         }
         let headers = header_pairs(response.headers());
+        if status == 407
+            && let Some(proxy) = proxy
+        {
+            // The proxy's answer, not the page's.
+            let shown = driftwatch_net::redact_proxy(proxy);
+            return Err(FetchError::Proxy(format!(
+                "the proxy {shown} wants credentials (407 Proxy Authentication Required): check the user and password"
+            )));
+        }
         if !response.status().is_success() {
             // An error page may be a wall: read what the classifier looks at (a body that
             // breaks off is read as far as it came).

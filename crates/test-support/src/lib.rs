@@ -3,7 +3,8 @@
 //! services notifications go to ([`ChatServer`]: Discord, Telegram, Teams, ntfy, Pushover,
 //! Gotify, Matrix, plain HTTP), a real SMTP server that keeps what it receives
 //! ([`SmtpServer`]), a web page whose content a test changes ([`PageServer`]), waiting for
-//! something to become true ([`eventually`]), and child processes that die with their test
+//! something to become true ([`eventually`]), forward proxies that count what passes
+//! ([`ProxyServer`]: HTTP and SOCKS5), and child processes that die with their test
 //! ([`KillOnDrop`]).
 //!
 //! Used by the end-to-end suite (`tests/`), the binary's process tests (`crates/cli/tests/`)
@@ -16,6 +17,7 @@ pub mod llm;
 mod mcp_client;
 mod page;
 mod process;
+mod proxy;
 mod receiver;
 mod smtp;
 mod wait;
@@ -25,6 +27,7 @@ pub use db::{Backend, TestDb};
 pub use mcp_client::{McpClient, Subscribed};
 pub use page::{PageRequest, PageServer, Wall};
 pub use process::KillOnDrop;
+pub use proxy::{ProxyKind, ProxyServer};
 pub use receiver::{BodyCheck, Received, Receiver, check_every_request};
 pub use smtp::{ParsedMail, ReceivedMail, SmtpLogin, SmtpServer, SmtpTls};
 pub use wait::{eventually, eventually_within};

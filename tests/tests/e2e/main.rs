@@ -21,6 +21,7 @@ mod ops_cuts;
 mod pages;
 mod pipeline;
 mod polish;
+mod proxies;
 mod render_fixes;
 mod rendering;
 mod scale;
@@ -63,6 +64,10 @@ on_both_backends!(
     walls::when_blocked_the_browser_gets_past_a_wall_for_bots,
     walls::the_wall_corpus_through_real_checks,
     walls::a_blocked_watch_says_what_stands_in_the_way,
+    proxies::checks_leave_by_the_proxy_their_watch_names,
+    proxies::a_failing_proxy_is_named_not_the_page,
+    proxies::a_private_proxy_needs_the_operators_word,
+    proxies::bad_proxy_input_is_refused_by_field,
     ai_verdicts::an_intent_decides_which_change_is_sent,
     ai_verdicts::a_failing_model_is_retried_and_odd_answers_are_read,
     ai_verdicts::a_stalled_model_delays_nobody_and_the_deadline_sends_once,

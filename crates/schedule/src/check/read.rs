@@ -142,6 +142,12 @@ impl PageReader {
                     driftwatch_browser::RenderError::Step { number, .. } => number.checked_sub(1),
                     _ => None,
                 };
+                // Through a proxy, a dead proxy is named rather than the page it hid.
+                if let Some(proxy) = access.proxy.as_ref()
+                    && let Err(dead) = driftwatch_net::probe_proxy(proxy).await
+                {
+                    return PageRead::failed("browser", None, dead.to_string(), "proxy");
+                }
                 let failed = PageRead::failed("browser", e.status().map(i32::from), e.to_string(), e.kind());
                 return PageRead { failed_step, ..failed };
             }

@@ -178,7 +178,11 @@ pub async fn set(
     operation_id = "delete_proxy",
     tag = "proxies",
     params(("name" = String, Path, description = "The proxy's name.")),
-    responses((status = 204, description = "Deleted."), (status = 409, description = "Watches use it."))
+    responses(
+        (status = 204, description = "Deleted."),
+        (status = 409, description = "Watches use it: `detail` names the first of them.",
+         body = ApiError, content_type = "application/problem+json")
+    )
 )]
 pub async fn delete(
     State(state): State<AppState>,
