@@ -68,6 +68,7 @@ on_both_backends!(
     proxies::a_failing_proxy_is_named_not_the_page,
     proxies::a_private_proxy_needs_the_operators_word,
     proxies::bad_proxy_input_is_refused_by_field,
+    proxies::proxies_are_kept_tested_and_named_in_the_watch_form,
     ai_verdicts::an_intent_decides_which_change_is_sent,
     ai_verdicts::a_failing_model_is_retried_and_odd_answers_are_read,
     ai_verdicts::a_stalled_model_delays_nobody_and_the_deadline_sends_once,

@@ -211,3 +211,78 @@ pub async fn bad_proxy_input_is_refused_by_field(backend: Backend) {
     assert_eq!(status, StatusCode::CONFLICT, "a proxy in use stays: {answer}");
     assert_eq!(app.ok("/watches", &other).await["items"], json!([]), "nothing saved for the other account");
 }
+
+pub async fn proxies_are_kept_tested_and_named_in_the_watch_form(backend: Backend) {
+    let Some(browser) = crate::browser::Browser::start().await else { return };
+    let app = TestApp::start_with(backend, |s| s.allow_private_proxies = true).await;
+    let root = app.root();
+    crate::ui::set_up(&browser, &app).await;
+    let token = app.token_for_user(crate::ui::EMAIL).await;
+    let (_page, url, routes) = hidden_page("<p id=price>10 EUR</p>").await;
+    let http = ProxyServer::start(ProxyKind::Http, Some(("alice", PASSWORD)), routes).await;
+
+    browser.goto(&format!("{root}/proxies")).await;
+    assert!(browser.text("#no-proxies").await.contains("No proxies yet"));
+    crate::ui::look(&browser, "proxies-empty").await;
+
+    // A bad URL: the error beside the field, what was typed kept, nothing saved.
+    browser.fill("#f-name", "office").await;
+    browser.fill("#f-url", "ftp://p.example").await;
+    browser.submit_form("form[action='/proxies']").await;
+    assert!(browser.wait_for_text("#e-url", "not ftp://").await.contains("not ftp://"));
+    assert_eq!(browser.execute("return document.querySelector('#f-name').value").await, "office");
+    crate::ui::look(&browser, "proxies-error").await;
+    assert_eq!(app.ok("/proxies", &token).await["data"], json!([]));
+
+    browser.fill("#f-url", &http.url()).await;
+    browser.submit_form("form[action='/proxies']").await;
+    let row = browser.wait_for_text("#proxy-office", "alice:****@").await;
+    assert!(!row.contains(PASSWORD), "{row}");
+    assert!(!browser.text("main").await.contains(PASSWORD));
+    assert_eq!(browser.current_url().await.path(), "/proxies", "redirected after saving");
+
+    // Test it against the page only the proxy reaches.
+    browser.fill("#proxy-office input[name='url'][id^='test-']", &url).await;
+    browser.submit_form("#proxy-office form[action='/proxies/office/test']").await;
+    let row = browser.wait_for_text("#proxy-office", "works").await;
+    assert!(row.contains("HTTP 200"), "{row}");
+    assert_eq!(http.passed(), 1);
+    crate::ui::look(&browser, "proxies").await;
+
+    // The watch form names it, and the when-blocked fields are kept.
+    browser.goto(&format!("{root}/watches/new")).await;
+    browser.fill("#f-url", &url).await;
+    browser.fill("#f-name", "Through the office").await;
+    browser.fill("#f-selector", "#price").await;
+    browser.execute("document.querySelectorAll('details').forEach(d => d.open = true)").await;
+    browser.fill("#f-fetch_proxy", "nowhere").await;
+    browser.submit_form("form.watch-form").await;
+    let error = browser.wait_for_text("#e-fetch_proxy", "no proxy named").await;
+    assert!(error.contains("\"nowhere\""), "{error}");
+    assert_eq!(app.ok("/watches", &token).await["items"], json!([]), "nothing saved");
+    crate::ui::look(&browser, "watch-form-proxy-error").await;
+    browser.fill("#f-fetch_proxy", "office").await;
+    browser.click("input[name='blocked_browser']").await;
+    browser.submit_form("form.watch-form").await;
+    browser.wait_for_text("h1", "Through the office").await;
+    let listed = app.ok("/watches", &token).await;
+    let fetch = &listed["items"][0]["options"]["fetch"];
+    assert_eq!(fetch["proxy"], "office", "{listed}");
+    assert_eq!(fetch["when_blocked"]["browser"], true, "{listed}");
+    let id = listed["items"][0]["id"].as_str().expect("id").to_owned();
+    let runs_path = format!("/watches/{id}/runs");
+    let run = driftwatch_test_support::eventually("the first check", || async {
+        let runs = app.ok(&runs_path, &token).await;
+        runs["items"].as_array().and_then(|r| r.first().cloned())
+    })
+    .await;
+    assert_eq!(run["outcome"], "baseline", "the first check went through the proxy: {run}");
+    assert_eq!(http.passed(), 2);
+
+    // A proxy in use is not deleted; the page says who uses it.
+    browser.goto(&format!("{root}/proxies")).await;
+    browser.execute("window.confirm = () => true").await;
+    browser.submit_form("#proxy-office form[action='/proxies/office/delete']").await;
+    let notice = browser.wait_for_text(".notice", "was not deleted").await;
+    assert!(notice.contains(&id), "{notice}");
+}

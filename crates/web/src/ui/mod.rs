@@ -20,6 +20,7 @@ mod flash;
 mod form;
 mod layout;
 mod present;
+mod proxies;
 mod screenshots;
 mod session;
 mod sign_in;
@@ -137,6 +138,10 @@ pub fn routes() -> Router<AppState> {
         .route("/endpoints/{id}/test", post(endpoints::test))
         .route("/endpoints/{id}/recover", post(endpoints::recovery::recover))
         .route("/recoveries/{id}", get(endpoints::recovery::recovery))
+        .route("/proxies", get(proxies::list).post(proxies::create))
+        .route("/proxies/{name}", post(proxies::replace))
+        .route("/proxies/{name}/test", post(proxies::test))
+        .route("/proxies/{name}/delete", post(proxies::delete))
         .route("/tokens", get(tokens::list).post(tokens::create))
         .route("/tokens/{id}/revoke", post(tokens::revoke))
         .route("/account", get(account::show))

@@ -39,6 +39,12 @@ pub struct WatchForm {
     pub(super) fetch_user_agent: String,
     pub(super) fetch_timeout: String,
     pub(super) fetch_body: String,
+    /// A proxy URL, the name of one of the account's proxies, or `none`.
+    pub(super) fetch_proxy: String,
+    /// When blocked: try the browser.
+    pub(super) blocked_browser: Option<String>,
+    /// When blocked: then this proxy.
+    pub(super) blocked_proxy: String,
     pub(super) remove_selectors: String,
     pub(super) keep_links: Option<String>,
     pub(super) json_pointer: String,
@@ -110,7 +116,7 @@ impl WatchForm {
         let (fetch, extract, rules, noise) = (&options.fetch, &options.extract, &options.rules, &options.noise);
         let values = ValueFields::of(&options.values, options.conditions.as_ref());
         let (ai_intent, ai_summary, ai_on_error) = super::ai::fields_of(options.ai.as_ref());
-        WatchForm {
+        let mut form = WatchForm {
             url: watch.url.clone(),
             name: watch.name.clone(),
             selector: watch.selector.clone().unwrap_or_default(),
@@ -173,7 +179,10 @@ impl WatchForm {
             ai_summary,
             ai_on_error,
             action: String::new(),
-        }
+            ..WatchForm::default()
+        };
+        form.set_proxy_fields(&options);
+        form
     }
 
     /// A new watch's form: hourly, active.
@@ -241,6 +250,7 @@ impl WatchForm {
         options.noise.confirm_after_seconds =
             number("options.noise.confirm_after_seconds", &self.confirm_after_seconds, errors);
         self.browser_options(&mut options, errors);
+        self.proxy_options(&mut options);
         (options.values, options.conditions) = self.value_fields().read(errors);
         options.ai = self.ai_options(errors);
         options
@@ -350,6 +360,8 @@ pub(super) fn form_field(field: &str) -> &'static str {
         "options.fetch.user_agent" => "fetch_user_agent",
         "options.fetch.timeout_seconds" => "fetch_timeout",
         "options.fetch.body" => "fetch_body",
+        "options.fetch.proxy" => "fetch_proxy",
+        "options.fetch.when_blocked.proxy" => "blocked_proxy",
         "options.extract.remove_selectors" => "remove_selectors",
         "options.extract.json_pointer" => "json_pointer",
         "options.rules.ignore_lines" => "ignore_lines",

@@ -7,6 +7,7 @@
 
 mod ai;
 mod fields;
+mod proxy;
 #[cfg(test)]
 mod tests;
 mod values;
@@ -228,9 +229,16 @@ impl WatchFormPage {
                 }
                 &["structured_data", "alert_when", "price_below", "price_drop", "values_json", "conditions_json"]
             }
-            "fetch" => {
-                &["fetch_method", "fetch_headers", "fetch_cookies", "fetch_user_agent", "fetch_timeout", "fetch_body"]
-            }
+            "fetch" => &[
+                "fetch_method",
+                "fetch_headers",
+                "fetch_cookies",
+                "fetch_user_agent",
+                "fetch_timeout",
+                "fetch_body",
+                "fetch_proxy",
+                "blocked_proxy",
+            ],
             "extract" => &["remove_selectors", "json_pointer"],
             "ai" => {
                 if self.form.ai_set() {
@@ -340,7 +348,8 @@ pub async fn new(State(state): State<AppState>, viewer: Viewer) -> Result<Respon
 /// `GET /watches/{id}/edit`.
 pub async fn edit(State(state): State<AppState>, viewer: Viewer, Path(id): Path<String>) -> Result<Response, UiError> {
     let watch = find(&state, &viewer, &id).await?;
-    Ok(html(&page(&state, &viewer, Some(watch.id.clone()), WatchForm::of(&watch), Vec::new()).await?))
+    let form = WatchForm::of(&watch).shown(&state);
+    Ok(html(&page(&state, &viewer, Some(watch.id.clone()), form, Vec::new()).await?))
 }
 
 /// Fetches the page as the form describes and shows the text that would be compared, with the
@@ -406,6 +415,11 @@ pub async fn create(State(state): State<AppState>, post: Post<WatchForm>) -> Res
             return Ok(render(status, &page));
         }
     };
+    let mut watch = watch;
+    if let Err(e) = crate::proxies::settle_options(&state, post.viewer.account_id(), &mut watch.options).await {
+        let page = page(&state, &post.viewer, None, form, vec![e]).await?;
+        return Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page));
+    }
     let stored = watch.clone();
     state.store.write(move |c| watches::insert_watch(c, &stored)).await?;
     tracing::info!(watch.id = %watch.id, account.id = %watch.account_id, "watch created from the UI");
@@ -422,7 +436,7 @@ pub async fn update(
     post: Post<WatchForm>,
 ) -> Result<Response, UiError> {
     let current = find(&state, &post.viewer, &id).await?;
-    let form = post.form;
+    let form = post.form.with_sealed(&state, &current);
     let mut errors = Vec::new();
     let input = form.input(&mut errors);
     let options = input.options.clone().unwrap_or_default();
@@ -470,6 +484,13 @@ pub async fn update(
             return Ok(render(status, &page));
         }
     };
+    let mut changes = changes;
+    if let Some(options) = changes.options.as_mut()
+        && let Err(e) = crate::proxies::settle_options(&state, post.viewer.account_id(), options).await
+    {
+        let page = page(&state, &post.viewer, Some(id), form.shown(&state), vec![e]).await?;
+        return Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page));
+    }
     crate::ui::watch::apply(&state, &post.viewer, &id, changes).await?;
     tracing::info!(watch.id = %id, "watch updated from the UI");
     flash::set(&state, &post.viewer, "Watch saved.").await?;
