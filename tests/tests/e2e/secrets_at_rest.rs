@@ -19,6 +19,8 @@ const SLACK_KEY: &str = "slackplaintextwebhookkey";
 const TEAMS_SIG: &str = "teams-plaintext-signature";
 const MATTERMOST_KEY: &str = "mattermostplaintexthookkey";
 const LEGACY_DISCORD_KEY: &str = "legacy-discord-plaintext-key";
+const PROXY_PASSWORD: &str = "proxy-plaintext-password-7";
+const PROXY_PASSWORD_2: &str = "inline-proxy-plaintext-password-8";
 
 /// `POST path` with an `Idempotency-Key`, checked against the OpenAPI document like every call;
 /// the status, the body and whether it was a replay.
@@ -189,6 +191,17 @@ pub async fn no_secret_is_stored_in_plaintext(backend: Backend) {
     needles.push(after(&page, "<code id=\"new-token\">", false).expect("the new token is shown once"));
     let feed = ada.submit("/account/feed-key", &[]).await.text().await.expect("page");
     needles.push(after(&feed, "/feeds/dwf_", false).expect("the feed URL is shown once"));
+
+    // Proxies' passwords: a named proxy, and a proxy URL written in a watch's options.
+    let proxy = json!({"name": "office", "url": format!("http://alice:{PROXY_PASSWORD}@proxy.example:3128")});
+    let (status, saved) = app.post("/proxies", &api_token, proxy).await;
+    assert_eq!(status, StatusCode::CREATED, "{saved}");
+    let watch = json!({"url": "http://192.0.2.1/page", "paused": true,
+        "options": {"fetch": {"proxy": format!("socks5://bob:{PROXY_PASSWORD_2}@proxy.example:1080")}}});
+    let (status, watch) = app.post("/watches", &api_token, watch).await;
+    assert_eq!(status, StatusCode::CREATED, "{watch}");
+    assert!(!watch.to_string().contains(PROXY_PASSWORD_2), "{watch}");
+    needles.extend([PROXY_PASSWORD.to_owned(), PROXY_PASSWORD_2.to_owned()]);
 
     let found = found_in_database(backend, &db, &needles);
     assert!(found.is_empty(), "plaintext secrets in the database: {found:#?}");
