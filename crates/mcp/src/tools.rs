@@ -176,6 +176,24 @@ pub const TOOLS: &[ToolSpec] = &[
         read_only: true,
         fixed_query: &[],
     },
+    ToolSpec {
+        name: "list_proxies",
+        operation: "list_proxies",
+        description: "List this account's named proxies (URLs shown without passwords) and how each last test \
+                      went. A watch names one in options.fetch.proxy to send its checks, HTTP and browser alike, \
+                      through it; options.fetch.when_blocked.proxy tries one when a bot wall blocks a check.",
+        read_only: true,
+        fixed_query: &[],
+    },
+    ToolSpec {
+        name: "test_proxy",
+        operation: "test_proxy",
+        description: "Fetch a page through one of the account's proxies (by name) as a check would, and record \
+                      the status and time it took (last_test); a failure is a result, saying whether the proxy \
+                      or the page failed.",
+        read_only: false,
+        fixed_query: &[],
+    },
 ];
 
 /// An operation of the API document: its method and path, and where each argument goes.

@@ -93,6 +93,17 @@ pub async fn checks_leave_by_the_proxy_their_watch_names(backend: Backend) {
     assert!(tested["last_test"]["ms"].as_i64().is_some(), "{tested}");
     assert_eq!(http.passed(), 2, "{tested}");
 
+    // An agent lists and tests them over MCP (the tools call the same routes).
+    if let Some(mcp) = driftwatch_test_support::McpClient::find() {
+        let plan = json!([["call", "list_proxies", {}], ["call", "test_proxy", {"name": "office", "url": url}]]);
+        let answers = mcp.http(&format!("{}/mcp", app.root()), &token, &plan).await;
+        assert_eq!(answers[0]["is_error"], false, "{}", answers[0]);
+        assert_eq!(answers[0]["structured"]["data"][0]["name"], "office", "{}", answers[0]);
+        assert!(!answers[0].to_string().contains(PASSWORD));
+        assert_eq!(answers[1]["structured"]["last_test"]["status"], 200, "{}", answers[1]);
+        assert_eq!(http.passed(), 3);
+    }
+
     if chromium() {
         // The browser leaves by the same proxies: its guard proxy chains to them.
         let before = (http.passed(), socks.passed());
