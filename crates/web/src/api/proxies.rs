@@ -218,12 +218,13 @@ pub async fn test(
     Path(name): Path<String>,
     body: axum::body::Bytes,
 ) -> Result<axum::Json<Proxy>, ApiError> {
-    // The body is optional: none (or `{}`) tests against the default page.
+    // The body is optional: none, `null` or `{}` tests against the default page.
     let body: TestProxy = if body.iter().all(u8::is_ascii_whitespace) {
         TestProxy::default()
     } else {
-        serde_json::from_slice(&body)
+        serde_json::from_slice::<Option<TestProxy>>(&body)
             .map_err(|e| ApiError::bad_request(format!("the body is not a test request: {e}")))?
+            .unwrap_or_default()
     };
     let target = body.url.unwrap_or_else(|| DEFAULT_TEST_URL.to_owned());
     let parsed = url::Url::parse(&target).map_err(|e| ApiError::invalid("url", format!("not a URL: {e}")))?;
