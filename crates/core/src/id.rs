@@ -25,6 +25,8 @@ pub enum IdKind {
     Request,
     /// A person who signs in to the browser UI (one of an account's users).
     User,
+    /// A named secret of an account (a password that login steps type).
+    Secret,
 }
 
 impl IdKind {
@@ -43,6 +45,7 @@ impl IdKind {
             IdKind::Recovery => "rec",
             IdKind::Request => "req",
             IdKind::User => "usr",
+            IdKind::Secret => "sec",
         }
     }
 }
