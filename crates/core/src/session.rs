@@ -107,6 +107,20 @@ impl SessionState {
     }
 }
 
+/// The secrets a watch's steps type (`{"secret": "name"}`), each with the index of the first
+/// step naming it.
+pub fn secret_names(fetch: &crate::FetchSpec) -> Vec<(usize, String)> {
+    let mut names: Vec<(usize, String)> = Vec::new();
+    for (i, step) in fetch.steps.iter().enumerate() {
+        if let crate::Step::Type { text: crate::StepText::Secret { secret }, .. } = step
+            && !names.iter().any(|(_, n)| n == secret)
+        {
+            names.push((i, secret.clone()));
+        }
+    }
+    names
+}
+
 /// A `Set-Cookie` header as a cookie, with the defaults of RFC 6265 for what it leaves out.
 fn parse_set_cookie(host: &str, request_path: &str, header: &str, now: i64) -> Option<SessionCookie> {
     let mut parts = header.split(';');
