@@ -32,6 +32,7 @@ use crate::api::error::ApiError;
         (name = "deliveries", description = "Every delivery of an event to an endpoint, with its attempts; the dead-letter queue."),
         (name = "recoveries", description = "Bulk re-queues of an endpoint's failed and dead deliveries."),
         (name = "tokens", description = "The account's API tokens."),
+        (name = "secrets", description = "The account's named secrets (passwords login steps type); values are never shown."),
         (name = "account", description = "The account's own language model for verdicts on changes."),
         (name = "meta", description = "This document and account-wide statistics."),
     )

@@ -2,6 +2,7 @@
 //! diffs.
 
 pub(super) mod history;
+pub(super) mod session;
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -116,6 +117,7 @@ pub async fn create(
         &caller.account_id,
         state.clock.now(),
     )?;
+    crate::logins::steps_name_kept_secrets(&state, &caller.account_id, &watch.options().fetch).await??;
     let stored = watch.clone();
     state.store.write(move |c| watches::insert_watch(c, &stored)).await?;
     tracing::info!(watch.id = %watch.id, account.id = %watch.account_id, "watch created");
@@ -265,6 +267,7 @@ pub async fn update(
     };
     let changes =
         driftwatch_validate::watch_changes(&current, patch, &state.limits.rules(), state.policy, state.clock.now())?;
+    crate::logins::options_name_kept_secrets(&state, &caller.account_id, changes.options.as_deref()).await??;
     let watch = apply(&state, &caller, id, changes).await?;
     tracing::info!(watch.id = %watch.id, "watch updated");
     Ok(axum::Json(views::Watch::at(watch, state.clock.now().naive_utc())))
