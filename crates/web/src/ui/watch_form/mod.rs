@@ -395,6 +395,11 @@ pub async fn create(State(state): State<AppState>, post: Post<WatchForm>) -> Res
         post.viewer.account_id(),
         state.clock.now(),
     );
+    if let Ok(watch) = &result {
+        let fetch = watch.options().fetch;
+        let unknown = crate::logins::steps_name_kept_secrets(&state, post.viewer.account_id(), &fetch).await?;
+        errors.extend(unknown.err().map(|Invalid(e)| e).unwrap_or_default());
+    }
     let watch = match (result, errors.is_empty()) {
         (Ok(watch), true) if form.saves() => watch,
         (result, _) => {
@@ -442,6 +447,11 @@ pub async fn update(
     };
     let result =
         driftwatch_validate::watch_changes(&current, patch, &state.limits.rules(), state.policy, state.clock.now());
+    if let Ok(changes) = &result {
+        let new = changes.options.as_deref();
+        let unknown = crate::logins::options_name_kept_secrets(&state, post.viewer.account_id(), new).await?;
+        errors.extend(unknown.err().map(|Invalid(e)| e).unwrap_or_default());
+    }
     let changes = match (result, errors.is_empty()) {
         (Ok(changes), true) if form.saves() => changes,
         (result, _) => {
