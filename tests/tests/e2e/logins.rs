@@ -448,3 +448,90 @@ pub async fn ten_checks_take_one_login(backend: Backend) {
     let found = crate::secrets_at_rest::found_in_database(backend, &db, &needles);
     assert!(found.is_empty(), "in plaintext in the database: {found:#?}");
 }
+
+pub async fn the_ui_keeps_secrets_and_imports_sessions(backend: Backend) {
+    use crate::pages::{header, sign_in, user};
+    let app = TestApp::start(backend).await;
+    let token = user(&app, "Acme", "ada@example.com").await;
+    let other = user(&app, "Other", "bob@example.com").await;
+    let ada = sign_in(&app, "ada@example.com").await;
+    let account = ada.get("/account").await.text().await.expect("page");
+    assert!(account.contains("href=\"/secrets\""), "the account page links to the secrets");
+    let page = ada.get("/secrets").await.text().await.expect("page");
+    assert!(page.contains("No secrets yet"), "{page}");
+
+    // A bad name: the error beside it, the name kept, the value never echoed.
+    let refused = ada.submit("/secrets", &[("name", "bad name"), ("value", PASSWORD)]).await;
+    assert_eq!(refused.status(), 422);
+    let page = refused.text().await.expect("page");
+    assert!(page.contains("id=\"e-name\"") && page.contains("value=\"bad name\""), "{page}");
+    assert!(!page.contains(PASSWORD), "the value is not shown back");
+    let saved = ada.submit("/secrets", &[("name", "bank"), ("value", PASSWORD)]).await;
+    assert_eq!((saved.status().as_u16(), header(&saved, "location")), (303, "/secrets".to_owned()));
+    let page = ada.get("/secrets").await.text().await.expect("page");
+    assert!(page.contains("<code>bank</code>") && !page.contains(PASSWORD), "{page}");
+    let taken = ada.submit("/secrets", &[("name", "bank"), ("value", "again")]).await;
+    assert_eq!(taken.status(), 422, "a name taken is said beside the name");
+    let empty = ada.submit("/secrets/bank/replace", &[("value", "")]).await;
+    assert_eq!(empty.status(), 422);
+    assert!(empty.text().await.expect("page").contains("id=\"re-bank\""), "the error beside the row's value");
+    let replaced = ada.submit("/secrets/bank/replace", &[("value", "another-password")]).await;
+    assert_eq!(replaced.status(), 303);
+    assert_eq!(app.ok("/secrets", &token).await["items"][0]["name"], "bank");
+    let bob = sign_in(&app, "bob@example.com").await;
+    assert_eq!(bob.submit("/secrets/bank/delete", &[]).await.status(), 404, "another account's secret");
+    assert_eq!(app.ok("/secrets", &other).await["items"], json!([]));
+
+    // The watch form refuses steps that type a secret the account does not keep.
+    if chromium() {
+        let form = [
+            ("url", "http://127.0.0.1:9/account"),
+            ("name", "Bank"),
+            ("schedule", "interval"),
+            ("every", "1"),
+            ("unit", "hours"),
+            ("engine", "browser"),
+            ("steps", "type #user ada\ntype_secret #pass nope\nclick #go"),
+            ("keep_session", "on"),
+            ("logged_in", "#account"),
+            ("action", "save"),
+        ];
+        let refused = ada.submit("/watches/new", &form).await;
+        assert_eq!(refused.status(), 422);
+        let page = refused.text().await.expect("page");
+        assert!(page.contains("id=\"e-steps\"") && page.contains("no secret named"), "{page}");
+        assert_eq!(app.ok("/watches", &token).await["items"], json!([]), "nothing saved");
+        let mut good = form;
+        good[6] = ("steps", "type #user ada\ntype_secret #pass bank\nclick #go");
+        let created = ada.submit("/watches/new", &good).await;
+        assert_eq!(created.status(), 303, "{:?}", created.text().await);
+        let watch = &app.ok("/watches", &token).await["items"][0];
+        assert_eq!(watch["options"]["fetch"]["session"], json!({"keep": true, "logged_in": "#account"}));
+        assert_eq!(watch["options"]["fetch"]["steps"][1]["text"], json!({"secret": "bank"}));
+    }
+
+    // The watch page: no session, a bad cookies.txt beside its field, a good one, forgotten.
+    let body = json!({"url": "http://127.0.0.1:9/", "paused": true, "options": {"fetch": {"session": {"keep": true}}}});
+    let (status, watch) = app.post("/watches", &token, body).await;
+    assert_eq!(status, StatusCode::CREATED, "{watch}");
+    let id = watch["id"].as_str().expect("id");
+    let page = ada.get(&format!("/watches/{id}")).await.text().await.expect("page");
+    assert!(page.contains("id=\"session-none\""), "{page}");
+    let garbage = "not-a-cookie-line-7731";
+    let refused = ada.submit(&format!("/watches/{id}/session"), &[("cookies", garbage)]).await;
+    assert_eq!(refused.status(), 422);
+    let page = refused.text().await.expect("page");
+    assert!(page.contains("id=\"e-cookies\"") && page.contains("line 1"), "{page}");
+    assert!(!page.contains(garbage), "what was pasted (a credential) is not shown back");
+    let file = "# Netscape HTTP Cookie File\n127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\tui-imported-sid\n";
+    let imported = ada.submit(&format!("/watches/{id}/session"), &[("cookies", file)]).await;
+    assert_eq!((imported.status().as_u16(), header(&imported, "location")), (303, format!("/watches/{id}#session")));
+    let page = ada.get(&format!("/watches/{id}")).await.text().await.expect("page");
+    assert!(page.contains("id=\"session-cookies\">1<"), "{page}");
+    assert!(!page.contains("ui-imported-sid"), "the cookies are not shown");
+    assert_eq!(bob.submit(&format!("/watches/{id}/session"), &[("cookies", file)]).await.status(), 404);
+    assert_eq!(bob.submit(&format!("/watches/{id}/session/forget"), &[]).await.status(), 404);
+    assert_eq!(app.ok(&format!("/watches/{id}/session"), &token).await["cookies"], 1);
+    assert_eq!(ada.submit(&format!("/watches/{id}/session/forget"), &[]).await.status(), 303);
+    assert_eq!(app.ok(&format!("/watches/{id}/session"), &token).await["kept"], false);
+}
