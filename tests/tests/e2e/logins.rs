@@ -338,6 +338,28 @@ pub async fn a_cookies_txt_becomes_a_watch_session(backend: Backend) {
     let run = app.check(&token, id).await;
     assert_eq!(run["error_kind"], "selector_missing", "{run}");
     assert_eq!(delete(&app, &path, &other).await, StatusCode::NOT_FOUND);
+
+    // With a logged_in selector, a session that no longer signs in is login_required, not a
+    // missing selector; a new cookies.txt brings the watch back.
+    let bad = json!({"options": {"fetch": {"session": {"keep": true, "logged_in": "p["}}}});
+    let (status, problem) = app.call(reqwest::Method::PATCH, &format!("/watches/{id}"), &token, Some(bad)).await;
+    assert_eq!((status, field_of(&problem)), (StatusCode::UNPROCESSABLE_ENTITY, "options.fetch.session.logged_in"));
+    let good = json!({"options": {"fetch": {"session": {"keep": true, "logged_in": "#account"}}}});
+    let (status, _) = app.call(reqwest::Method::PATCH, &format!("/watches/{id}"), &token, Some(good)).await;
+    assert_eq!(status, StatusCode::OK);
+    let run = app.check(&token, id).await;
+    assert_eq!(run["error_kind"], "login_required", "{run}");
+    assert!(run["error"].as_str().unwrap_or_default().contains("cookies.txt"), "{run}");
+    assert_eq!(app.ok(&format!("/watches/{id}"), &token).await["health"], "login_required");
+    let file = format!("127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\t{}\n", site.issue_session());
+    assert_eq!(send_text(&app, reqwest::Method::PUT, &path, &token, file).await.0, StatusCode::OK);
+    let run = app.check(&token, id).await;
+    assert_eq!(run["error"], Value::Null, "{run}");
+    assert_eq!(app.ok(&format!("/watches/{id}"), &token).await["health"], "ok");
+    let events = app.ok(&format!("/events?watch_id={id}"), &token).await;
+    let types: Vec<&str> =
+        events["items"].as_array().expect("items").iter().filter_map(|e| e["type"].as_str()).collect();
+    assert!(types.contains(&"check.login_required") && types.contains(&"check.recovered"), "{types:?}");
 }
 
 pub async fn ten_checks_take_one_login(backend: Backend) {

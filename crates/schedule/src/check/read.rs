@@ -215,6 +215,16 @@ impl PageReader {
             },
             Ok(Fetched::Page(page)) => {
                 let http_status = Some(i32::from(page.status));
+                let logged_in = options.fetch.session.as_ref().filter(|_| keep).and_then(|s| s.logged_in.clone());
+                if let Some(selector) = logged_in
+                    && !signed_in(&page, &selector).await
+                {
+                    let error = format!(
+                        "not signed in: {selector} matched nothing (the kept session is gone: import a new cookies.txt, \
+                         or render the page in the browser with login steps)"
+                    );
+                    return PageRead::failed("http", http_status, error, "login_required");
+                }
                 let session = keep.then(|| kept_cookies(access.session.clone(), &page, &watch.url, self.now()));
                 let (bytes, validators) =
                     (page.body.len() as i64, Some((page.etag.clone(), page.last_modified.clone())));
@@ -332,6 +342,18 @@ fn read_values(
 fn cookies_for(session: &driftwatch_core::SessionState, url: &str, now: chrono::NaiveDateTime) -> Option<String> {
     let url = url::Url::parse(url).ok()?;
     session.cookie_header(url.host_str()?, url.path(), url.scheme() == "https", now.and_utc().timestamp())
+}
+
+/// Whether `selector` matches in the page (read off the async threads).
+async fn signed_in(page: &driftwatch_scrape::Page, selector: &str) -> bool {
+    let (page, selector) = (page.clone(), selector.to_owned());
+    tokio::task::spawn_blocking(move || {
+        let also = Also { selectors: &[], scripts: false };
+        let read = extract_also(&page, Some(&selector), &driftwatch_core::ExtractOptions::default(), also);
+        !matches!(read.text, Err(ExtractError::SelectorMissing(_)))
+    })
+    .await
+    .unwrap_or(true)
 }
 
 /// The kept session after an HTTP answer: what it held, with the answer's `Set-Cookie`s.
