@@ -557,3 +557,42 @@ pub async fn the_ui_keeps_secrets_and_imports_sessions(backend: Backend) {
     assert_eq!(ada.submit(&format!("/watches/{id}/session/forget"), &[]).await.status(), 303);
     assert_eq!(app.ok(&format!("/watches/{id}/session"), &token).await["kept"], false);
 }
+
+pub async fn the_login_pages_are_accessible_in_a_browser(backend: Backend) {
+    use crate::browser::Browser;
+    use crate::ui::{EMAIL, look, set_up};
+    let Some(browser) = Browser::start().await else { return };
+    let app = TestApp::start(backend).await;
+    set_up(&browser, &app).await;
+    let token = app.token_for_user(EMAIL).await;
+    let root = app.root();
+
+    browser.goto(&format!("{root}/secrets")).await;
+    browser.fill("#f-name", "bank").await;
+    browser.fill("#f-value", PASSWORD).await;
+    browser.submit_form("form[action='/secrets']").await;
+    browser.wait_for_text("table.secrets", "bank").await;
+    look(&browser, "secrets").await;
+    browser.fill("#f-name", "bank").await;
+    browser.fill("#f-value", "again").await;
+    browser.submit_form("form[action='/secrets']").await;
+    browser.wait_for("#e-name").await;
+    look(&browser, "secrets-error").await;
+
+    let body = json!({"url": "http://127.0.0.1:9/", "paused": true, "options": {"fetch": {"session": {"keep": true}}}});
+    let (status, watch) = app.post("/watches", &token, body).await;
+    assert_eq!(status, StatusCode::CREATED, "{watch}");
+    let id = watch["id"].as_str().expect("id");
+    browser.goto(&format!("{root}/watches/{id}")).await;
+    browser.click("#session summary").await;
+    browser.fill("#f-cookies", "garbage").await;
+    browser.submit_form(&format!("form[action='/watches/{id}/session']")).await;
+    assert!(browser.wait_for_text("#e-cookies", "line 1").await.contains("line 1"));
+    look(&browser, "watch-session-error").await;
+    // A pasted file keeps its tabs (typed, a tab would move the focus).
+    let file = serde_json::to_string("127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\tabc").expect("json");
+    browser.execute(&format!("document.querySelector('#f-cookies').value = {file}; return true;")).await;
+    browser.submit_form(&format!("form[action='/watches/{id}/session']")).await;
+    assert_eq!(browser.wait_for_text("#session-cookies", "1").await, "1");
+    look(&browser, "watch-session").await;
+}

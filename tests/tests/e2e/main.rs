@@ -63,6 +63,7 @@ on_both_backends!(
     logins::a_cookies_txt_becomes_a_watch_session,
     logins::ten_checks_take_one_login,
     logins::the_ui_keeps_secrets_and_imports_sessions,
+    logins::the_login_pages_are_accessible_in_a_browser,
     walls::a_bot_wall_is_named_and_never_a_change,
     walls::a_page_with_vendor_beacons_is_a_page,
     walls::when_blocked_the_browser_gets_past_a_wall_for_bots,
