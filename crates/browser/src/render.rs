@@ -5,15 +5,12 @@ use std::time::Duration;
 
 use chromiumoxide::Page;
 use chromiumoxide::cdp::browser_protocol::network::{CookieParam, Headers, LoaderId, SetExtraHttpHeadersParams};
-use chromiumoxide::cdp::browser_protocol::page::{
-    CaptureScreenshotFormat, CaptureScreenshotParams, EventLifecycleEvent, NavigateParams, Viewport,
-};
+use chromiumoxide::cdp::browser_protocol::page::{EventLifecycleEvent, NavigateParams};
 use chromiumoxide::cdp::browser_protocol::target::{CreateBrowserContextParams, CreateTargetParams};
 use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
 use chromiumoxide::error::CdpError;
 use chromiumoxide::listeners::EventStream;
-use chromiumoxide::page::ScreenshotParams;
-use driftwatch_core::{FetchSpec, ScreenshotMode, WaitKind};
+use driftwatch_core::{FetchSpec, ScreenshotMode, SessionState, WaitKind};
 use futures_util::StreamExt;
 use tokio::time::Instant;
 use url::Url;
@@ -21,7 +18,10 @@ use url::Url;
 use crate::config::BrowserConfig;
 use crate::instance::Instance;
 
+mod session;
+mod shot;
 mod steps;
+use shot::screenshot;
 use steps::run_steps;
 
 /// How often a wait for an element looks again.
@@ -49,6 +49,8 @@ pub struct RenderRequest<'a> {
     pub proxy: Option<&'a url::Url>,
     /// The account's secrets the steps type, by name, opened.
     pub secrets: &'a std::collections::BTreeMap<String, String>,
+    /// The watch's kept session, put into the context before the page loads.
+    pub session: Option<&'a SessionState>,
 }
 
 /// No secrets: what a render of a watch without `type` steps that name one is given.
@@ -57,7 +59,7 @@ pub static NO_SECRETS: std::collections::BTreeMap<String, String> = std::collect
 impl<'a> RenderRequest<'a> {
     /// A render of `url` as `spec` says, directly (no proxy) and without secrets.
     pub fn new(url: &'a str, spec: &'a FetchSpec, selector: Option<&'a str>, timeout: Duration) -> Self {
-        RenderRequest { url, spec, selector, timeout, proxy: None, secrets: &NO_SECRETS }
+        RenderRequest { url, spec, selector, timeout, proxy: None, secrets: &NO_SECRETS, session: None }
     }
 }
 
@@ -87,6 +89,10 @@ pub struct Rendered {
     pub screenshot: Option<Screenshot>,
     /// Something worth saying about the render that did not fail it (a screenshot too large).
     pub note: Option<String>,
+    /// With `session.keep`: the context's cookies and the page's local storage after the render.
+    pub session: Option<SessionState>,
+    /// The steps ran as the watch's login (with `session.keep`).
+    pub logged_in_by_steps: bool,
 }
 
 /// Why a render failed. Each is a failed check.
@@ -125,6 +131,9 @@ pub enum RenderError {
         /// What went wrong.
         reason: String,
     },
+    /// The login steps ran and the `logged_in` selector still matched nothing.
+    #[error("{0}")]
+    LoginRequired(String),
     /// The rendered document is larger than the cap.
     #[error("the rendered page is larger than {0} bytes")]
     TooLarge(usize),
@@ -135,7 +144,7 @@ pub enum RenderError {
 
 impl RenderError {
     /// A short name for the kind of failure, stored with the run: `browser`, `step`,
-    /// `timeout`, `status`, `target`, `load`, `wait`, `too_large`.
+    /// `timeout`, `status`, `target`, `load`, `wait`, `too_large`, `login_required`.
     pub fn kind(&self) -> &'static str {
         match self {
             RenderError::Unavailable(_) | RenderError::Browser(_) => "browser",
@@ -145,6 +154,7 @@ impl RenderError {
             RenderError::Load(_) => "load",
             RenderError::Wait(_) => "wait",
             RenderError::Step { .. } => "step",
+            RenderError::LoginRequired(_) => "login_required",
             RenderError::TooLarge(_) => "too_large",
         }
     }
@@ -223,7 +233,12 @@ async fn in_context(
     give_up: Instant,
 ) -> Result<Rendered, RenderError> {
     let spec = request.spec;
-    let page = open_page(instance, spec, url, context).await?;
+    let page = open_page(instance, spec, url, context.clone()).await?;
+    let kept = spec.session.as_ref().filter(|s| s.keep);
+    let script = match (kept, request.session) {
+        (Some(_), Some(state)) => session::restore(instance, &page, &context, state).await?,
+        _ => None,
+    };
     let wait = spec.wait.as_ref().map_or(WaitKind::Load, |w| w.kind());
     // No wait of the watch's own: its selector's text (or the network going quiet) is what
     // says that the scripts are done.
@@ -234,8 +249,15 @@ async fn in_context(
         Some(selector) => wait_for_text_or_idle(&page, selector, loader, lifecycle, give_up).await?,
         None => wait_after_load(&page, wait, loader, lifecycle, give_up).await?,
     }
-    run_steps(&page, &spec.steps, request.secrets, give_up).await?;
-    capture(&page, config, spec.screenshot, status).await
+    session::forget_script(&page, script).await?;
+    let logged_in = kept.and_then(|s| s.logged_in.as_deref());
+    let steps_ran = session::steps_or_login(&page, &spec.steps, logged_in, request.secrets, give_up).await?;
+    let mut rendered = capture(&page, config, spec.screenshot, status).await?;
+    if kept.is_some() {
+        rendered.session = Some(session::collect(instance, &page, &context).await?);
+        rendered.logged_in_by_steps = steps_ran;
+    }
+    Ok(rendered)
 }
 
 /// A blank page in `context` with the watch's user agent, headers and cookies for `url`.
@@ -407,7 +429,7 @@ async fn capture(
             shot => (Some(shot), None),
         },
     };
-    Ok(Rendered { status, final_url, html, screenshot, note })
+    Ok(Rendered { status, final_url, html, screenshot, note, session: None, logged_in_by_steps: false })
 }
 
 /// The main document's status, as the Navigation Timing entry has it (0 when unknown).
@@ -461,30 +483,4 @@ async fn wait_for_selector(page: &Page, selector: &str, give_up: Instant) -> Res
         }
         tokio::time::sleep(POLL).await;
     }
-}
-
-/// Photographs the window, or the page cut at the height cap, as WebP.
-async fn screenshot(page: &Page, config: &BrowserConfig, mode: ScreenshotMode) -> Result<Screenshot, RenderError> {
-    let (width, height) = match mode {
-        ScreenshotMode::FullPage => {
-            let metrics = page.layout_metrics().await.map_err(browser)?;
-            let height = metrics.css_content_size.height.ceil().clamp(1.0, f64::from(config.full_page_max_height));
-            (config.window.0, height as u32)
-        }
-        _ => config.window,
-    };
-    let cdp_params = CaptureScreenshotParams {
-        format: Some(CaptureScreenshotFormat::Webp),
-        quality: Some(80),
-        clip: Some(Viewport { x: 0.0, y: 0.0, width: f64::from(width), height: f64::from(height), scale: 1.0 }),
-        capture_beyond_viewport: Some(mode == ScreenshotMode::FullPage),
-        // Encoding is most of a screenshot's cost; a few more bytes are cheaper than CPU.
-        optimize_for_speed: Some(true),
-        ..CaptureScreenshotParams::default()
-    };
-    let bytes = page
-        .screenshot(ScreenshotParams { cdp_params, full_page: Some(false), omit_background: None })
-        .await
-        .map_err(browser)?;
-    Ok(Screenshot { bytes, width, height, format: "webp" })
 }

@@ -129,6 +129,18 @@ pub async fn seal_stored(store: &Store, keyring: &Keyring) -> anyhow::Result<usi
             "accounts' model keys encrypted under the current key"
         );
     }
+    let ring = keyring.clone();
+    let logins = store
+        .write(move |c| driftwatch_store::logins::reseal_logins(c, &ring))
+        .await
+        .context("encrypting accounts' secrets and watches' sessions")?;
+    if logins > 0 {
+        tracing::info!(
+            rows = logins,
+            key.id = keyring.current_id(),
+            "account secrets and sessions encrypted under the current key"
+        );
+    }
     if changed > 0 {
         store.scrub_replaced_secrets().await.context("removing the replaced secrets' old copies")?;
         tracing::info!(

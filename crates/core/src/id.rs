@@ -27,6 +27,8 @@ pub enum IdKind {
     User,
     /// One of an account's named proxies.
     Proxy,
+    /// A named secret of an account (a password that login steps type).
+    Secret,
 }
 
 impl IdKind {
@@ -46,6 +48,7 @@ impl IdKind {
             IdKind::Request => "req",
             IdKind::User => "usr",
             IdKind::Proxy => "prx",
+            IdKind::Secret => "sec",
         }
     }
 }

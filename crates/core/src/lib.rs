@@ -14,6 +14,7 @@ mod regexes;
 pub mod render;
 mod sealed;
 mod secret;
+pub mod session;
 mod status;
 pub mod text;
 pub mod timing;
@@ -34,6 +35,7 @@ pub use sealed::{KeyError, Keyring, SEALED_PREFIX, SealError, SecretKey, is_seal
 pub use secret::{
     API_TOKEN_PREFIX, WEBHOOK_SECRET_PREFIX, hash_token, hex, new_api_token, new_random_key, new_webhook_secret,
 };
+pub use session::{SessionCookie, SessionState};
 pub use status::{
     AttemptErrorKind, AttemptTrigger, DeliveryStatus, EventType, ParseEnumError, RecoveryState, RunOutcome,
     WatchHealth, WatchState,

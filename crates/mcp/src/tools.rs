@@ -194,6 +194,23 @@ pub const TOOLS: &[ToolSpec] = &[
         read_only: false,
         fixed_query: &[],
     },
+    ToolSpec {
+        name: "list_secrets",
+        operation: "list_secrets",
+        description: "List the account's named secrets (names and dates; values are never shown). A watch's \
+                      login steps type one with {\"action\": \"type\", \"selector\": \"#password\", \
+                      \"text\": {\"secret\": \"<name>\"}}, so a password never sits in its options.",
+        read_only: true,
+        fixed_query: &[],
+    },
+    ToolSpec {
+        name: "set_secret",
+        operation: "create_secret",
+        description: "Add a named secret (a password login steps type): name and value. The value is stored \
+                      encrypted and never shown again; a name the account already keeps is a conflict.",
+        read_only: false,
+        fixed_query: &[],
+    },
 ];
 
 /// An operation of the API document: its method and path, and where each argument goes.

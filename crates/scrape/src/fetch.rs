@@ -52,6 +52,10 @@ pub struct Page {
     pub etag: Option<String>,
     /// The `Last-Modified` header, for the next conditional request.
     pub last_modified: Option<String>,
+    /// Where the page ended (after redirects).
+    pub final_url: Option<String>,
+    /// The answer's `Set-Cookie` headers, for a watch that keeps its session.
+    pub set_cookies: Vec<String>,
 }
 
 /// What a fetch brought back.
@@ -73,6 +77,9 @@ pub struct PageRequest<'a> {
     pub etag: Option<&'a str>,
     /// The last `Last-Modified`.
     pub last_modified: Option<&'a str>,
+    /// The kept session's cookies for this URL (a `Cookie` header's value), sent with the
+    /// watch's own cookies.
+    pub session_cookie: Option<&'a str>,
 }
 
 /// Why a fetch failed. Each is a failed check, never a change.
@@ -225,8 +232,9 @@ impl Fetcher {
         for (name, value) in &spec.headers {
             builder = builder.header(name.as_str(), value.as_str());
         }
-        if !spec.cookies.is_empty() {
-            let cookies: Vec<String> = spec.cookies.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let mut cookies: Vec<String> = spec.cookies.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        cookies.extend(request.session_cookie.map(str::to_owned));
+        if !cookies.is_empty() {
             builder = builder.header(COOKIE, cookies.join("; "));
         }
         if let Some(agent) = &spec.user_agent {
@@ -264,6 +272,13 @@ impl Fetcher {
                 "the proxy {shown} wants credentials (407 Proxy Authentication Required): check the user and password"
             )));
         }
+        let final_url = Some(response.url().to_string());
+        let set_cookies: Vec<String> = response
+            .headers()
+            .get_all(reqwest::header::SET_COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok().map(str::to_owned))
+            .collect();
         if !response.status().is_success() {
             // An error page may be a wall: read what the classifier looks at (a body that
             // breaks off is read as far as it came).
@@ -299,7 +314,7 @@ impl Fetcher {
         if let Some(wall) = walls::detect(&walls::Answer { status, headers: &headers, body: &body }) {
             return Err(FetchError::Blocked { wall, status });
         }
-        Ok(Fetched::Page(Page { status, content_type, body, etag, last_modified }))
+        Ok(Fetched::Page(Page { status, content_type, body, etag, last_modified, final_url, set_cookies }))
     }
 
     /// [`Fetcher::classify`], naming the proxy when it is the proxy that failed: one that does

@@ -19,6 +19,7 @@ pub mod deliveries;
 pub mod endpoints;
 pub mod events;
 pub mod idempotency;
+pub mod logins;
 pub mod maintenance;
 pub mod outbox;
 pub mod overview;

@@ -324,7 +324,32 @@ diesel::table! {
 }
 
 diesel::joinable!(proxies -> accounts (account_id));
+
+diesel::table! {
+    account_secrets (id) {
+        id -> Text,
+        account_id -> Text,
+        name -> Text,
+        value -> Text,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    watch_sessions (watch_id) {
+        watch_id -> Text,
+        state -> Text,
+        cookies -> Integer,
+        logins -> BigInt,
+        source -> Text,
+        updated_at -> Timestamp,
+    }
+}
+
 diesel::joinable!(api_tokens -> accounts (account_id));
+diesel::joinable!(account_secrets -> accounts (account_id));
+diesel::joinable!(watch_sessions -> watches (watch_id));
 diesel::joinable!(verdicts -> events (event_id));
 diesel::joinable!(users -> accounts (account_id));
 diesel::joinable!(sessions -> users (user_id));
@@ -354,4 +379,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     ai_cache,
     ai_usage,
     proxies,
+    account_secrets,
+    watch_sessions,
 );

@@ -12,6 +12,7 @@ mod model;
 mod names;
 mod portable;
 mod recovery;
+mod secrets;
 mod token;
 mod watch;
 
@@ -23,6 +24,7 @@ pub use model::{ModelInput, ValidModel, account_model};
 pub use names::{SECRET_NAME_RULE, named_proxies, secret_name_ok, valid_proxy_value};
 pub use portable::{PortableWatch, from_watch};
 pub use recovery::{RecoveryInput, RecoveryRequest, recovery};
+pub use secrets::{MAX_SECRET_BYTES, secret, steps_name_kept_secrets};
 pub use token::token;
 pub use watch::{
     URL_PATTERN, WatchInput, WatchPatch, new_watch, next_runs, options_as_saved, state_change, valid_options,

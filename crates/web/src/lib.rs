@@ -7,6 +7,7 @@
 
 mod api;
 mod backtest;
+mod logins;
 mod mcp;
 mod ops;
 mod proxies;

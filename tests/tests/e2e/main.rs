@@ -14,6 +14,7 @@ mod api;
 mod browser;
 mod channels;
 mod delivery;
+mod logins;
 mod mcp;
 mod openapi;
 mod ops;
@@ -59,6 +60,11 @@ macro_rules! on_both_backends {
 }
 
 on_both_backends!(
+    logins::secrets_are_set_replaced_and_never_shown,
+    logins::a_cookies_txt_becomes_a_watch_session,
+    logins::ten_checks_take_one_login,
+    logins::the_ui_keeps_secrets_and_imports_sessions,
+    logins::the_login_pages_are_accessible_in_a_browser,
     walls::a_bot_wall_is_named_and_never_a_change,
     walls::a_page_with_vendor_beacons_is_a_page,
     walls::when_blocked_the_browser_gets_past_a_wall_for_bots,

@@ -66,7 +66,7 @@ async fn created_and_replayed(
 }
 
 /// Where each plaintext in `needles` is found in the database's stored bytes.
-fn found_in_database(backend: Backend, db: &TestDb, needles: &[String]) -> Vec<String> {
+pub(crate) fn found_in_database(backend: Backend, db: &TestDb, needles: &[String]) -> Vec<String> {
     let mut blobs: Vec<(String, Vec<u8>)> = Vec::new();
     match backend {
         Backend::Sqlite => {

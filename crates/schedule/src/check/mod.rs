@@ -19,6 +19,7 @@ mod conditions;
 mod decide;
 mod preview;
 mod read;
+mod session;
 
 pub use preview::{Preview, PreviewError};
 
@@ -41,6 +42,10 @@ struct PageRead {
     shell: bool,
     /// The step (0-based) that failed the render, so a preview can name its field.
     failed_step: Option<usize>,
+    /// With `session.keep`: the session the read ended with, to keep if the check is good.
+    session: Option<driftwatch_core::SessionState>,
+    /// The login steps ran (the kept session was gone or there was none).
+    logged_in_by_steps: bool,
 }
 
 /// Two notes about one read as one, either or both absent.
@@ -72,6 +77,8 @@ impl PageRead {
             note: None,
             shell: false,
             failed_step: None,
+            session: None,
+            logged_in_by_steps: false,
         }
     }
 }
@@ -251,7 +258,8 @@ impl Runner {
             self.store().write(move |c| watches::extend_lease(c, &id, &lease, until)).await?;
         }
         let (access, page) = match self.access(&watch.account_id, &options).await {
-            Ok(access) => {
+            Ok(mut access) => {
+                access.session = self.kept_session(&watch, &options).await;
                 let page = self.reader().read(&watch, &options, &access, true, stop).await;
                 (access, page)
             }
@@ -268,6 +276,7 @@ impl Runner {
         };
         let (http_status, bytes, validators) = (page.http_status, page.bytes, page.validators);
         let (engine, browser_since, mut read_note) = (page.engine, page.browser_since, page.note);
+        let (session, logged_in_by_steps) = (page.session, page.logged_in_by_steps);
         if matches!(browser_since, Some(Some(_))) && watch.browser_since.is_none() {
             read_note =
                 join_notes(Some("auto: the page needs a browser; it is rendered from now on".into()), read_note);
@@ -329,6 +338,9 @@ impl Runner {
             now: decided.run.finished_at,
         };
         self.record(result, decided.health_changed_from).await?;
+        if let Some(session) = session.filter(|_| decided.run.error.is_none()) {
+            self.keep_session(&watch.id, session, logged_in_by_steps).await;
+        }
         self.config().metrics.check_finished(outcome, clock.elapsed());
         Ok(Some(decided.run))
     }

@@ -130,6 +130,7 @@ impl PageReader {
             timeout,
             proxy: access.proxy.as_ref(),
             secrets: &access.secrets,
+            session: access.session.as_ref(),
         };
         let started = std::time::Instant::now();
         let rendered = browsers.render(request).await;
@@ -166,8 +167,7 @@ impl PageReader {
             status,
             content_type: Some("text/html; charset=utf-8".into()),
             body: rendered.html.into_bytes(),
-            etag: None,
-            last_modified: None,
+            ..driftwatch_scrape::Page::default()
         };
         let bytes = page.body.len() as i64;
         let text = self.page_text(watch, options, page).await;
@@ -191,6 +191,8 @@ impl PageReader {
             note: rendered.note,
             shell: false,
             failed_step: None,
+            session: rendered.session,
+            logged_in_by_steps: rendered.logged_in_by_steps,
         }
     }
 
@@ -202,10 +204,14 @@ impl PageReader {
         access: &Access,
         conditional: bool,
     ) -> PageRead {
+        let keep = options.fetch.session.as_ref().is_some_and(|s| s.keep);
+        let session_cookie =
+            access.session.as_ref().filter(|_| keep).and_then(|s| cookies_for(s, &watch.url, self.now()));
         let request = PageRequest {
             spec: Some(&options.fetch),
             etag: watch.etag.as_deref().filter(|_| conditional),
             last_modified: watch.last_modified.as_deref().filter(|_| conditional),
+            session_cookie: session_cookie.as_deref(),
         };
         match self.fetcher().fetch_with(&watch.url, &request, access.proxy.as_ref()).await {
             Ok(Fetched::NotModified) => PageRead {
@@ -215,6 +221,17 @@ impl PageReader {
             },
             Ok(Fetched::Page(page)) => {
                 let http_status = Some(i32::from(page.status));
+                let logged_in = options.fetch.session.as_ref().filter(|_| keep).and_then(|s| s.logged_in.clone());
+                if let Some(selector) = logged_in
+                    && !signed_in(&page, &selector).await
+                {
+                    let error = format!(
+                        "not signed in: {selector} matched nothing (the kept session is gone: import a new cookies.txt, \
+                         or render the page in the browser with login steps)"
+                    );
+                    return PageRead::failed("http", http_status, error, "login_required");
+                }
+                let session = keep.then(|| kept_cookies(access.session.clone(), &page, &watch.url, self.now()));
                 let (bytes, validators) =
                     (page.body.len() as i64, Some((page.etag.clone(), page.last_modified.clone())));
                 let text = self.page_text(watch, options, page).await;
@@ -236,6 +253,8 @@ impl PageReader {
                     note: None,
                     shell: shell && options.fetch.engine == Engine::Auto,
                     failed_step: None,
+                    session,
+                    logged_in_by_steps: false,
                 }
             }
             Err(driftwatch_scrape::FetchError::Blocked { wall, status }) => PageRead {
@@ -323,6 +342,43 @@ fn read_values(
         })
     };
     reader.read_with(body, &text_of, scripts)
+}
+
+/// The `Cookie` header the kept session sends to `url` at `now`.
+fn cookies_for(session: &driftwatch_core::SessionState, url: &str, now: chrono::NaiveDateTime) -> Option<String> {
+    let url = url::Url::parse(url).ok()?;
+    session.cookie_header(url.host_str()?, url.path(), url.scheme() == "https", now.and_utc().timestamp())
+}
+
+/// Whether `selector` matches in the page (read off the async threads).
+async fn signed_in(page: &driftwatch_scrape::Page, selector: &str) -> bool {
+    let (page, selector) = (page.clone(), selector.to_owned());
+    tokio::task::spawn_blocking(move || {
+        let also = Also { selectors: &[], scripts: false };
+        let read = extract_also(&page, Some(&selector), &driftwatch_core::ExtractOptions::default(), also);
+        !matches!(read.text, Err(ExtractError::SelectorMissing(_)))
+    })
+    .await
+    .unwrap_or(true)
+}
+
+/// The kept session after an HTTP answer: what it held, with the answer's `Set-Cookie`s.
+fn kept_cookies(
+    session: Option<driftwatch_core::SessionState>,
+    page: &driftwatch_scrape::Page,
+    url: &str,
+    now: chrono::NaiveDateTime,
+) -> driftwatch_core::SessionState {
+    let mut session = session.unwrap_or_default();
+    let at = page.final_url.as_deref().unwrap_or(url);
+    if let Ok(at) = url::Url::parse(at)
+        && let Some(host) = at.host_str()
+    {
+        for header in &page.set_cookies {
+            session.set_cookie(host, at.path(), header, now.and_utc().timestamp());
+        }
+    }
+    session
 }
 
 /// Whether an HTML body loads or holds scripts (`<script`, any case).

@@ -221,3 +221,27 @@ fn a_secret_changed_meanwhile_keeps_the_new_value() {
         assert_eq!(keyring.open(&stored(conn, &raced).0).as_deref(), Ok("whsec_rotated"));
     });
 }
+
+#[test]
+fn account_secrets_are_sealed_and_resealed_under_a_new_key() {
+    on_each_backend(|conn| {
+        let account = account(conn);
+        let old = SecretKey::generate();
+        let before = Keyring::new(old.clone(), Vec::new());
+        crate::logins::set_secret(conn, &account, "clear", "left-in-the-clear", now()).expect("set");
+        crate::logins::set_secret(conn, &account, "old", &before.seal("under-the-old-key"), now()).expect("set");
+        let keyring = Keyring::new(SecretKey::generate(), vec![old]);
+        assert_eq!(crate::logins::reseal_logins(conn, &keyring).expect("reseal"), 2);
+        let current = format!("dwenc:v1:{}:", keyring.current_id());
+        for secret in crate::logins::list_secrets(conn, &account).expect("list") {
+            assert!(secret.value.starts_with(&current), "{}: {}", secret.name, secret.value);
+        }
+        let opened: Vec<String> = crate::logins::list_secrets(conn, &account)
+            .expect("list")
+            .iter()
+            .map(|s| keyring.open(&s.value).expect("opens"))
+            .collect();
+        assert_eq!(opened, ["left-in-the-clear", "under-the-old-key"]);
+        assert_eq!(crate::logins::reseal_logins(conn, &keyring).expect("again"), 0, "nothing left to do");
+    });
+}

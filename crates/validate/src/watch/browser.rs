@@ -12,6 +12,9 @@ pub(super) fn valid_browser_options(options: &WatchOptions, limits: &Limits) -> 
     valid_engine(fetch, limits)?;
     valid_wait(fetch.wait.as_ref())?;
     valid_steps(&fetch.steps)?;
+    if let Some(selector) = fetch.session.as_ref().and_then(|s| s.logged_in.as_deref()) {
+        valid_css("options.fetch.session.logged_in".into(), selector)?;
+    }
     valid_screenshot_noise(&options.noise, fetch.screenshot)
 }
 

@@ -10,6 +10,7 @@ mod feed;
 mod preview;
 mod proxies;
 mod recoveries;
+mod secrets;
 mod tokens;
 pub(crate) mod values;
 mod watches;
@@ -83,6 +84,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(tokens::revoke))
         .routes(routes!(account::get, account::set, account::delete))
         .routes(routes!(account::models))
+        .routes(routes!(secrets::list, secrets::create))
+        .routes(routes!(secrets::replace, secrets::delete))
+        .routes(routes!(watches::session::get, watches::session::import, watches::session::delete))
 }
 
 /// `limit` and `cursor` of list requests.

@@ -33,6 +33,7 @@ use crate::api::error::ApiError;
         (name = "recoveries", description = "Bulk re-queues of an endpoint's failed and dead deliveries."),
         (name = "proxies", description = "The account's named proxies, which watches name in `options.fetch.proxy`."),
         (name = "tokens", description = "The account's API tokens."),
+        (name = "secrets", description = "The account's named secrets (passwords login steps type); values are never shown."),
         (name = "account", description = "The account's own language model for verdicts on changes."),
         (name = "meta", description = "This document and account-wide statistics."),
     )

@@ -2,6 +2,7 @@
 //! diffs.
 
 pub(super) mod history;
+pub(super) mod session;
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -117,6 +118,7 @@ pub async fn create(
         state.clock.now(),
     )?;
     crate::proxies::settle_options(&state, &caller.account_id, &mut watch.options).await?;
+    crate::logins::steps_name_kept_secrets(&state, &caller.account_id, &watch.options().fetch).await??;
     let stored = watch.clone();
     state.store.write(move |c| watches::insert_watch(c, &stored)).await?;
     tracing::info!(watch.id = %watch.id, account.id = %watch.account_id, "watch created");
@@ -269,6 +271,7 @@ pub async fn update(
     if let Some(options) = changes.options.as_mut() {
         crate::proxies::settle_options(&state, &caller.account_id, options).await?;
     }
+    crate::logins::options_name_kept_secrets(&state, &caller.account_id, changes.options.as_deref()).await??;
     let watch = apply(&state, &caller, id, changes).await?;
     tracing::info!(watch.id = %watch.id, "watch updated");
     Ok(axum::Json(views::Watch::at(watch, state.clock.now().naive_utc())))

@@ -22,6 +22,7 @@ mod layout;
 mod present;
 mod proxies;
 mod screenshots;
+mod secrets;
 mod session;
 mod sign_in;
 mod signed_in;
@@ -122,6 +123,8 @@ pub fn routes() -> Router<AppState> {
         .route("/watches/{id}/unmute", post(watch::unmute))
         .route("/watches/{id}/delete", get(watch::confirm_delete).post(watch::delete))
         .route("/watches/{id}/export", get(watch::export))
+        .route("/watches/{id}/session", post(watch::session::import))
+        .route("/watches/{id}/session/forget", post(watch::session::forget))
         .route("/watches/{id}/values.csv", get(watch::values_csv))
         .route("/watches/{id}/snapshots/{snapshot_id}/screenshot", get(screenshots::screenshot))
         .route("/watches/{id}/snapshots/{snapshot_id}/visual-diff", get(screenshots::visual_diff))
@@ -144,6 +147,9 @@ pub fn routes() -> Router<AppState> {
         .route("/proxies/{name}/delete", post(proxies::delete))
         .route("/tokens", get(tokens::list).post(tokens::create))
         .route("/tokens/{id}/revoke", post(tokens::revoke))
+        .route("/secrets", get(secrets::list).post(secrets::create))
+        .route("/secrets/{name}/replace", post(secrets::replace))
+        .route("/secrets/{name}/delete", post(secrets::delete))
         .route("/account", get(account::show))
         .route("/account/time-zone", post(account::set_time_zone))
         .route("/account/password", post(account::set_password))

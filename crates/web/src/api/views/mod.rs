@@ -4,6 +4,7 @@
 mod delivery;
 mod endpoint;
 mod event;
+mod login;
 mod shown_once;
 mod token;
 mod watch;
@@ -11,6 +12,7 @@ mod watch;
 pub use delivery::Delivery;
 pub use endpoint::{Endpoint, Recovery};
 pub use event::Event;
+pub use login::{Secret, Session};
 pub use shown_once::{Revealing, ShownOnce, ShownOnceFields, without_fields};
 pub use token::Token;
 pub use watch::{Diff, Run, Snapshot, Watch};

@@ -31,6 +31,7 @@ use crate::ui::verdict::VerdictView;
 
 mod actions;
 mod engine;
+pub(super) mod session;
 
 pub use actions::{apply, check, confirm_delete, delete, export, mute, pause, release, resume, unmute, values_csv};
 use engine::{EngineView, engine_view};
@@ -171,6 +172,8 @@ struct WatchPage {
     intent: Option<String>,
     /// A bot wall or a lost session, when the health says so.
     trouble: Option<engine::TroubleView>,
+    /// The kept session, and the import of a `cookies.txt`.
+    session: session::SessionView,
 }
 
 /// Query of the watch page.
@@ -300,6 +303,11 @@ pub async fn show(
     Query(query): Query<WatchQuery>,
 ) -> Result<Response, UiError> {
     let watch = find(&state, &viewer, &id).await?;
+    Ok(html(&watch_page(&state, &viewer, watch, query).await?))
+}
+
+/// The watch page of `watch`.
+async fn watch_page(state: &AppState, viewer: &Viewer, watch: Watch, query: WatchQuery) -> Result<WatchPage, UiError> {
     let now = state.clock.now().naive_utc();
     // Parsed once for the whole page.
     let options = watch.options();
@@ -321,14 +329,17 @@ pub async fn show(
         let (user, watch_id) = (viewer.user.id.clone(), watch.id.clone());
         state.store.write(move |c| users::mark_seen(c, &user, &watch_id, &newest, now)).await?;
     }
-    let notice = flash::take(&state, &viewer).await?;
+    let notice = flash::take(state, viewer).await?;
     let change = match &loaded.sides {
         Some((from, to)) => Some(crate::snapshot_diff(from, to).await.map_err(|e| UiError::Server(e.to_string()))?),
         None => None,
     };
-    let mut page = page(&state, &viewer, (watch, &options), loaded, change, query.view == "side");
+    let keep = options.fetch.session.as_ref().is_some_and(|s| s.keep);
+    let session = session::session_view(state, viewer, &watch.id, keep).await?;
+    let mut page = page(state, viewer, (watch, &options), loaded, change, query.view == "side");
     page.layout.notice = notice;
-    Ok(html(&page))
+    page.session = session;
+    Ok(page)
 }
 
 fn page(
@@ -410,6 +421,7 @@ fn page(
         },
         intent: options.ai.as_ref().filter(|ai| ai.active()).map(|ai| ai.intent().unwrap_or_default().to_owned()),
         trouble: engine::trouble_view(&watch, loaded.runs.first()),
+        session: session::SessionView::default(),
         watch,
     }
 }

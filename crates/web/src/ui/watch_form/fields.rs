@@ -73,6 +73,10 @@ pub struct WatchForm {
     pub(super) wait: String,
     /// One step a line (see [`parse_steps`]).
     pub(super) steps: String,
+    /// Keep the site's session from one check to the next.
+    pub(super) keep_session: Option<String>,
+    /// The CSS selector present only when signed in.
+    pub(super) logged_in: String,
     /// `off`, `viewport` or `full_page`.
     pub(super) screenshot: String,
     /// `text`, `text_or_visual` or `visual`.
@@ -159,6 +163,8 @@ impl WatchForm {
             engine: fetch.engine.as_str().to_owned(),
             wait: fetch.wait.as_ref().map(ToString::to_string).unwrap_or_default(),
             steps: fetch.steps.iter().map(step_line).collect::<Vec<_>>().join("\n"),
+            keep_session: checked(fetch.session.as_ref().is_some_and(|s| s.keep)),
+            logged_in: fetch.session.as_ref().and_then(|s| s.logged_in.clone()).unwrap_or_default(),
             screenshot: choice_name(&fetch.screenshot),
             compare: choice_name(&noise.compare),
             min_visual_change_percent: noise.min_visual_change_percent.map(|n| n.to_string()).unwrap_or_default(),
@@ -294,6 +300,9 @@ impl WatchForm {
                 Vec::new()
             }
         };
+        let logged_in = optional(&self.logged_in);
+        options.fetch.session = (self.keep_session.is_some() || logged_in.is_some())
+            .then(|| driftwatch_core::SessionSpec { keep: self.keep_session.is_some(), logged_in });
         options.fetch.screenshot = choice("options.fetch.screenshot", &self.screenshot, errors);
         options.noise.compare = choice("options.noise.compare", &self.compare, errors);
         options.noise.min_visual_change_percent =
@@ -380,6 +389,7 @@ pub(super) fn form_field(field: &str) -> &'static str {
         "options.noise.compare" => "compare",
         "options.noise.min_visual_change_percent" => "min_visual_change_percent",
         b if b.starts_with("options.fetch.steps") => "steps",
+        b if b.starts_with("options.fetch.session") => "logged_in",
         b if b.starts_with("options.noise.ignore_regions") => "ignore_regions",
         b if b.starts_with("options.fetch.headers") => "fetch_headers",
         b if b.starts_with("options.fetch.cookies") => "fetch_cookies",

@@ -397,13 +397,19 @@ pub async fn create(State(state): State<AppState>, post: Post<WatchForm>) -> Res
     let form = post.form;
     let mut errors = Vec::new();
     let input = form.input(&mut errors);
-    let result = driftwatch_validate::new_watch(
+    let mut result = driftwatch_validate::new_watch(
         input.clone(),
         &state.limits.rules(),
         state.policy,
         post.viewer.account_id(),
         state.clock.now(),
     );
+    if let Ok(watch) = &mut result {
+        let fetch = watch.options().fetch;
+        let unknown = crate::logins::steps_name_kept_secrets(&state, post.viewer.account_id(), &fetch).await?;
+        errors.extend(unknown.err().map(|Invalid(e)| e).unwrap_or_default());
+        errors.extend(crate::proxies::settle_options(&state, post.viewer.account_id(), &mut watch.options).await.err());
+    }
     let watch = match (result, errors.is_empty()) {
         (Ok(watch), true) if form.saves() => watch,
         (result, _) => {
@@ -415,11 +421,6 @@ pub async fn create(State(state): State<AppState>, post: Post<WatchForm>) -> Res
             return Ok(render(status, &page));
         }
     };
-    let mut watch = watch;
-    if let Err(e) = crate::proxies::settle_options(&state, post.viewer.account_id(), &mut watch.options).await {
-        let page = page(&state, &post.viewer, None, form, vec![e]).await?;
-        return Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page));
-    }
     let stored = watch.clone();
     state.store.write(move |c| watches::insert_watch(c, &stored)).await?;
     tracing::info!(watch.id = %watch.id, account.id = %watch.account_id, "watch created from the UI");
@@ -454,8 +455,16 @@ pub async fn update(
         tags: input.tags.clone(),
         muted: input.muted,
     };
-    let result =
+    let mut result =
         driftwatch_validate::watch_changes(&current, patch, &state.limits.rules(), state.policy, state.clock.now());
+    if let Ok(changes) = &mut result {
+        let new = changes.options.as_deref();
+        let unknown = crate::logins::options_name_kept_secrets(&state, post.viewer.account_id(), new).await?;
+        errors.extend(unknown.err().map(|Invalid(e)| e).unwrap_or_default());
+        if let Some(options) = changes.options.as_mut() {
+            errors.extend(crate::proxies::settle_options(&state, post.viewer.account_id(), options).await.err());
+        }
+    }
     let changes = match (result, errors.is_empty()) {
         (Ok(changes), true) if form.saves() => changes,
         (result, _) => {
@@ -473,7 +482,7 @@ pub async fn update(
                 _ => None,
             };
             let status = if errors.is_empty() { StatusCode::OK } else { StatusCode::UNPROCESSABLE_ENTITY };
-            let page = page(&state, &post.viewer, Some(id), form, errors).await?;
+            let page = page(&state, &post.viewer, Some(id), form.shown(&state), errors).await?;
             let page = match action.as_str() {
                 "preview" => with_preview(&state, post.viewer.account_id(), page, &input).await,
                 _ => match tried {
@@ -484,13 +493,6 @@ pub async fn update(
             return Ok(render(status, &page));
         }
     };
-    let mut changes = changes;
-    if let Some(options) = changes.options.as_mut()
-        && let Err(e) = crate::proxies::settle_options(&state, post.viewer.account_id(), options).await
-    {
-        let page = page(&state, &post.viewer, Some(id), form.shown(&state), vec![e]).await?;
-        return Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page));
-    }
     crate::ui::watch::apply(&state, &post.viewer, &id, changes).await?;
     tracing::info!(watch.id = %id, "watch updated from the UI");
     flash::set(&state, &post.viewer, "Watch saved.").await?;

@@ -1,0 +1,2 @@
+DROP TABLE watch_sessions;
+DROP TABLE account_secrets;
