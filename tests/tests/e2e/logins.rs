@@ -609,3 +609,31 @@ pub async fn the_login_pages_are_accessible_in_a_browser(backend: Backend) {
     assert_eq!(browser.wait_for_text("#session-cookies", "1").await, "1");
     look(&browser, "watch-session").await;
 }
+
+pub async fn an_imported_session_spares_the_browser_its_login(backend: Backend) {
+    if !chromium() {
+        return;
+    }
+    let app = TestApp::start(backend).await;
+    let token = app.account("acme").await;
+    let site = LoginSite::start(Duration::from_secs(120)).await;
+    let (status, _) = app.post("/secrets", &token, json!({"name": "bank", "value": PASSWORD})).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let mut body = login_watch(&site.url, "bank");
+    body["paused"] = json!(true);
+    let (status, watch) = app.post("/watches", &token, body).await;
+    assert_eq!(status, StatusCode::CREATED, "{watch}");
+    let id = watch["id"].as_str().expect("id");
+    // A cookie the browser will not take (for a public suffix) is left out, not fatal.
+    let file = format!(
+        "#HttpOnly_127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\t{}\n.com\tTRUE\t/\tFALSE\t0\tstray\tx\n",
+        site.issue_session()
+    );
+    let path = format!("/watches/{id}/session");
+    assert_eq!(send_text(&app, reqwest::Method::PUT, &path, &token, file).await.0, StatusCode::OK);
+    let run = app.check(&token, id).await;
+    assert_eq!(run["outcome"], "baseline", "{run}");
+    assert_eq!(site.logins(), 0, "the imported session signed in: no login ran");
+    let session = app.ok(&path, &token).await;
+    assert_eq!((session["source"].as_str(), session["logins"].as_i64()), (Some("check"), Some(0)), "{session}");
+}
