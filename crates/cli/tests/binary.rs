@@ -147,6 +147,28 @@ fn an_export_imported_again_keeps_paused_and_muted() {
 }
 
 #[test]
+fn an_imported_watch_may_type_only_the_accounts_own_secrets() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    run(dir.path(), &["account", "create", "acme"]);
+    let json = r##"[{"url": "https://bank.example/", "name": "Bank", "options": {"fetch": {"engine": "auto",
+        "steps": [{"action": "type", "selector": "#user", "text": "ada"},
+                  {"action": "type", "selector": "#pass", "text": {"secret": "bank"}}]}}},
+                   {"url": "https://b.example/", "name": "Plain"}]"##;
+    std::fs::write(dir.path().join("watches.json"), json).expect("write");
+    let output = Command::new(binary())
+        .args(["import", "--account", "acme", "watches.json"])
+        .current_dir(dir.path())
+        .env_remove("DRIFTWATCH_DATABASE_URL")
+        .env("DRIFTWATCH_LOG", "warn")
+        .output()
+        .expect("import");
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "{stderr}");
+    assert!(stdout.contains("imported 1 watches and 0 endpoints into acme; 1 problems"), "{stdout}");
+    assert!(stderr.contains("options.fetch.steps[1]") && stderr.contains("\"bank\""), "{stderr}");
+}
+
+#[test]
 fn import_takes_apprise_urls_as_endpoints_and_seals_their_secrets() {
     let dir = tempfile::tempdir().expect("temp dir");
     run(dir.path(), &["account", "create", "acme"]);

@@ -123,7 +123,8 @@ async fn account(State(site): State<Arc<Site>>, headers: HeaderMap) -> Html<Stri
         let balance = site.balance.lock().expect("lock").clone();
         Html(format!(
             "<!doctype html><html><body><div id=account>Signed in as {USER}</div>\
-             <p id=balance>Balance: {balance}</p></body></html>"
+             <p id=balance>Balance: {balance}</p><script>const n = Number(localStorage.getItem('visits') || 0) + 1;\
+             localStorage.setItem('visits', String(n));</script></body></html>"
         ))
     } else {
         Html(format!("<!doctype html><html><body><h1>Sign in</h1>{FORM}</body></html>"))
@@ -461,6 +462,18 @@ pub async fn ten_checks_take_one_login(backend: Backend) {
         })
         .await
         .expect("read");
+    // The kept session: sealed, the site's cookie in it, and the page's local storage carried
+    // from check to check (the page counts its visits there: one a good check, 16 of them).
+    let watch_id = id.to_owned();
+    let kept = store.read(move |c| driftwatch_store::logins::session_of(c, &watch_id)).await.expect("read");
+    let kept = kept.expect("a kept session");
+    assert!(kept.state.starts_with("dwenc:v1:"), "sealed: {}", &kept.state[..20.min(kept.state.len())]);
+    let key = driftwatch_core::SecretKey::from_base64(crate::support::TEST_SECRET_KEY).expect("key");
+    let opened = driftwatch_core::Keyring::new(key, Vec::new()).open(&kept.state).expect("opens");
+    let state: driftwatch_core::SessionState = serde_json::from_str(&opened).expect("a session");
+    assert!(state.cookies.iter().any(|c| c.name == "sid" && c.http_only), "{:?}", state.cookies);
+    let origin = site.url.trim_end_matches("/account");
+    assert_eq!(state.local_storage[origin]["visits"], "16", "{:?}", state.local_storage);
     let export = serde_json::to_string(&driftwatch::import::from_watch(&stored)).expect("export");
     assert!(export.contains("\"secret\":\"bank\""), "{export}");
     assert!(!export.contains(PASSWORD), "the password is in the export: {export}");
@@ -595,4 +608,32 @@ pub async fn the_login_pages_are_accessible_in_a_browser(backend: Backend) {
     browser.submit_form(&format!("form[action='/watches/{id}/session']")).await;
     assert_eq!(browser.wait_for_text("#session-cookies", "1").await, "1");
     look(&browser, "watch-session").await;
+}
+
+pub async fn an_imported_session_spares_the_browser_its_login(backend: Backend) {
+    if !chromium() {
+        return;
+    }
+    let app = TestApp::start(backend).await;
+    let token = app.account("acme").await;
+    let site = LoginSite::start(Duration::from_secs(120)).await;
+    let (status, _) = app.post("/secrets", &token, json!({"name": "bank", "value": PASSWORD})).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let mut body = login_watch(&site.url, "bank");
+    body["paused"] = json!(true);
+    let (status, watch) = app.post("/watches", &token, body).await;
+    assert_eq!(status, StatusCode::CREATED, "{watch}");
+    let id = watch["id"].as_str().expect("id");
+    // A cookie the browser will not take (for a public suffix) is left out, not fatal.
+    let file = format!(
+        "#HttpOnly_127.0.0.1\tFALSE\t/\tFALSE\t0\tsid\t{}\n.com\tTRUE\t/\tFALSE\t0\tstray\tx\n",
+        site.issue_session()
+    );
+    let path = format!("/watches/{id}/session");
+    assert_eq!(send_text(&app, reqwest::Method::PUT, &path, &token, file).await.0, StatusCode::OK);
+    let run = app.check(&token, id).await;
+    assert_eq!(run["outcome"], "baseline", "{run}");
+    assert_eq!(site.logins(), 0, "the imported session signed in: no login ran");
+    let session = app.ok(&path, &token).await;
+    assert_eq!((session["source"].as_str(), session["logins"].as_i64()), (Some("check"), Some(0)), "{session}");
 }

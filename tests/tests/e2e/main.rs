@@ -65,6 +65,7 @@ on_both_backends!(
     logins::ten_checks_take_one_login,
     logins::the_ui_keeps_secrets_and_imports_sessions,
     logins::the_login_pages_are_accessible_in_a_browser,
+    logins::an_imported_session_spares_the_browser_its_login,
     walls::a_bot_wall_is_named_and_never_a_change,
     walls::a_page_with_vendor_beacons_is_a_page,
     walls::when_blocked_the_browser_gets_past_a_wall_for_bots,

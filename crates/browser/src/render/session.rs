@@ -35,8 +35,17 @@ pub(super) async fn restore(
 ) -> Result<Option<ScriptIdentifier>, RenderError> {
     let cookies: Vec<CookieParam> = state.cookies.iter().filter_map(cookie_param).collect();
     if !cookies.is_empty() {
-        let params = SetCookiesParams { cookies, browser_context_id: Some(context.clone()) };
-        instance.browser.execute(params).await.map_err(browser)?;
+        let params = SetCookiesParams { cookies: cookies.clone(), browser_context_id: Some(context.clone()) };
+        if instance.browser.execute(params).await.is_err() {
+            // One cookie the browser refuses (an imported file's odd domain) refuses them all:
+            // set them one by one, leaving out those it refuses.
+            let mut refused = 0;
+            for cookie in cookies {
+                let one = SetCookiesParams { cookies: vec![cookie], browser_context_id: Some(context.clone()) };
+                refused += usize::from(instance.browser.execute(one).await.is_err());
+            }
+            tracing::debug!(refused, "the browser refused some of the kept session's cookies");
+        }
     }
     if state.local_storage.is_empty() {
         return Ok(None);

@@ -337,10 +337,12 @@ impl Runner {
             watch_updated_at: watch.updated_at,
             now: decided.run.finished_at,
         };
-        self.record(result, decided.health_changed_from).await?;
+        // Saved before the check is recorded (which gives the watch back): the next check of
+        // it starts from this session, not the one before.
         if let Some(session) = session.filter(|_| decided.run.error.is_none()) {
             self.keep_session(&watch.id, session, logged_in_by_steps).await;
         }
+        self.record(result, decided.health_changed_from).await?;
         self.config().metrics.check_finished(outcome, clock.elapsed());
         Ok(Some(decided.run))
     }

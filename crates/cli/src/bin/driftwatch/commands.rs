@@ -176,8 +176,23 @@ pub(crate) async fn import(account: &str, file: &std::path::Path, settings: &Set
     // skipped, so an import run twice adds nothing.
     let mut existing = all_watches(&store, &account_id).await?;
     let (mut created, mut skipped) = (0, 0);
+    // Steps may type only the account's own secrets, as the API and the UI require.
+    let owner = account_id.clone();
+    let kept: Vec<String> = store
+        .read(move |c| driftwatch_store::logins::list_secrets(c, &owner))
+        .await?
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
     for watch in parsed.watches {
-        match driftwatch::import::to_watch(&watch, &account_id, &limits, policy, SystemClock.now()) {
+        let row =
+            driftwatch::import::to_watch(&watch, &account_id, &limits, policy, SystemClock.now()).and_then(|row| {
+                match driftwatch_validate::steps_name_kept_secrets(&row.options().fetch, &kept) {
+                    Ok(()) => Ok(row),
+                    Err(e) => Err(e.to_string()),
+                }
+            });
+        match row {
             Ok(row) if existing.iter().any(|w| driftwatch::import::same_watch(w, &row)) => skipped += 1,
             Ok(row) => {
                 let stored = row.clone();

@@ -41,8 +41,8 @@ pub(super) async fn session_view(
     watch_id: &str,
     keep: bool,
 ) -> Result<SessionView, UiError> {
-    let id = watch_id.to_owned();
-    let row = state.store.read(move |c| logins::session_of(c, &id)).await?;
+    let (account, id) = (viewer.account_id().to_owned(), watch_id.to_owned());
+    let row = state.store.read(move |c| logins::get_session(c, &account, &id)).await?.flatten();
     let (now, zone) = (state.clock.now(), viewer.user.time_zone.as_str());
     Ok(match row {
         Some(row) => SessionView {
