@@ -257,8 +257,14 @@ pub async fn secrets_are_set_replaced_and_never_shown(backend: Backend) {
         assert_eq!(field_of(&problem), field, "{problem}");
     }
     assert_eq!(app.ok("/secrets", &other).await["items"], json!([]));
-    assert_eq!(put(&app, "/secrets/bank", &other, json!({"value": "stolen"})).await.0, StatusCode::NOT_FOUND);
     assert_eq!(delete(&app, "/secrets/bank", &other).await, StatusCode::NOT_FOUND);
+    // A PUT sets the other account's own secret of that name; the first account's is untouched.
+    let (status, own) = put(&app, "/secrets/bank", &other, json!({"value": "theirs"})).await;
+    assert_eq!(status, StatusCode::OK, "{own}");
+    assert_eq!(app.ok("/secrets", &other).await["items"].as_array().map(Vec::len), Some(1));
+    assert_eq!(app.ok("/secrets", &token).await["items"].as_array().map(Vec::len), Some(1));
+    assert_eq!(delete(&app, "/secrets/bank", &other).await, StatusCode::NO_CONTENT);
+    assert_eq!(app.ok("/secrets", &token).await["items"].as_array().map(Vec::len), Some(1), "only its own");
 
     // A watch whose steps type a secret the account does not keep is refused, naming the step.
     let (status, problem) = app.post("/watches", &token, login_watch("http://127.0.0.1:9/account", "nope")).await;

@@ -72,7 +72,8 @@ pub async fn create(
     Ok((StatusCode::CREATED, axum::Json(views::Secret::from(secret))))
 }
 
-/// Replace a secret's value.
+/// Set a secret's value, adding the secret when the account keeps none by that name (a
+/// `PUT` sets: another account's secret of the same name is never touched).
 #[utoipa::path(
     put,
     path = "/secrets/{name}",
@@ -88,15 +89,11 @@ pub async fn replace(
     Path(name): Path<String>,
     Json(body): Json<ReplaceSecret>,
 ) -> Result<axum::Json<views::Secret>, ApiError> {
-    let (account, look) = (caller.account_id.clone(), name.clone());
-    if state.store.read(move |c| logins::get_secret(c, &account, &look)).await?.is_none() {
-        return Err(ApiError::not_found("no such secret"));
-    }
     let (name, value) = driftwatch_validate::secret(&name, &body.value)?;
     let (sealed, now) = (state.seal(&value), state.clock.now().naive_utc());
     let (secret, _) =
         state.store.write(move |c| logins::set_secret(c, &caller.account_id, &name, &sealed, now)).await?;
-    tracing::info!(secret.id = %secret.id, "secret replaced");
+    tracing::info!(secret.id = %secret.id, "secret set");
     Ok(axum::Json(views::Secret::from(secret)))
 }
 
