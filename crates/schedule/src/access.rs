@@ -48,7 +48,7 @@ impl crate::Runner {
             return Ok(None);
         }
         let written = if value.contains("://") || value.starts_with(SEALED_PREFIX) {
-            self.opened(value)?
+            self.open_sealed(value).map_err(|e| (format!("{field}: the sealed proxy URL {e}"), "proxy"))?
         } else {
             let (account, name) = (account_id.to_owned(), value.to_owned());
             let found = self
@@ -59,24 +59,13 @@ impl crate::Runner {
             let Some(found) = found else {
                 return Err((format!("{field}: the account has no proxy named {value:?}"), "proxy"));
             };
-            self.opened(&found.url)?
+            self.open_sealed(&found.url).map_err(|e| (format!("the proxy {value:?} {e}"), "proxy"))?
         };
         let url = driftwatch_net::parse_proxy_url(&written).map_err(|e| (format!("{field}: {e}"), "proxy"))?;
         driftwatch_net::vet_proxy(&url, self.config().allow_private_proxies)
             .await
             .map_err(|e| (e.to_string(), "proxy"))?;
         Ok(Some(url))
-    }
-
-    /// A value as written: opened with the keyring when it is sealed.
-    fn opened(&self, value: &str) -> Result<String, AccessError> {
-        if !value.starts_with(SEALED_PREFIX) {
-            return Ok(value.to_owned());
-        }
-        let Some(keyring) = self.config().keyring.as_ref() else {
-            return Err(("a sealed proxy cannot be opened: this node has no secret key".into(), "proxy"));
-        };
-        keyring.open(value).map_err(|e| (format!("the proxy's sealed URL cannot be opened: {e}"), "proxy"))
     }
 }
 

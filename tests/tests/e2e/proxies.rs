@@ -258,7 +258,17 @@ pub async fn proxies_are_kept_tested_and_named_in_the_watch_form(backend: Backen
     let row = browser.wait_for_text("#proxy-office", "works").await;
     assert!(row.contains("HTTP 200"), "{row}");
     assert_eq!(http.passed(), 1);
+    if let Some(wide) = crate::polish::sideways_at_phone_width(&browser).await {
+        panic!("the proxies page scrolls sideways at 390 px: {wide}");
+    }
     crate::ui::look(&browser, "proxies").await;
+    // The secrets page, laid out the same way, fits a phone too.
+    let (status, _) = app.post("/secrets", &token, json!({"name": "bank", "value": PASSWORD})).await;
+    assert_eq!(status, StatusCode::CREATED);
+    browser.goto(&format!("{root}/secrets")).await;
+    if let Some(wide) = crate::polish::sideways_at_phone_width(&browser).await {
+        panic!("the secrets page scrolls sideways at 390 px: {wide}");
+    }
 
     // The watch form names it, and the when-blocked fields are kept.
     browser.goto(&format!("{root}/watches/new")).await;
