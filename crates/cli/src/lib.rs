@@ -4,7 +4,6 @@
 //! end-to-end tests start the same [`App`] in-process.
 
 pub mod config;
-pub mod import;
 mod jobs;
 mod key_file;
 pub mod keys;

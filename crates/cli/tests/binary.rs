@@ -114,7 +114,10 @@ fn import_from_urlwatch_then_export() {
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stdout.contains("imported 2 watches and 0 endpoints into acme; 3 problems"), "{stdout}");
+    assert!(
+        stdout.contains("imported 2 watches, 0 snapshots and 0 endpoints (none) into acme; 3 problems"),
+        "{stdout}"
+    );
     assert!(stderr.contains("command") && stderr.contains("xpath") && stderr.contains("ftp"), "{stderr}");
 
     let exported: serde_json::Value =
@@ -164,7 +167,10 @@ fn an_imported_watch_may_type_only_the_accounts_own_secrets() {
         .expect("import");
     let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     assert!(output.status.success(), "{stderr}");
-    assert!(stdout.contains("imported 1 watches and 0 endpoints into acme; 1 problems"), "{stdout}");
+    assert!(
+        stdout.contains("imported 1 watches, 0 snapshots and 0 endpoints (none) into acme; 1 problems"),
+        "{stdout}"
+    );
     assert!(stderr.contains("options.fetch.steps[1]") && stderr.contains("\"bank\""), "{stderr}");
 }
 
@@ -184,13 +190,75 @@ fn import_takes_apprise_urls_as_endpoints_and_seals_their_secrets() {
         .expect("import");
     let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     assert!(output.status.success(), "{stderr}");
-    assert!(stdout.contains("imported 1 watches and 1 endpoints into acme; 1 problems"), "{stdout}");
+    assert!(
+        stdout.contains("imported 1 watches, 0 snapshots and 1 endpoints (1 telegram) into acme; 1 problems"),
+        "{stdout}"
+    );
     assert!(stderr.contains("notification 2 (slack://)") && !stderr.contains("SECRET"), "{stderr}");
     assert!(dir.path().join("driftwatch.db.key").exists(), "a key file beside the database");
     for file in ["driftwatch.db", "driftwatch.db-wal"] {
         let bytes = std::fs::read(dir.path().join(file)).unwrap_or_default();
         assert!(!bytes.windows(13).any(|w| w == b"SECRET-import"), "{file} holds the bot token in plaintext");
     }
+}
+
+#[test]
+fn a_changedetection_backup_is_imported_with_its_history_once() {
+    use driftwatch_test_support::{CdBackup, CdSnapshot};
+    let dir = tempfile::tempdir().expect("temp dir");
+    run(dir.path(), &["account", "create", "acme"]);
+    let settings = serde_json::json!({"settings": {"application": {"api_access_token": "cd-token",
+        "notification_urls": ["tgram://424242:SECRET-cd-token/-100777"]}, "requests": {}}});
+    let watch = serde_json::json!({"url": "https://shop.example/", "title": "Shop", "include_filters": ["xpath://div[@id='price']"],
+        "fetch_backend": "html_webdriver", "browser_steps": [{"operation": "Execute JS", "selector": "", "optional_value": "1"}]});
+    let zip = CdBackup::new(settings)
+        .watch(
+            "a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d",
+            watch,
+            &[CdSnapshot::text(1_700_000_000, "10 EUR"), CdSnapshot::brotli(1_700_086_400, "11 EUR")],
+        )
+        .zip();
+    std::fs::write(dir.path().join("changedetection-backup-20261207.zip"), zip).expect("write");
+    let import = || {
+        Command::new(binary())
+            .args(["import", "--account", "acme", "changedetection-backup-20261207.zip"])
+            .current_dir(dir.path())
+            .env_remove("DRIFTWATCH_DATABASE_URL")
+            .env("DRIFTWATCH_LOG", "warn")
+            .env("PATH", "/nonexistent")
+            .output()
+            .expect("import")
+    };
+    let output = import();
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "{stderr}");
+    assert!(stdout.contains("read a changedetection.io backup: 1 watches with 2 snapshots of history"), "{stdout}");
+    // Without Chromium on this node a rendered watch is refused, by name.
+    assert!(stdout.contains("imported 0 watches, 0 snapshots and 1 endpoints (1 telegram)"), "{stdout}");
+    assert!(
+        stderr.contains("Shop: browser step 1 (Execute JS)") && stderr.contains("Shop: options.fetch.engine"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("SECRET") && !stdout.contains("SECRET"), "{stderr}");
+
+    // With a browser available (a remote one configured), the watch and its history come in, once.
+    let with_browser = |args: &[&str]| {
+        Command::new(binary())
+            .args(args)
+            .current_dir(dir.path())
+            .env_remove("DRIFTWATCH_DATABASE_URL")
+            .env("DRIFTWATCH_LOG", "warn")
+            .env("DRIFTWATCH_BROWSER_WS", "ws://127.0.0.1:9/devtools/browser/x")
+            .output()
+            .expect("import")
+    };
+    let args = ["import", "--account", "acme", "changedetection-backup-20261207.zip"];
+    let first = String::from_utf8_lossy(&with_browser(&args).stdout).into_owned();
+    assert!(first.contains("imported 1 watches, 2 snapshots and 0 endpoints (none)"), "{first}");
+    assert!(first.contains("0 watches and 1 endpoints skipped (already there)"), "{first}");
+    let second = String::from_utf8_lossy(&with_browser(&args).stdout).into_owned();
+    assert!(second.contains("imported 0 watches, 0 snapshots and 0 endpoints (none)"), "{second}");
+    assert!(second.contains("1 watches and 1 endpoints skipped"), "{second}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

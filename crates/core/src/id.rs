@@ -61,6 +61,14 @@ pub fn new_id(kind: IdKind) -> String {
     format!("{}_{}", kind.prefix(), ulid::Ulid::new().to_string().to_ascii_lowercase())
 }
 
+/// A new id of `kind` as if made at `at`: for rows brought in with their own time (an imported
+/// history), so that they sort among the others by that time.
+pub fn id_at(kind: IdKind, at: chrono::DateTime<chrono::Utc>) -> String {
+    let millis = u64::try_from(at.timestamp_millis()).unwrap_or(0);
+    let id = ulid::Ulid::from_parts(millis, ulid::Ulid::new().random());
+    format!("{}_{}", kind.prefix(), id.to_string().to_ascii_lowercase())
+}
+
 /// The smallest id of `kind` that can have been made at `at` or later: every id made before
 /// `at` sorts below it, so "made before" is an index range on the primary key.
 pub fn id_floor(kind: IdKind, at: chrono::DateTime<chrono::Utc>) -> String {

@@ -23,7 +23,7 @@ pub mod values;
 pub use clock::{Clock, SystemClock};
 pub use duration::{format_duration, parse_duration, parse_schedule};
 pub use field_error::FieldError;
-pub use id::{IdKind, id_floor, new_id};
+pub use id::{IdKind, id_at, id_floor, new_id};
 pub use options::{
     AiOnError, AiOptions, Compare, DEFAULT_MIN_VISUAL_CHANGE_PERCENT, Engine, ExtractOptions, FetchSpec,
     MAX_INTENT_CHARS, MAX_STEPS, NO_PROXY, NoiseRules, Region, ScreenshotMode, SessionSpec, Step, StepText, TextRules,

@@ -159,3 +159,12 @@ pub fn is_recent_state(conn: &mut DbConn, watch_id: &str, hash: &str, n: i64) ->
         .load(conn)?;
     Ok(recent.iter().any(|h| h == hash))
 }
+
+/// Writes snapshots brought in from elsewhere (an imported history), as they are.
+pub fn insert_snapshots(conn: &mut DbConn, rows: &[Snapshot]) -> StoreResult<usize> {
+    let mut written = 0;
+    for row in rows {
+        written += diesel::insert_into(snapshots::table).values(&*row.storable()).execute(conn)?;
+    }
+    Ok(written)
+}

@@ -11,6 +11,7 @@
 //! and the benchmarks (`driftwatch-bench`, which answers its deliveries with the chat
 //! stand-ins through [`ChatServer::answer`]); never linked into the product binary.
 
+mod cd_backup;
 mod chat;
 mod db;
 pub mod llm;
@@ -22,6 +23,7 @@ mod receiver;
 mod smtp;
 mod wait;
 
+pub use cd_backup::{CdBackup, CdSnapshot};
 pub use chat::{ChatAnswer, ChatRequest, ChatServer, Mode, Provider};
 pub use db::{Backend, TestDb};
 pub use mcp_client::{McpClient, Subscribed};

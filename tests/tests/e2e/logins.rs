@@ -480,7 +480,7 @@ pub async fn ten_checks_take_one_login(backend: Backend) {
     assert!(state.cookies.iter().any(|c| c.name == "sid" && c.http_only), "{:?}", state.cookies);
     let origin = site.url.trim_end_matches("/account");
     assert_eq!(state.local_storage[origin]["visits"], "16", "{:?}", state.local_storage);
-    let export = serde_json::to_string(&driftwatch::import::from_watch(&stored)).expect("export");
+    let export = serde_json::to_string(&driftwatch_import::from_watch(&stored)).expect("export");
     assert!(export.contains("\"secret\":\"bank\""), "{export}");
     assert!(!export.contains(PASSWORD), "the password is in the export: {export}");
     running.shutdown().await;

@@ -258,6 +258,9 @@ impl Runner {
         text: String,
         previous: Option<Snapshot>,
     ) -> Result<ControlFlow<Compared, (Snapshot, String)>, StoreError> {
+        // A watch whose settings changed, or just imported with another tool's history,
+        // takes its first own reading as the new baseline, without an alert, and says so.
+        let rebased = cmp.watch.rebaseline && previous.as_ref().is_some_and(|p| p.content_hash != cmp.hash);
         let prev = match previous {
             _ if cmp.watch.rebaseline && previous.as_ref().is_none_or(|p| p.content_hash != cmp.hash) => None,
             Some(prev) if prev.content_hash == cmp.hash => {
@@ -270,6 +273,9 @@ impl Runner {
             None => ControlFlow::Break(Compared {
                 snapshot: Some(cmp.snapshot(text, None)),
                 screenshot: cmp.shot.take(),
+                note: rebased.then(|| {
+                    "a new baseline, without an alert: the watch's settings changed or its history was imported".into()
+                }),
                 ..Compared::outcome(RunOutcome::Baseline)
             }),
         })

@@ -161,70 +161,56 @@ async fn account_id(store: &driftwatch_store::Store, name: &str) -> anyhow::Resu
     }
 }
 
+/// `driftwatch import`: reads `file` (any format [`driftwatch_import::read_path`] knows),
+/// imports it into the account in one transaction, and prints what it did by kind and every
+/// field it could not map, by watch.
 pub(crate) async fn import(account: &str, file: &std::path::Path, settings: &Settings) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
-    let parsed = driftwatch::import::parse(&text)?;
+    let limits = driftwatch_import::ReadLimits::default();
+    let path = file.to_owned();
+    let plan = tokio::task::spawn_blocking(move || driftwatch_import::read_path(&path, &limits)).await??;
     let store = driftwatch::open_store(settings).await?;
     let account_id = account_id(&store, account).await?;
-    let policy = driftwatch_net::TargetPolicy { allow_private: settings.allow_private_targets };
-    let limits = driftwatch_validate::Limits {
+    let (keyring, _) = driftwatch::keys::keyring(settings)?;
+    // Rendered watches are accepted where this node can render: Chromium configured or found.
+    let browser_available = settings.browser_ws.is_some()
+        || driftwatch_browser::find_chromium(settings.chromium.as_deref(), std::env::var_os("PATH").as_deref())
+            .is_some();
+    let rules = driftwatch_validate::Limits {
         min_interval_seconds: settings.min_interval_seconds,
+        browser_available,
         ..driftwatch_validate::Limits::default()
     };
-    let mut problems = parsed.problems;
-    // What the account has already (and what this file added): a watch found here again is
-    // skipped, so an import run twice adds nothing.
-    let mut existing = all_watches(&store, &account_id).await?;
-    let (mut created, mut skipped) = (0, 0);
-    // Steps may type only the account's own secrets, as the API and the UI require.
-    let owner = account_id.clone();
-    let kept: Vec<String> = store
-        .read(move |c| driftwatch_store::logins::list_secrets(c, &owner))
-        .await?
-        .into_iter()
-        .map(|s| s.name)
-        .collect();
-    for watch in parsed.watches {
-        let row =
-            driftwatch::import::to_watch(&watch, &account_id, &limits, policy, SystemClock.now()).and_then(|row| {
-                match driftwatch_validate::steps_name_kept_secrets(&row.options().fetch, &kept) {
-                    Ok(()) => Ok(row),
-                    Err(e) => Err(e.to_string()),
-                }
-            });
-        match row {
-            Ok(row) if existing.iter().any(|w| driftwatch::import::same_watch(w, &row)) => skipped += 1,
-            Ok(row) => {
-                let stored = row.clone();
-                store.write(move |c| driftwatch_store::watches::insert_watch(c, &row)).await?;
-                existing.push(stored);
-                created += 1;
-            }
-            Err(reason) => problems.push(format!("{}: {reason}; skipped", watch.url)),
-        }
-    }
-    let mut endpoints = 0;
-    if !parsed.notifications.is_empty() {
-        let (keyring, _) = driftwatch::keys::keyring(settings)?;
-        for (n, url) in parsed.notifications.iter().enumerate() {
-            match driftwatch::import::to_endpoint(url, &account_id, policy, SystemClock.now()) {
-                Ok(row) => {
-                    let row = row.sealed(|s| keyring.seal(s));
-                    store.write(move |c| driftwatch_store::endpoints::insert_endpoint(c, &row)).await?;
-                    endpoints += 1;
-                }
-                // The URL may hold a token: name the line, not the URL.
-                Err(reason) => problems.push(format!("notification {} ({}): {reason}; skipped", n + 1, scheme_of(url))),
-            }
-        }
-    }
-    for problem in &problems {
+    let (format, planned, snapshots) = (plan.format, plan.watches.len(), plan.snapshot_count());
+    let max_text_bytes = settings.max_text_bytes;
+    let allow_private = settings.allow_private_targets;
+    let report = store
+        .write(move |c| {
+            let target = driftwatch_import::Target {
+                account_id: &account_id,
+                limits: &rules,
+                policy: driftwatch_net::TargetPolicy { allow_private },
+                now: SystemClock.now(),
+                keyring: &keyring,
+                max_text_bytes,
+            };
+            Ok(driftwatch_import::apply(c, plan, &target))
+        })
+        .await??;
+    for problem in &report.problems {
         eprintln!("{problem}");
     }
+    let kinds: Vec<String> = report.endpoints_created.iter().map(|(kind, n)| format!("{n} {kind}")).collect();
+    let endpoints: usize = report.endpoints_created.values().sum();
+    println!("read {}: {planned} watches with {snapshots} snapshots of history", format.label());
     println!(
-        "imported {created} watches and {endpoints} endpoints into {account}; {} problems; {skipped} watches \
-         skipped (already there)",
-        problems.len()
+        "imported {} watches, {} snapshots and {endpoints} endpoints ({}) into {account}; {} problems; {} watches and {} \
+         endpoints skipped (already there)",
+        report.watches_created,
+        report.snapshots,
+        if kinds.is_empty() { "none".to_owned() } else { kinds.join(", ") },
+        report.problems.len(),
+        report.watches_skipped,
+        report.endpoints_skipped,
     );
     Ok(())
 }
@@ -247,15 +233,10 @@ async fn all_watches(
     Ok(all)
 }
 
-/// `tgram://` of `tgram://123:secret/456`.
-fn scheme_of(url: &str) -> String {
-    url.split_once("://").map_or_else(|| "?".to_owned(), |(s, _)| format!("{s}://"))
-}
-
 pub(crate) async fn export(account: &str, settings: &Settings) -> anyhow::Result<()> {
     let store = driftwatch::open_store(settings).await?;
     let account_id = account_id(&store, account).await?;
-    let all: Vec<_> = all_watches(&store, &account_id).await?.iter().map(driftwatch::import::from_watch).collect();
+    let all: Vec<_> = all_watches(&store, &account_id).await?.iter().map(driftwatch_import::from_watch).collect();
     print_out(&serde_json::to_string_pretty(&all)?);
     Ok(())
 }
