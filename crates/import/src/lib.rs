@@ -18,7 +18,7 @@ mod distill;
 mod routes;
 mod text;
 
-pub use apply::{Report, Target, apply, same_watch, to_endpoint, to_watch};
+pub use apply::{Report, Target, apply, dry_run, same_watch, to_endpoint, to_watch};
 pub use archive::ReadLimits;
 pub use driftwatch_validate::{PortableWatch, from_watch};
 

@@ -204,6 +204,11 @@ impl Runner {
         &self.inner.reader
     }
 
+    /// Bytes of a page's text a snapshot keeps (what an import cuts imported history to).
+    pub fn max_text_bytes(&self) -> usize {
+        self.config().max_text_bytes
+    }
+
     pub(crate) fn config(&self) -> &RunnerConfig {
         self.inner.reader.config()
     }

@@ -99,6 +99,13 @@ impl Browser {
         }
     }
 
+    /// Chooses the file at `path` in the file input `css`, as a person picking it would.
+    pub async fn attach(&self, css: &str, path: &std::path::Path) {
+        let field = self.wait_for(css).await;
+        let path = path.to_str().expect("a UTF-8 path");
+        field.send_keys(path).await.unwrap_or_else(|e| panic!("attach {css}: {e}"));
+    }
+
     /// Replaces the value of the field matching `css` with `text`, typed as a user would. A
     /// field gone stale (the page it was found on was still being replaced) is looked up again.
     pub async fn fill(&self, css: &str, text: &str) {

@@ -103,7 +103,7 @@ pub async fn import(app: &TestApp, account: &str, bytes: Vec<u8>, limits: ReadLi
                 limits: &rules,
                 policy: driftwatch_net::TargetPolicy { allow_private: true },
                 now: SystemClock.now(),
-                keyring: &keyring,
+                keyring: Some(&keyring),
                 max_text_bytes: 1 << 20,
             };
             Ok(driftwatch_import::apply(c, plan, &target).map_err(|e| e.to_string()))
@@ -239,4 +239,83 @@ pub async fn a_bad_backup_is_refused_and_imports_nothing(backend: Backend) {
     assert!(!std::path::Path::new("/tmp/evil.txt").exists() && !std::path::Path::new("../evil.txt").exists());
     let (status, _) = app.get("/watches", &token).await;
     assert_eq!(status, StatusCode::OK);
+}
+
+/// The import page: a file is shown as what it will create and what cannot be mapped, nothing
+/// is created until the import is confirmed, the confirmation is the uploader's alone, and a
+/// bad file is said beside the field. In a browser: the pages look right, light, dark and at
+/// phone width.
+pub async fn the_import_page_previews_then_imports(backend: Backend) {
+    use crate::pages::{header, sign_in, user};
+    let app = TestApp::start(backend).await;
+    let token = user(&app, "Acme", "ada@example.com").await;
+    user(&app, "Other", "bob@example.com").await;
+    let site = PageServer::start(&widget_page("12.00 EUR")).await;
+    let zip = backup(&site.url).zip();
+    let ada = sign_in(&app, "ada@example.com").await;
+    let home = ada.get("/").await.text().await.expect("page");
+    assert!(home.contains("href=\"/import\""), "the watches page leads to the import");
+
+    let refused = ada.upload("/import", "backup.zip", zip.clone(), false).await;
+    assert_eq!(refused.status(), 403, "no token, no upload");
+    let empty = ada.upload("/import", "", Vec::new(), true).await;
+    assert_eq!(empty.status(), 422);
+    assert!(empty.text().await.expect("page").contains("id=\"e-file\""), "the error beside the field");
+    let garbage = ada.upload("/import", "photo.png", vec![0x89, b'P', b'N', b'G', 0, 1, 2], true).await;
+    assert_eq!(garbage.status(), 422);
+    let page = garbage.text().await.expect("page");
+    assert!(page.contains("id=\"e-file\"") && page.contains("neither a zip"), "{page}");
+
+    let preview = ada.upload("/import", "changedetection-backup-20261207.zip", zip.clone(), true).await;
+    assert_eq!(preview.status(), 200);
+    let page = preview.text().await.expect("page");
+    for expected in [
+        "a changedetection.io backup",
+        "<strong>3</strong> watches",
+        "<strong>4</strong> snapshots",
+        "Execute JS",
+        "Widget price",
+    ] {
+        assert!(page.contains(expected), "{expected}: {page}");
+    }
+    assert!(!page.contains("ABCdef") && !page.contains("cd-api-token"), "no token of the file is shown");
+    assert!(items(&app.ok("/watches", &token).await).is_empty(), "nothing created by the preview");
+    let id = page.split("action=\"/import/").nth(1).and_then(|rest| rest.split('"').next()).expect("the confirm form");
+
+    // Another account's user cannot confirm it; its uploader can, once.
+    let bob = sign_in(&app, "bob@example.com").await;
+    let stolen = bob.submit(&format!("/import/{id}"), &[]).await;
+    assert_eq!((stolen.status().as_u16(), header(&stolen, "location")), (303, "/import".to_owned()));
+    let done = ada.submit(&format!("/import/{id}"), &[]).await;
+    assert_eq!((done.status().as_u16(), header(&done, "location")), (303, "/".to_owned()));
+    let home = ada.get("/").await.text().await.expect("page");
+    assert!(home.contains("Imported 3 watches with 4 snapshots of history and 3 endpoints"), "{home}");
+    assert_eq!(items(&app.ok("/watches?limit=50", &token).await).len(), 3);
+    let again = ada.submit(&format!("/import/{id}"), &[]).await;
+    assert_eq!(header(&again, "location"), "/import", "an upload is imported once");
+    assert_eq!(items(&app.ok("/watches?limit=50", &token).await).len(), 3);
+
+    let Some(browser) = crate::browser::Browser::start().await else { return };
+    let app = TestApp::start(backend).await;
+    crate::ui::set_up(&browser, &app).await;
+    crate::ui::look(&browser, "watches-empty-with-import").await;
+    browser.goto(&format!("{}/import", app.root())).await;
+    crate::ui::look(&browser, "import").await;
+    browser.submit_form("form[action='/import']").await;
+    assert!(browser.wait_for_text("#e-file", "Choose a file").await.contains("Choose a file"));
+    crate::ui::look(&browser, "import-error").await;
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("changedetection-backup-20261207.zip");
+    std::fs::write(&file, &zip).expect("write");
+    browser.attach("#f-file", &file).await;
+    browser.submit_form("form[action='/import']").await;
+    browser.wait_for_text("h1", "check and confirm").await;
+    crate::ui::look(&browser, "import-preview").await;
+    if let Some(wide) = crate::polish::sideways_at_phone_width(&browser).await {
+        panic!("the preview scrolls sideways at phone width: {wide}");
+    }
+    browser.submit_form("form[action^='/import/']").await;
+    browser.wait_for_text("h1", "Watches").await;
+    assert!(browser.text("main").await.contains("Imported 3 watches"));
+    crate::ui::look(&browser, "watches-after-import").await;
 }

@@ -63,6 +63,7 @@ macro_rules! on_both_backends {
 on_both_backends!(
     imports::a_changedetection_backup_moves_in_with_its_history,
     imports::a_bad_backup_is_refused_and_imports_nothing,
+    imports::the_import_page_previews_then_imports,
     logins::secrets_are_set_replaced_and_never_shown,
     logins::a_cookies_txt_becomes_a_watch_session,
     logins::ten_checks_take_one_login,

@@ -99,6 +99,17 @@ impl Session {
         self.http.post(format!("{}{path}", self.root)).header("cookie", &self.cookie)
     }
 
+    /// Posts `file` as a multipart form's `file` field to `path`, with the session's `_csrf`
+    /// unless `csrf` is false, as the page's upload form would.
+    pub(crate) async fn upload(&self, path: &str, name: &str, file: Vec<u8>, csrf: bool) -> reqwest::Response {
+        let mut form = reqwest::multipart::Form::new();
+        if csrf {
+            form = form.text("_csrf", self.csrf.clone());
+        }
+        form = form.part("file", reqwest::multipart::Part::bytes(file).file_name(name.to_owned()));
+        self.post(path).multipart(form).send().await.expect("post")
+    }
+
     /// Posts `fields` to `path` with the session's `_csrf`, as the page's form would.
     pub(crate) async fn submit(&self, path: &str, fields: &[(&str, &str)]) -> reqwest::Response {
         let mut form = vec![("_csrf", self.csrf.as_str())];

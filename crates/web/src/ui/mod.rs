@@ -18,6 +18,7 @@ mod endpoints;
 mod error;
 mod flash;
 mod form;
+mod import;
 mod layout;
 mod present;
 mod proxies;
@@ -128,6 +129,13 @@ pub fn routes() -> Router<AppState> {
         .route("/watches/{id}/values.csv", get(watch::values_csv))
         .route("/watches/{id}/snapshots/{snapshot_id}/screenshot", get(screenshots::screenshot))
         .route("/watches/{id}/snapshots/{snapshot_id}/visual-diff", get(screenshots::visual_diff))
+        .route(
+            "/import",
+            get(import::page)
+                .post(import::preview)
+                .layer(axum::extract::DefaultBodyLimit::max(import::MAX_UPLOAD_BYTES + 64 * 1024)),
+        )
+        .route("/import/{id}", post(import::confirm))
         .route("/changes", get(changes::list))
         .route("/endpoints", get(endpoints::list))
         .route("/endpoints/new", get(endpoint_form::new).post(endpoint_form::create))

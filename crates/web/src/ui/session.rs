@@ -189,6 +189,49 @@ impl<T: DeserializeOwned + Send> FromRequest<AppState> for Post<T> {
     }
 }
 
+/// A file posted by the signed-in viewer in a multipart form (fields `_csrf` and `file`),
+/// its origin and CSRF token checked (403 otherwise) before the caller reads it. The route
+/// sets how large it may be (`DefaultBodyLimit`).
+pub struct Upload {
+    /// Who posted it.
+    pub viewer: Viewer,
+    /// The file's name, as the browser gave it.
+    pub file_name: String,
+    /// Its bytes (empty when no file was chosen).
+    pub bytes: Vec<u8>,
+}
+
+impl FromRequest<AppState> for Upload {
+    type Rejection = UiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, UiError> {
+        let (mut parts, body) = req.into_parts();
+        check_origin(&parts.headers, state)?;
+        let viewer = Viewer::from_request_parts(&mut parts, state).await?;
+        let unreadable = |e: axum::extract::multipart::MultipartError| {
+            UiError::BadRequest(format!("the upload cannot be read ({}): {e}", e.status()))
+        };
+        let mut multipart = axum::extract::Multipart::from_request(Request::from_parts(parts, body), state)
+            .await
+            .map_err(|e| UiError::BadRequest(format!("the upload is not a form with a file: {e}")))?;
+        let (mut csrf, mut file_name, mut bytes) = (String::new(), String::new(), Vec::new());
+        while let Some(field) = multipart.next_field().await.map_err(unreadable)? {
+            match field.name() {
+                Some("_csrf") => csrf = field.text().await.map_err(unreadable)?,
+                Some("file") => {
+                    file_name = field.file_name().unwrap_or_default().to_owned();
+                    bytes = field.bytes().await.map_err(unreadable)?.to_vec();
+                }
+                _ => {}
+            }
+        }
+        if !tokens_match(&csrf, &viewer.session.csrf_token) {
+            return Err(UiError::Forbidden("the form's security token is missing or stale; reload the page".into()));
+        }
+        Ok(Upload { viewer, file_name, bytes })
+    }
+}
+
 /// A form posted before sign-in (sign-in, setup): origin checked, and its token must equal the
 /// pre-session cookie set when the form was shown (double submit).
 pub struct AnonPost<T> {

@@ -190,7 +190,7 @@ pub(crate) async fn import(account: &str, file: &std::path::Path, settings: &Set
                 limits: &rules,
                 policy: driftwatch_net::TargetPolicy { allow_private },
                 now: SystemClock.now(),
-                keyring: &keyring,
+                keyring: Some(&keyring),
                 max_text_bytes,
             };
             Ok(driftwatch_import::apply(c, plan, &target))
