@@ -34,7 +34,8 @@ static SPEC: Spec = Spec {
     transport: Transport::Http,
     signed: false,
     credential_url: false,
-    apprise: &["json", "jsons"],
+    // changedetection.io's own `post://`/`put://` (and `s` for https) send the message to a URL.
+    apprise: &["json", "jsons", "post", "posts", "put", "puts"],
 };
 
 impl Kind for Http {
@@ -94,7 +95,7 @@ fn apprise(p: &Parts) -> Result<Imported, ImportError> {
     if p.trailing_slash && !segments.is_empty() {
         segments.push(String::new());
     }
-    let mut url = p.http_url(p.scheme == "jsons", &segments)?;
+    let mut url = p.http_url(p.scheme.ends_with('s'), &segments)?;
     let mut settings = Map::new();
     let mut headers = Map::new();
     let mut secret_headers = Map::new();
@@ -114,7 +115,8 @@ fn apprise(p: &Parts) -> Result<Imported, ImportError> {
         }
         // `:key=value` reshapes Apprise's own payload: driftwatch sends its body template.
     }
-    match p.query("method").map(str::to_ascii_uppercase).as_deref() {
+    let method = p.query("method").map(str::to_ascii_uppercase).or_else(|| scheme.starts_with("put").then(|| "PUT".into()));
+    match method.as_deref() {
         None | Some("POST") => {}
         Some(method @ ("PUT" | "PATCH")) => {
             settings.insert("method".into(), json!(method));
