@@ -203,7 +203,10 @@ fn json_becomes_an_http_endpoint() {
     assert_eq!(ok("jsons://h.example").url, "https://h.example/");
     // changedetection.io's own schemes: post:// and put://, with s for https.
     let post = ok("posts://h.example/hook");
-    assert_eq!((post.kind, post.url.as_str(), &post.settings), (EndpointKind::Http, "https://h.example/hook", &json!({})));
+    assert_eq!(
+        (post.kind, post.url.as_str(), &post.settings),
+        (EndpointKind::Http, "https://h.example/hook", &json!({}))
+    );
     let put = ok("put://h.example/hook");
     assert_eq!((put.url.as_str(), &put.settings), ("http://h.example/hook", &json!({"method": "PUT"})));
 

@@ -115,7 +115,8 @@ fn apprise(p: &Parts) -> Result<Imported, ImportError> {
         }
         // `:key=value` reshapes Apprise's own payload: driftwatch sends its body template.
     }
-    let method = p.query("method").map(str::to_ascii_uppercase).or_else(|| scheme.starts_with("put").then(|| "PUT".into()));
+    let method =
+        p.query("method").map(str::to_ascii_uppercase).or_else(|| scheme.starts_with("put").then(|| "PUT".into()));
     match method.as_deref() {
         None | Some("POST") => {}
         Some(method @ ("PUT" | "PATCH")) => {

@@ -44,6 +44,19 @@ pub(crate) enum Command {
         #[arg(long)]
         ai: bool,
     },
+    /// A changedetection.io backup (made as cd makes one) read and imported as `driftwatch
+    /// import` does: the read, the one transaction, snapshots a second.
+    Import {
+        /// Watches in the backup.
+        #[arg(long, default_value_t = 200)]
+        watches: usize,
+        /// Snapshots of history per watch.
+        #[arg(long, default_value_t = 100)]
+        snapshots: usize,
+        /// An empty database to use (default: a temporary SQLite file).
+        #[arg(long)]
+        database_url: Option<String>,
+    },
     /// Purging old runs (a million by default) in batches while the runner checks every
     /// watch each second: purge rate, and the write latency checks see before and during it.
     Retention {
