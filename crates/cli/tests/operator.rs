@@ -101,9 +101,9 @@ fn importing_twice_adds_nothing_and_says_so() {
     let list = "https://a.example/\nhttps://b.example/\nhttps://a.example/\n";
     std::fs::write(dir.path().join("list.txt"), list).expect("write");
     let first = ok(dir.path(), &["import", "--account", "acme", "list.txt"]);
-    assert!(first.contains("imported 2 watches") && first.contains("1 watches skipped (already there)"), "{first}");
+    assert!(first.contains("imported 2 watches") && first.contains("1 watches and 0 endpoints skipped (already there)"), "{first}");
     let again = ok(dir.path(), &["import", "--account", "acme", "list.txt"]);
-    assert!(again.contains("imported 0 watches") && again.contains("3 watches skipped"), "{again}");
+    assert!(again.contains("imported 0 watches") && again.contains("3 watches and 0 endpoints skipped"), "{again}");
     let exported: serde_json::Value =
         serde_json::from_str(&ok(dir.path(), &["export", "--account", "acme"])).expect("json");
     assert_eq!(exported.as_array().map(Vec::len), Some(2), "{exported}");
@@ -114,7 +114,7 @@ fn importing_twice_adds_nothing_and_says_so() {
     assert!(ok(dir.path(), &["import", "--account", "acme", "other.json"]).contains("imported 1 watches"));
     std::fs::write(dir.path().join("export.json"), ok(dir.path(), &["export", "--account", "acme"])).expect("write");
     let back = ok(dir.path(), &["import", "--account", "acme", "export.json"]);
-    assert!(back.contains("imported 0 watches") && back.contains("3 watches skipped"), "{back}");
+    assert!(back.contains("imported 0 watches") && back.contains("3 watches and 0 endpoints skipped"), "{back}");
 }
 
 #[test]
@@ -131,7 +131,7 @@ fn a_changedetection_datastore_is_read_as_watches_not_as_urls() {
     });
     std::fs::write(dir.path().join("url-watches.json"), datastore.to_string()).expect("write");
     let out = ok(dir.path(), &["import", "--account", "acme", "url-watches.json"]);
-    assert!(out.contains("imported 2 watches and 0 endpoints into acme; 0 problems"), "{out}");
+    assert!(out.contains("imported 2 watches, 0 snapshots and 0 endpoints (none) into acme; 0 problems"), "{out}");
     let exported: serde_json::Value =
         serde_json::from_str(&ok(dir.path(), &["export", "--account", "acme"])).expect("json");
     let mut got: Vec<(String, String, String, String, bool)> = exported

@@ -76,7 +76,10 @@ pub fn apply(conn: &mut DbConn, mut plan: Plan, target: &Target<'_>) -> Result<R
 
 fn run(c: &mut DbConn, plan: &mut Plan, target: &Target<'_>) -> Result<Report, ImportError> {
     let mut report = Report { problems: std::mem::take(&mut plan.problems), ..Report::default() };
-    let existing = all_watches(c, target.account_id)?;
+    // What the account has, and what this import added: the same watch twice in one file is
+    // one watch.
+    let mut existing = all_watches(c, target.account_id)?;
+    let before = existing.len();
     let kept: Vec<String> =
         driftwatch_store::logins::list_secrets(c, target.account_id)?.into_iter().map(|s| s.name).collect();
     // The stored id of each planned watch (created or found), by index.
@@ -130,8 +133,9 @@ fn run(c: &mut DbConn, plan: &mut Plan, target: &Target<'_>) -> Result<Report, I
             report.snapshots += driftwatch_store::snapshots::insert_snapshots(c, &snapshots)?;
         }
         ids.push(Some(row.id.clone()));
+        existing.push(row);
     }
-    endpoints(c, plan, target, &existing, &ids, &mut report)?;
+    endpoints(c, plan, target, &existing[..before], &ids, &mut report)?;
     Ok(report)
 }
 
