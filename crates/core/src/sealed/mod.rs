@@ -218,6 +218,12 @@ impl Keyring {
         self.previous.iter().map(|k| k.id.as_str())
     }
 
+    /// Every key of the ring, the current one first: what a backup carries so that its
+    /// secrets open wherever it is restored.
+    pub fn keys(&self) -> impl Iterator<Item = &SecretKey> {
+        std::iter::once(&self.current).chain(&self.previous)
+    }
+
     /// `plaintext` sealed under the current key, with a fresh random nonce:
     /// `dwenc:v1:<key id>:<URL-safe base64, unpadded, of the nonce then the ciphertext and tag>`.
     pub fn seal(&self, plaintext: &str) -> String {
