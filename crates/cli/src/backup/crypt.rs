@@ -154,7 +154,7 @@ impl<R: BufRead> Decryptor<R> {
         self.plain.zeroize();
         self.plain = self.cipher.decrypt(&nonce, Payload { msg: &sealed, aad: &self.header }).map_err(|_| {
             invalid(if self.counter == 0 {
-                "cannot decrypt the backup: wrong passphrase, or the file is damaged".into()
+                "cannot decrypt the backup: wrong passphrase, or the file is damaged or cut short".into()
             } else {
                 format!(
                     "cannot decrypt the backup past {} KiB: the file is damaged or cut short",
