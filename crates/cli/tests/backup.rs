@@ -234,4 +234,12 @@ async fn bad_files_and_targets_are_refused_and_nothing_is_written() {
     let verified =
         ok(target.path(), &["restore", "--verify", "--passphrase-file", &path("pass"), &path("sealed.dwb")], &[]);
     assert!(verified.contains("all of which open with its key"), "{verified}");
+
+    // PostgreSQL without a key to re-seal under: refused before anything is written.
+    if std::env::var("DRIFTWATCH_TEST_POSTGRES_URL").is_ok() {
+        let db = TestDb::new(Backend::Postgres);
+        let args = ["restore", "--passphrase-file", &path("pass"), &path("sealed.dwb")];
+        let err = refused(target.path(), &args, &[("DRIFTWATCH_DATABASE_URL", &db.url)]);
+        assert!(err.contains("PostgreSQL needs DRIFTWATCH_SECRET_KEY"), "{err}");
+    }
 }

@@ -27,6 +27,10 @@ pub struct Dumped {
     pub rows: Vec<(String, u64)>,
 }
 
+/// Tables whose rows can be large (a page's text, a screenshot, a delivery's body, a stored
+/// answer): read a tenth of the batch at a time, so a batch stays within memory's reach.
+const LARGE_ROWS: &[&str] = &["snapshots", "screenshots", "deliveries", "idempotency_keys"];
+
 #[derive(QueryableByName)]
 struct JsonRow {
     #[diesel(sql_type = Text)]
@@ -48,6 +52,7 @@ pub fn dump(conn: &mut DbConn, batch: i64, sink: &mut dyn Sink) -> StoreResult<D
         let mut rows = Vec::with_capacity(TABLES.len());
         for (table, keys) in TABLES {
             let columns = columns(conn, table)?;
+            let batch = if LARGE_ROWS.contains(table) { (batch / 10).max(1) } else { batch };
             if columns.is_empty() {
                 return Err(StoreError::Backup(format!(
                     "the table {table} is missing: run `driftwatch migrate` first"

@@ -15,6 +15,8 @@ use serde_json::{Map, Value};
 
 /// Rows read, and inserted, per statement.
 const BATCH: i64 = 500;
+/// Bytes of rows held before they are inserted, whatever their number.
+const HELD_BYTES: usize = 16 * 1024 * 1024;
 
 /// What `restore` is asked to do besides reading the file.
 pub(crate) struct RestoreArgs {
@@ -231,6 +233,10 @@ pub(crate) async fn restore(args: RestoreArgs, settings: &Settings) -> anyhow::R
         ),
         None => None,
     };
+    if !args.verify {
+        // Before anything is written: the target's key must be there to re-seal the secrets.
+        driftwatch::keys::check_key(settings)?;
+    }
     let (path, pass) = (args.file.clone(), passphrase.clone());
     let checked = tokio::task::spawn_blocking(move || check(&path, pass.as_deref(), extra)).await??;
     let manifest = &checked.manifest;
@@ -313,7 +319,7 @@ type Pending = (&'static str, Vec<Column>, Vec<Map<String, Value>>);
 fn insert_all(conn: &mut DbConn, path: &Path, passphrase: Option<&[u8]>, expected: &Manifest) -> StoreResult<()> {
     let failed = |e: std::io::Error| StoreError::Backup(format!("{}: {e}", path.display()));
     let reader = backup::open(path, passphrase).map_err(failed)?;
-    let mut pending: Option<Pending> = None;
+    let (mut pending, mut held): (Option<Pending>, usize) = (None, 0);
     let flush = |conn: &mut DbConn, pending: &mut Option<Pending>| {
         if let Some((table, columns, rows)) = pending {
             insert_rows(conn, table, columns, rows)?;
@@ -330,15 +336,18 @@ fn insert_all(conn: &mut DbConn, path: &Path, passphrase: Option<&[u8]>, expecte
             let table = table_of(member)?;
             if pending.as_ref().is_none_or(|(t, _, _)| *t != table) {
                 flush(conn, &mut pending).map_err(stored)?;
+                held = 0;
                 pending = Some((table, columns(conn, table).map_err(stored)?, Vec::new()));
             }
             let row = serde_json::from_str(line).map_err(|e| bad(format!("{member}: {e}")))?;
+            held += line.len();
             let full = pending.as_mut().map(|(_, _, rows)| {
                 rows.push(row);
-                rows.len() as i64 >= BATCH
+                rows.len() as i64 >= BATCH || held >= HELD_BYTES
             });
             if full == Some(true) {
                 flush(conn, &mut pending).map_err(stored)?;
+                held = 0;
             }
             Ok(())
         })
