@@ -175,3 +175,40 @@ fn rows_that_do_not_fit_are_refused_by_name() {
     let err = insert_rows(db.conn(), "ai_usage", &columns, &[row(("calls", "many".into()))]).expect_err("a string");
     assert!(err.to_string().contains("ai_usage.calls"), "{err}");
 }
+
+/// Writes through another connection when the dump reaches its first table, then collects.
+struct WritesMeanwhile {
+    other: DbConn,
+    collected: Collected,
+}
+
+impl Sink for WritesMeanwhile {
+    fn table(&mut self, table: &str, columns: &[Column]) -> StoreResult<()> {
+        if table == "accounts" {
+            crate::accounts::create_account(&mut self.other, "meanwhile", chrono::NaiveDateTime::default())?;
+        }
+        self.collected.table(table, columns)
+    }
+    fn row(&mut self, row: &Map<String, Value>) -> StoreResult<()> {
+        self.collected.row(row)
+    }
+}
+
+#[test]
+fn a_dump_reads_one_snapshot_while_others_write() {
+    let mut dbs = vec![TestDb::sqlite()];
+    dbs.extend(TestDb::postgres());
+    for mut db in dbs {
+        if let DbConn::Sqlite(c) = db.conn() {
+            // As `Store::open` leaves every file: readers beside the one writer.
+            c.batch_execute("PRAGMA journal_mode = WAL").expect("wal");
+        }
+        crate::accounts::create_account(db.conn(), "before", chrono::NaiveDateTime::default()).expect("account");
+        let mut sink = WritesMeanwhile { other: db.another(), collected: Collected::default() };
+        let done = dump(db.conn(), 10, &mut sink).expect("dump");
+        assert_eq!(done.rows[0], ("accounts".to_owned(), 1), "the account written meanwhile is not in the dump");
+        let names: Vec<&str> = sink.collected.0[0].1.iter().filter_map(|r| r["name"].as_str()).collect();
+        assert_eq!(names, ["before"]);
+        assert_eq!(crate::accounts::list_accounts(db.conn()).expect("list").len(), 2, "it was written");
+    }
+}

@@ -7,6 +7,8 @@ use crate::Endpoint;
 /// A migrated database of its own, removed afterwards.
 pub(crate) struct TestDb {
     conn: Option<DbConn>,
+    /// What a second connection establishes: the SQLite file's path or the PostgreSQL URL.
+    address: String,
     _dir: Option<tempfile::TempDir>,
     /// PostgreSQL: the admin URL and the database's name, to drop it.
     postgres: Option<(String, String)>,
@@ -18,7 +20,7 @@ impl TestDb {
         let path = dir.path().join("driftwatch.db");
         let mut conn = diesel::SqliteConnection::establish(&path.display().to_string()).expect("open SQLite");
         conn.batch_execute("PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;").expect("pragmas");
-        TestDb::migrated(DbConn::Sqlite(conn), Some(dir), None)
+        TestDb::migrated(DbConn::Sqlite(conn), path.display().to_string(), Some(dir), None)
     }
 
     /// A fresh database on the server `DRIFTWATCH_TEST_POSTGRES_URL` names, when it is set.
@@ -30,12 +32,29 @@ impl TestDb {
         let mut url = url::Url::parse(&admin).expect("postgres URL");
         url.set_path(&format!("/{name}"));
         let conn = diesel::PgConnection::establish(url.as_str()).expect("connect to the test database");
-        Some(TestDb::migrated(DbConn::Pg(conn), None, Some((admin, name))))
+        Some(TestDb::migrated(DbConn::Pg(conn), url.to_string(), None, Some((admin, name))))
     }
 
-    fn migrated(mut conn: DbConn, dir: Option<tempfile::TempDir>, postgres: Option<(String, String)>) -> TestDb {
+    fn migrated(
+        mut conn: DbConn,
+        address: String,
+        dir: Option<tempfile::TempDir>,
+        postgres: Option<(String, String)>,
+    ) -> TestDb {
         crate::db::migrate(&mut conn).expect("migrate");
-        TestDb { conn: Some(conn), _dir: dir, postgres }
+        TestDb { conn: Some(conn), address, _dir: dir, postgres }
+    }
+
+    /// Another connection to the same database.
+    pub(crate) fn another(&self) -> DbConn {
+        match self.conn.as_ref().expect("open") {
+            DbConn::Sqlite(_) => {
+                let mut conn = diesel::SqliteConnection::establish(&self.address).expect("open SQLite");
+                conn.batch_execute("PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;").expect("pragmas");
+                DbConn::Sqlite(conn)
+            }
+            DbConn::Pg(_) => DbConn::Pg(diesel::PgConnection::establish(&self.address).expect("connect")),
+        }
     }
 
     pub(crate) fn conn(&mut self) -> &mut DbConn {
