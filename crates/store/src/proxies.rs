@@ -200,17 +200,12 @@ pub fn reseal_proxies(conn: &mut DbConn, keyring: &driftwatch_core::Keyring) -> 
 /// `text` with each sealed value in it (`dwenc:v1:<id>:<base64url>`, which JSON never escapes)
 /// sealed afresh when `keyring` says it needs it.
 fn reseal_within(text: &str, keyring: &driftwatch_core::Keyring) -> Result<String, driftwatch_core::SealError> {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find("dwenc:") {
-        out.push_str(&rest[..start]);
-        let sealed = &rest[start..];
-        let end =
-            sealed.find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, ':' | '-' | '_'))).unwrap_or(sealed.len());
-        let value = &sealed[..end];
+    let (mut out, mut done) = (String::with_capacity(text.len()), 0);
+    for (at, value) in driftwatch_core::sealed_within(text) {
+        out.push_str(&text[done..at]);
         out.push_str(&keyring.reseal(value)?.unwrap_or_else(|| value.to_owned()));
-        rest = &sealed[end..];
+        done = at + value.len();
     }
-    out.push_str(rest);
+    out.push_str(&text[done..]);
     Ok(out)
 }

@@ -152,16 +152,6 @@ struct Checked {
     unopened: Option<String>,
 }
 
-/// The sealed values in `text` (`dwenc:v1:<id>:<base64url>`, alone or inside JSON).
-fn sealed_in(text: &str) -> impl Iterator<Item = &str> {
-    text.match_indices(driftwatch_core::SEALED_PREFIX).map(move |(at, _)| {
-        let rest = &text[at..];
-        let end =
-            rest.find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, ':' | '-' | '_'))).unwrap_or(rest.len());
-        &rest[..end]
-    })
-}
-
 /// Reads the whole backup without writing anything: the manifest, every member's checksum,
 /// every row a JSON object of a known table, the counts, and whether the keys open its secrets.
 fn check(path: &Path, passphrase: Option<&[u8]>, extra: Option<SecretKey>) -> anyhow::Result<Checked> {
@@ -183,7 +173,7 @@ fn check(path: &Path, passphrase: Option<&[u8]>, extra: Option<SecretKey>) -> an
                 all.next().map(|current| Keyring::new(current, all.collect()))
             });
             for text in row.values().filter_map(Value::as_str) {
-                for value in sealed_in(text) {
+                for (_, value) in driftwatch_core::sealed_within(text) {
                     sealed += 1;
                     let opened = ring.as_ref().map(|r| r.open(value).map(|_| ()));
                     if unopened.is_none() && !matches!(opened, Some(Ok(()))) {
