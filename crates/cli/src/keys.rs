@@ -141,6 +141,14 @@ pub async fn seal_stored(store: &Store, keyring: &Keyring) -> anyhow::Result<usi
             "account secrets and sessions encrypted under the current key"
         );
     }
+    let ring = keyring.clone();
+    let proxies = store
+        .write(move |c| driftwatch_store::proxies::reseal_proxies(c, &ring))
+        .await
+        .context("encrypting proxies and the proxy URLs in watches' options")?;
+    if proxies > 0 {
+        tracing::info!(rows = proxies, key.id = keyring.current_id(), "proxies encrypted under the current key");
+    }
     if changed > 0 {
         store.scrub_replaced_secrets().await.context("removing the replaced secrets' old copies")?;
         tracing::info!(

@@ -3,6 +3,7 @@
 //! command line on top of this; the
 //! end-to-end tests start the same [`App`] in-process.
 
+pub mod backup;
 pub mod config;
 mod jobs;
 mod key_file;

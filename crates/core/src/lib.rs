@@ -31,7 +31,7 @@ pub use options::{
 };
 pub use password::{PasswordError, hash_password, verify_password};
 pub use regexes::{REGEX_SIZE_LIMIT, compiled_regex};
-pub use sealed::{KeyError, Keyring, SEALED_PREFIX, SealError, SecretKey, is_sealed};
+pub use sealed::{KeyError, Keyring, SEALED_PREFIX, SealError, SecretKey, is_sealed, sealed_within};
 pub use secret::{
     API_TOKEN_PREFIX, WEBHOOK_SECRET_PREFIX, hash_token, hex, new_api_token, new_random_key, new_webhook_secret,
 };

@@ -199,6 +199,16 @@ pub(crate) fn pending_migrations(conn: &mut DbConn) -> Result<usize, StoreError>
     pending.map_err(|e| StoreError::Migration(e.to_string()))
 }
 
+/// The version of this build's last migration (its name's date, digits only), as diesel records
+/// it in `__diesel_schema_migrations`. Both backends have the same migrations (a test holds them
+/// equal), so SQLite's list answers for both.
+pub(crate) fn latest_migration() -> String {
+    diesel::migration::MigrationSource::<diesel::sqlite::Sqlite>::migrations(&SQLITE_MIGRATIONS)
+        .ok()
+        .and_then(|all| all.iter().map(|m| m.name().version().to_string()).max())
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,6 +13,7 @@ mod models;
 pub mod schema;
 
 pub mod accounts;
+pub mod backup;
 pub mod batch;
 pub mod checks;
 pub mod deliveries;
@@ -69,6 +70,9 @@ pub enum StoreError {
     /// A batched write failed as a whole, so nothing of it was written (its error's message).
     #[error("batched write: {0}")]
     Batch(String),
+    /// A backup's rows do not fit this database, or the file they come from is unreadable.
+    #[error("backup: {0}")]
+    Backup(String),
     /// The blocking task was cancelled or panicked.
     #[error("blocking task failed: {0}")]
     Task(String),

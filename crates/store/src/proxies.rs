@@ -6,7 +6,7 @@ use diesel::prelude::*;
 use driftwatch_core::{IdKind, new_id};
 
 use crate::schema::proxies;
-use crate::{DbConn, StoreResult, conflict_on_unique};
+use crate::{DbConn, StoreError, StoreResult, conflict_on_unique};
 
 /// One of an account's proxies.
 #[derive(Debug, Clone, PartialEq, Eq, Queryable, Selectable, Insertable)]
@@ -160,4 +160,52 @@ impl Proxy {
     pub fn error_free(&self) -> bool {
         self.test_error.is_none() && self.test_status.is_some_and(|s| (200..400).contains(&s))
     }
+}
+
+/// Seals afresh, under `keyring`'s current key, every proxy URL and every proxy URL sealed in
+/// place in a watch's options (`fetch.proxy`, `when_blocked.proxy`) that is plaintext or sealed
+/// under another key, each under a compare-and-set on the value read; returns how many rows
+/// changed. Run with the other reseals, at start, after a key rotation and after a restore.
+pub fn reseal_proxies(conn: &mut DbConn, keyring: &driftwatch_core::Keyring) -> StoreResult<usize> {
+    use crate::schema::watches;
+    let fail =
+        |what: String| move |e: driftwatch_core::SealError| StoreError::Batch(format!("{what} cannot be opened: {e}"));
+    let mut resealed = 0;
+    let urls: Vec<(String, String)> = proxies::table.select((proxies::id, proxies::url)).load(conn)?;
+    for (id, url) in urls {
+        let fresh = if driftwatch_core::is_sealed(&url) {
+            keyring.reseal(&url).map_err(fail(format!("the proxy {id}")))?
+        } else {
+            Some(keyring.seal(&url))
+        };
+        if let Some(fresh) = fresh {
+            resealed += diesel::update(proxies::table.find(&id).filter(proxies::url.eq(&url)))
+                .set(proxies::url.eq(fresh))
+                .execute(conn)?;
+        }
+    }
+    let options: Vec<(String, String)> =
+        watches::table.filter(watches::options.like("%dwenc:%")).select((watches::id, watches::options)).load(conn)?;
+    for (id, stored) in options {
+        let fresh = reseal_within(&stored, keyring).map_err(fail(format!("a proxy in the options of watch {id}")))?;
+        if fresh != stored {
+            resealed += diesel::update(watches::table.find(&id).filter(watches::options.eq(&stored)))
+                .set(watches::options.eq(fresh))
+                .execute(conn)?;
+        }
+    }
+    Ok(resealed)
+}
+
+/// `text` with each sealed value in it (`dwenc:v1:<id>:<base64url>`, which JSON never escapes)
+/// sealed afresh when `keyring` says it needs it.
+fn reseal_within(text: &str, keyring: &driftwatch_core::Keyring) -> Result<String, driftwatch_core::SealError> {
+    let (mut out, mut done) = (String::with_capacity(text.len()), 0);
+    for (at, value) in driftwatch_core::sealed_within(text) {
+        out.push_str(&text[done..at]);
+        out.push_str(&keyring.reseal(value)?.unwrap_or_else(|| value.to_owned()));
+        done = at + value.len();
+    }
+    out.push_str(&text[done..]);
+    Ok(out)
 }

@@ -315,4 +315,4 @@ fn compare_and_set(conn: &mut DbConn, reseal: &Reseal) -> StoreResult<usize> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

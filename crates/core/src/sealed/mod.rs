@@ -177,6 +177,18 @@ pub fn is_sealed(stored: &str) -> bool {
     stored.starts_with(SEALED_PREFIX)
 }
 
+/// The sealed values written inside `text` (a JSON document, say), each with its byte offset:
+/// every `dwenc:` and the characters a sealed value is made of after it (letters, digits, `:`,
+/// `-`, `_`, none of which JSON escapes).
+pub fn sealed_within(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.match_indices(SEALED_PREFIX).map(move |(at, _)| {
+        let rest = &text[at..];
+        let end =
+            rest.find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, ':' | '-' | '_'))).unwrap_or(rest.len());
+        (at, &rest[..end])
+    })
+}
+
 /// A sealed value taken apart: the key id, the authenticated header, and the base64 body.
 struct Parts<'a> {
     key_id: &'a str,
@@ -216,6 +228,12 @@ impl Keyring {
     /// The ids of the previous keys, in the order given.
     pub fn previous_ids(&self) -> impl Iterator<Item = &str> {
         self.previous.iter().map(|k| k.id.as_str())
+    }
+
+    /// Every key of the ring, the current one first: what a backup carries so that its
+    /// secrets open wherever it is restored.
+    pub fn keys(&self) -> impl Iterator<Item = &SecretKey> {
+        std::iter::once(&self.current).chain(&self.previous)
     }
 
     /// `plaintext` sealed under the current key, with a fresh random nonce:

@@ -152,3 +152,14 @@ fn bad_keys_are_refused_clearly() {
     assert!(err.to_string().starts_with("the secret key is not valid standard base64"), "{err}");
     assert!(!err.to_string().contains("not base64 at all"), "{err}");
 }
+
+#[test]
+fn sealed_values_are_found_inside_json() {
+    let keyring = Keyring::new(SecretKey::generate(), Vec::new());
+    let (a, b) = (keyring.seal("http://u:p@proxy:1"), keyring.seal("socks5://x"));
+    let json = format!(r#"{{"fetch":{{"proxy":"{a}"}},"when_blocked":{{"proxy":"{b}"}},"note":"dwenc is a word"}}"#);
+    let found: Vec<(usize, &str)> = sealed_within(&json).collect();
+    assert_eq!(found.iter().map(|(_, v)| *v).collect::<Vec<_>>(), [a.as_str(), b.as_str()]);
+    assert_eq!(&json[found[0].0..found[0].0 + a.len()], a);
+    assert_eq!(keyring.open(found[1].1).expect("opens"), "socks5://x");
+}

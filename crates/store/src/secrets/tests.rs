@@ -5,24 +5,26 @@ use super::*;
 use crate::Endpoint;
 
 /// A migrated database of its own, removed afterwards.
-struct TestDb {
+pub(crate) struct TestDb {
     conn: Option<DbConn>,
+    /// What a second connection establishes: the SQLite file's path or the PostgreSQL URL.
+    address: String,
     _dir: Option<tempfile::TempDir>,
     /// PostgreSQL: the admin URL and the database's name, to drop it.
     postgres: Option<(String, String)>,
 }
 
 impl TestDb {
-    fn sqlite() -> TestDb {
+    pub(crate) fn sqlite() -> TestDb {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("driftwatch.db");
         let mut conn = diesel::SqliteConnection::establish(&path.display().to_string()).expect("open SQLite");
         conn.batch_execute("PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;").expect("pragmas");
-        TestDb::migrated(DbConn::Sqlite(conn), Some(dir), None)
+        TestDb::migrated(DbConn::Sqlite(conn), path.display().to_string(), Some(dir), None)
     }
 
     /// A fresh database on the server `DRIFTWATCH_TEST_POSTGRES_URL` names, when it is set.
-    fn postgres() -> Option<TestDb> {
+    pub(crate) fn postgres() -> Option<TestDb> {
         let admin = std::env::var("DRIFTWATCH_TEST_POSTGRES_URL").ok()?;
         let name = format!("dw_test_{}", driftwatch_core::new_id(driftwatch_core::IdKind::Run).replace("run_", ""));
         let mut conn = diesel::PgConnection::establish(&admin).expect("connect to the admin database");
@@ -30,15 +32,32 @@ impl TestDb {
         let mut url = url::Url::parse(&admin).expect("postgres URL");
         url.set_path(&format!("/{name}"));
         let conn = diesel::PgConnection::establish(url.as_str()).expect("connect to the test database");
-        Some(TestDb::migrated(DbConn::Pg(conn), None, Some((admin, name))))
+        Some(TestDb::migrated(DbConn::Pg(conn), url.to_string(), None, Some((admin, name))))
     }
 
-    fn migrated(mut conn: DbConn, dir: Option<tempfile::TempDir>, postgres: Option<(String, String)>) -> TestDb {
+    fn migrated(
+        mut conn: DbConn,
+        address: String,
+        dir: Option<tempfile::TempDir>,
+        postgres: Option<(String, String)>,
+    ) -> TestDb {
         crate::db::migrate(&mut conn).expect("migrate");
-        TestDb { conn: Some(conn), _dir: dir, postgres }
+        TestDb { conn: Some(conn), address, _dir: dir, postgres }
     }
 
-    fn conn(&mut self) -> &mut DbConn {
+    /// Another connection to the same database.
+    pub(crate) fn another(&self) -> DbConn {
+        match self.conn.as_ref().expect("open") {
+            DbConn::Sqlite(_) => {
+                let mut conn = diesel::SqliteConnection::establish(&self.address).expect("open SQLite");
+                conn.batch_execute("PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;").expect("pragmas");
+                DbConn::Sqlite(conn)
+            }
+            DbConn::Pg(_) => DbConn::Pg(diesel::PgConnection::establish(&self.address).expect("connect")),
+        }
+    }
+
+    pub(crate) fn conn(&mut self) -> &mut DbConn {
         self.conn.as_mut().expect("open")
     }
 }
@@ -243,5 +262,41 @@ fn account_secrets_are_sealed_and_resealed_under_a_new_key() {
             .collect();
         assert_eq!(opened, ["left-in-the-clear", "under-the-old-key"]);
         assert_eq!(crate::logins::reseal_logins(conn, &keyring).expect("again"), 0, "nothing left to do");
+    });
+}
+
+#[test]
+fn proxies_and_proxies_in_watch_options_are_resealed() {
+    on_each_backend(|conn| {
+        let old_key = SecretKey::generate();
+        let old = Keyring::new(old_key.clone(), Vec::new());
+        let new_key = SecretKey::generate();
+        let rotated = Keyring::new(new_key.clone(), vec![old_key]);
+        let account = account(conn);
+        let url = old.seal("http://user:pw@proxy.test:3128");
+        crate::proxies::create(conn, &account, "office", &url, "http://user:***@proxy.test:3128", now())
+            .expect("proxy");
+        let inline = old.seal("socks5://u:p@10.0.0.1:1080");
+        let options = format!(r#"{{"fetch":{{"proxy":"{inline}"}},"when_blocked":{{"proxy":"office"}}}}"#);
+        conn.batch_execute(&format!(
+            "INSERT INTO watches (id, account_id, name, url, state, health, options, rebaseline, next_run_at, \
+             consecutive_failures, created_at, updated_at, tags, muted, value_failures) VALUES ('wat_1', '{account}', \
+             'w', 'https://example.test/', 'active', 'healthy', '{options}', FALSE, '2026-01-01 00:00:00', 0, \
+             '2026-01-01 00:00:00', '2026-01-01 00:00:00', '[]', FALSE, 0)"
+        ))
+        .expect("watch");
+        assert_eq!(crate::proxies::reseal_proxies(conn, &rotated).expect("reseal"), 2);
+        assert_eq!(crate::proxies::reseal_proxies(conn, &rotated).expect("again"), 0, "nothing left to do");
+        let only_new = Keyring::new(new_key.clone(), Vec::new());
+        let stored = crate::proxies::find(conn, &account, "office").expect("find").expect("proxy").url;
+        assert_eq!(only_new.open(&stored).expect("opens"), "http://user:pw@proxy.test:3128");
+        let options: String = crate::schema::watches::table
+            .find("wat_1")
+            .select(crate::schema::watches::options)
+            .first(conn)
+            .expect("options");
+        let sealed = options.split('"').find(|p| p.starts_with("dwenc:")).expect("still sealed");
+        assert_eq!(only_new.open(sealed).expect("opens"), "socks5://u:p@10.0.0.1:1080");
+        assert!(options.ends_with(r#""when_blocked":{"proxy":"office"}}"#), "{options}");
     });
 }

@@ -76,6 +76,39 @@ pub(crate) enum Command {
         #[arg(long, env = "DRIFTWATCH_MAX_TEXT_BYTES", default_value_t = 1024 * 1024)]
         max_text_bytes: usize,
     },
+    /// Write every table's rows, and the key that seals stored secrets, to one file: one
+    /// consistent snapshot, taken while `serve` runs; readable by its owner only.
+    Backup {
+        /// The file to write (replaced when it exists, once the new one is complete).
+        file: std::path::PathBuf,
+        /// Leave the secret key out (the stored secrets then need `restore --key-file`).
+        #[arg(long)]
+        without_key: bool,
+        /// Encrypt the whole file with the passphrase in this file.
+        #[arg(long, value_name = "FILE")]
+        passphrase_file: Option<std::path::PathBuf>,
+        #[command(flatten)]
+        settings: Settings,
+    },
+    /// Restore a backup into an empty database of either kind (a new SQLite file or a new
+    /// PostgreSQL database), re-sealing its secrets under this database's key; or, with
+    /// `--verify`, only check the file.
+    Restore {
+        /// The backup.
+        file: std::path::PathBuf,
+        /// Check the file (manifest, checksums, rows, counts, that its key opens its secrets)
+        /// and write nothing.
+        #[arg(long)]
+        verify: bool,
+        /// The passphrase of an encrypted backup, in this file.
+        #[arg(long, value_name = "FILE")]
+        passphrase_file: Option<std::path::PathBuf>,
+        /// A file holding the key (base64) that sealed the secrets of a backup made `--without-key`.
+        #[arg(long, value_name = "FILE")]
+        key_file: Option<std::path::PathBuf>,
+        #[command(flatten)]
+        settings: Settings,
+    },
     /// Print the API's OpenAPI 3.1 document (as served at `/api/v1/openapi.json`).
     Openapi,
     /// Serve the MCP tools on standard input and output, for a local agent: each tool calls the
@@ -217,7 +250,7 @@ pub(crate) fn command() -> clap::Command {
     let cli = cli.mut_subcommand("user", |c| hide_in(c, &["create", "list", "set-password"], store_only));
     let cli = cli.mut_subcommand("token", |c| hide_in(c, &["create", "list", "revoke"], store_only));
     let cli = hide_in(cli, &["import", "export"], store_only);
-    let cli = hide_in(cli, &["migrate"], migrate);
+    let cli = hide_in(cli, &["migrate", "backup", "restore"], migrate);
     hide_in(cli, &["worker"], worker)
 }
 

@@ -1,6 +1,7 @@
 //! `driftwatch`: watch web pages, deliver signed webhooks when they change.
 
 mod args;
+mod backup;
 mod commands;
 mod signals;
 
@@ -92,6 +93,12 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Import { account, file, settings } => commands::import(&account, &file, &settings).await,
         Command::Export { account, settings } => commands::export(&account, &settings).await,
+        Command::Backup { file, without_key, passphrase_file, settings } => {
+            backup::backup(&file, without_key, passphrase_file.as_deref(), &settings).await
+        }
+        Command::Restore { file, verify, passphrase_file, key_file, settings } => {
+            backup::restore(backup::RestoreArgs { file, passphrase_file, key_file, verify }, &settings).await
+        }
         Command::Check { url, selector, options, diff_against, allow_private_targets, max_text_bytes } => {
             commands::check(
                 &url,
