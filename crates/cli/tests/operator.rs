@@ -101,7 +101,10 @@ fn importing_twice_adds_nothing_and_says_so() {
     let list = "https://a.example/\nhttps://b.example/\nhttps://a.example/\n";
     std::fs::write(dir.path().join("list.txt"), list).expect("write");
     let first = ok(dir.path(), &["import", "--account", "acme", "list.txt"]);
-    assert!(first.contains("imported 2 watches") && first.contains("1 watches and 0 endpoints skipped (already there)"), "{first}");
+    assert!(
+        first.contains("imported 2 watches") && first.contains("1 watches and 0 endpoints skipped (already there)"),
+        "{first}"
+    );
     let again = ok(dir.path(), &["import", "--account", "acme", "list.txt"]);
     assert!(again.contains("imported 0 watches") && again.contains("3 watches and 0 endpoints skipped"), "{again}");
     let exported: serde_json::Value =
