@@ -160,11 +160,30 @@ pub fn is_recent_state(conn: &mut DbConn, watch_id: &str, hash: &str, n: i64) ->
     Ok(recent.iter().any(|h| h == hash))
 }
 
-/// Writes snapshots brought in from elsewhere (an imported history), as they are.
+/// Writes snapshots brought in from elsewhere (an imported history), as they are: on
+/// PostgreSQL in statements of at most 500 rows or about 8 MiB of text, on SQLite row by row
+/// (cheap inside the caller's transaction).
 pub fn insert_snapshots(conn: &mut DbConn, rows: &[Snapshot]) -> StoreResult<usize> {
+    let rows: Vec<Snapshot> = rows.iter().map(|s| s.storable().into_owned()).collect();
     let mut written = 0;
-    for row in rows {
-        written += diesel::insert_into(snapshots::table).values(&*row.storable()).execute(conn)?;
+    match conn {
+        DbConn::Pg(pg) => {
+            let mut start = 0;
+            while start < rows.len() {
+                let (mut end, mut bytes) = (start, 0usize);
+                while end < rows.len() && end - start < 500 && (bytes < 8 << 20 || end == start) {
+                    bytes += rows[end].content.len();
+                    end += 1;
+                }
+                written += diesel::insert_into(snapshots::table).values(&rows[start..end]).execute(pg)?;
+                start = end;
+            }
+        }
+        DbConn::Sqlite(sqlite) => {
+            for row in &rows {
+                written += diesel::insert_into(snapshots::table).values(row).execute(sqlite)?;
+            }
+        }
     }
     Ok(written)
 }
