@@ -105,7 +105,8 @@ pub fn keyring(settings: &Settings) -> anyhow::Result<(Keyring, KeySource)> {
 }
 
 /// Encrypts every stored secret still in plaintext, or sealed under another key, under the
-/// current key, in batches; returns how many endpoints changed.
+/// current key (endpoints in batches, the other tables each in one write); returns how many
+/// endpoints changed.
 pub async fn seal_stored(store: &Store, keyring: &Keyring) -> anyhow::Result<usize> {
     // A credential URL stored whole (before such URLs were sealed) is moved out of sight first.
     let credential_kinds = driftwatch_channels::EndpointKind::ALL
@@ -117,45 +118,32 @@ pub async fn seal_stored(store: &Store, keyring: &Keyring) -> anyhow::Result<usi
         .seal_credential_urls_and_reseal(keyring, RESEAL_BATCH, credential_kinds, driftwatch_channels::masked_url)
         .await
         .context("encrypting stored secrets")?;
-    let ring = keyring.clone();
-    let model_keys = store
-        .write(move |c| driftwatch_store::verdicts::reseal_account_keys(c, &ring))
-        .await
-        .context("encrypting accounts' model keys")?;
-    if model_keys > 0 {
-        tracing::info!(
-            accounts = model_keys,
-            key.id = keyring.current_id(),
-            "accounts' model keys encrypted under the current key"
-        );
-    }
-    let ring = keyring.clone();
-    let logins = store
-        .write(move |c| driftwatch_store::logins::reseal_logins(c, &ring))
-        .await
-        .context("encrypting accounts' secrets and watches' sessions")?;
-    if logins > 0 {
-        tracing::info!(
-            rows = logins,
-            key.id = keyring.current_id(),
-            "account secrets and sessions encrypted under the current key"
-        );
-    }
-    let ring = keyring.clone();
-    let proxies = store
-        .write(move |c| driftwatch_store::proxies::reseal_proxies(c, &ring))
-        .await
-        .context("encrypting proxies and the proxy URLs in watches' options")?;
-    if proxies > 0 {
-        tracing::info!(rows = proxies, key.id = keyring.current_id(), "proxies encrypted under the current key");
+    // The other sealed columns, each table in one write.
+    type Reseal = fn(&mut driftwatch_store::DbConn, &Keyring) -> driftwatch_store::StoreResult<usize>;
+    let others: [(Reseal, &str); 3] = [
+        (driftwatch_store::verdicts::reseal_account_keys, "accounts' model keys"),
+        (driftwatch_store::logins::reseal_logins, "account secrets and watches' sessions"),
+        (driftwatch_store::proxies::reseal_proxies, "proxies and the proxy URLs in watches' options"),
+    ];
+    let mut resealed = 0;
+    for (reseal, what) in others {
+        let ring = keyring.clone();
+        let rows = store.write(move |c| reseal(c, &ring)).await.with_context(|| format!("encrypting {what}"))?;
+        if rows > 0 {
+            tracing::info!(rows, key.id = keyring.current_id(), "{what} encrypted under the current key");
+        }
+        resealed += rows;
     }
     if changed > 0 {
-        store.scrub_replaced_secrets().await.context("removing the replaced secrets' old copies")?;
         tracing::info!(
             endpoints = changed,
             key.id = keyring.current_id(),
             "stored secrets encrypted under the current key"
         );
+    }
+    // Plaintext that was replaced may linger in freed pages: scrubbed whichever table held it.
+    if changed + resealed > 0 {
+        store.scrub_replaced_secrets().await.context("removing the replaced secrets' old copies")?;
     }
     Ok(changed)
 }

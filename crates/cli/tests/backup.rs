@@ -226,7 +226,15 @@ async fn bad_files_and_targets_are_refused_and_nothing_is_written() {
 
     // The key from beside the source database opens the keyless backup's secrets.
     let said = ok(target.path(), &["restore", "--key-file", &path("driftwatch.db.key"), &path("keyless.dwb")], &[]);
-    assert!(said.contains("secrets sealed under key"), "{said}");
+    // Sealed again under the key made beside the new database, not the source's.
+    let key_id = |file: &std::path::Path| {
+        let text = std::fs::read_to_string(file).expect("key file");
+        driftwatch_core::SecretKey::from_base64(text.trim()).expect("key").id()
+    };
+    let (source, restored) =
+        (key_id(std::path::Path::new(&path("driftwatch.db.key"))), key_id(&target.path().join("driftwatch.db.key")));
+    assert_ne!(source, restored, "the restored database has a key of its own");
+    assert!(said.contains(&format!("now under key {restored}")), "{said}");
     let before = std::fs::read(&db).expect("restored");
     let err = restore(&["--passphrase-file", &path("pass"), &path("sealed.dwb")]);
     assert!(err.contains("not empty (accounts has 1 rows"), "{err}");

@@ -40,5 +40,5 @@ pub use status::{
     AttemptErrorKind, AttemptTrigger, DeliveryStatus, EventType, ParseEnumError, RecoveryState, RunOutcome,
     WatchHealth, WatchState,
 };
-pub use text::{storable, storable_opt};
+pub use text::{content_hash, storable, storable_opt};
 pub use timing::{Backoff, Timing, TimingError};

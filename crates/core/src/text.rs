@@ -3,6 +3,23 @@
 
 use std::borrow::Cow;
 
+/// The hash a snapshot is compared by: SHA-256 of its text, and of its stored values when the
+/// watch reads some (so a value that moves in the structured data alone is a change). Checks
+/// and imported histories hash alike, so an imported state is recognised when it comes back.
+pub fn content_hash(text: &str, values: Option<&str>) -> String {
+    use sha2::{Digest, Sha256};
+    match values {
+        Some(values) => crate::hex(
+            &Sha256::new()
+                .chain_update(text.as_bytes())
+                .chain_update(b"\0values\0")
+                .chain_update(values.as_bytes())
+                .finalize(),
+        ),
+        None => crate::hex(&Sha256::digest(text.as_bytes())),
+    }
+}
+
 /// What stands in for a NUL character in stored text: the Unicode replacement character.
 pub const NUL_REPLACEMENT: char = '\u{FFFD}';
 

@@ -7,7 +7,6 @@
 use chrono::{DateTime, Utc};
 use driftwatch_core::{IdKind, Keyring, id_at};
 use driftwatch_store::{DbConn, Endpoint, Snapshot, StoreError, Watch};
-use sha2::{Digest, Sha256};
 
 use crate::{ImportError, Plan, Problem, Route};
 
@@ -113,7 +112,7 @@ fn run(c: &mut DbConn, plan: &mut Plan, target: &Target<'_>) -> Result<Report, I
             for entry in &planned.history {
                 let mut text = archive.read_text(&entry.member)?;
                 truncate(&mut text, target.max_text_bytes);
-                let hash = hex(&Sha256::digest(text.as_bytes()));
+                let hash = driftwatch_core::content_hash(&text, None);
                 // The same text twice in a row is one state, as a check records it.
                 if snapshots.last().is_some_and(|s| s.content_hash == hash) {
                     continue;
@@ -176,8 +175,6 @@ fn endpoints(
             report.problems.push(Problem { subject, message: "no imported watch notifies through it; skipped".into() });
             continue;
         }
-        // Tags are stored as a watch's are: trimmed, in lower case.
-        let tags: Vec<String> = tags.iter().map(|t| t.trim().to_lowercase()).collect();
         row.route_tags = (!tags.is_empty()).then(|| tags.join(","));
         row.route_watches = (!watches.is_empty()).then(|| watches.join(","));
         row.description = format!("imported from {}", plan.format.label());
@@ -281,8 +278,4 @@ fn truncate(text: &mut String, max: usize) {
         }
         text.truncate(end);
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

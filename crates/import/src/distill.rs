@@ -67,10 +67,8 @@ pub(crate) fn read(document: &Value) -> Result<Plan, ImportError> {
             _ => {}
         }
         watch.tags = match monitor.get("tags") {
-            Some(Value::String(tags)) => {
-                tags.split(',').map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned).collect()
-            }
-            Some(Value::Array(tags)) => tags.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+            Some(Value::String(tags)) => tags.split(',').map(crate::tag_name).filter(|t| !t.is_empty()).collect(),
+            Some(Value::Array(tags)) => tags.iter().filter_map(Value::as_str).map(crate::tag_name).collect(),
             _ => Vec::new(),
         };
         let mut planned = planned(watch);

@@ -177,6 +177,21 @@ impl ImportError {
     }
 }
 
+/// A tag driftwatch accepts for a group or label another tool names freely ("Price drops!"):
+/// lower case, each run of other characters a `-`, at most 40 characters.
+pub(crate) fn tag_name(title: &str) -> String {
+    let mut name = String::new();
+    for c in title.trim().to_lowercase().chars() {
+        if c.is_alphanumeric() || matches!(c, '_' | '.' | ':') {
+            name.push(c);
+        } else if !name.is_empty() && !name.ends_with('-') {
+            name.push('-');
+        }
+    }
+    let name: String = name.trim_end_matches('-').chars().take(40).collect();
+    name.trim_end_matches('-').to_owned()
+}
+
 /// Reads a file of any format driftwatch imports, whichever `bytes` is: a zip (a
 /// changedetection.io backup), JSON (a driftwatch export, changedetection.io's
 /// `url-watches.json`, a Distill export), urlwatch's YAML, or a list of URLs.
@@ -200,18 +215,40 @@ pub fn read(bytes: Vec<u8>, limits: &ReadLimits) -> Result<Plan, ImportError> {
     text::read(&text)
 }
 
-/// Reads the file at `path` as [`read`] does; a zip is read from the file, not loaded whole.
+/// Reads the file at `path` as [`read`] does; a zip is read from the file, not loaded whole, and
+/// any other file is measured before it is read.
 pub fn read_path(path: &std::path::Path, limits: &ReadLimits) -> Result<Plan, ImportError> {
-    use std::io::Read;
-    let name = path.display();
-    let mut file = std::fs::File::open(path).map_err(|e| ImportError::refused(format!("reading {name}: {e}")))?;
+    use std::io::{Read, Seek};
+    let failed = |e: std::io::Error| ImportError::refused(format!("reading {}: {e}", path.display()));
+    let mut file = std::fs::File::open(path).map_err(failed)?;
     let mut magic = [0u8; 2];
-    let n = file.read(&mut magic).map_err(|e| ImportError::refused(format!("reading {name}: {e}")))?;
-    if n == 2 && &magic == b"PK" {
-        let file = std::fs::File::open(path).map_err(|e| ImportError::refused(format!("reading {name}: {e}")))?;
+    let is_zip = file.read_exact(&mut magic).is_ok() && &magic == b"PK";
+    file.rewind().map_err(failed)?;
+    if is_zip {
         let archive = archive::Archive::open(std::io::BufReader::new(file), limits)?;
         return changedetection::backup::read(archive);
     }
-    let bytes = std::fs::read(path).map_err(|e| ImportError::refused(format!("reading {name}: {e}")))?;
+    let len = file.metadata().map_err(failed)?.len();
+    if len > limits.member_bytes as u64 {
+        return Err(ImportError::refused(format!(
+            "the file is {len} bytes; a file that is not a zip may have at most {}",
+            limits.member_bytes
+        )));
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(failed)?;
     read(bytes, limits)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn group_titles_become_tags_driftwatch_accepts() {
+        assert_eq!(super::tag_name("  Price drops! "), "price-drops");
+        assert_eq!(super::tag_name("Shops"), "shops");
+        assert_eq!(super::tag_name("a/b c:d"), "a-b-c:d");
+        assert_eq!(super::tag_name(&"x".repeat(50)).len(), 40);
+        assert_eq!(super::tag_name("!!!"), "");
+        assert!(driftwatch_validate::valid_tags(&[super::tag_name("Été 2026 — soldes")]).is_ok());
+    }
 }

@@ -173,12 +173,8 @@ pub fn reseal_proxies(conn: &mut DbConn, keyring: &driftwatch_core::Keyring) -> 
     let mut resealed = 0;
     let urls: Vec<(String, String)> = proxies::table.select((proxies::id, proxies::url)).load(conn)?;
     for (id, url) in urls {
-        let fresh = if driftwatch_core::is_sealed(&url) {
-            keyring.reseal(&url).map_err(fail(format!("the proxy {id}")))?
-        } else {
-            Some(keyring.seal(&url))
-        };
-        if let Some(fresh) = fresh {
+        // Plaintext is sealed, another key's value sealed again, the current key's left alone.
+        if let Some(fresh) = keyring.reseal(&url).map_err(fail(format!("the proxy {id}")))? {
             resealed += diesel::update(proxies::table.find(&id).filter(proxies::url.eq(&url)))
                 .set(proxies::url.eq(fresh))
                 .execute(conn)?;

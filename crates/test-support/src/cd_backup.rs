@@ -70,7 +70,7 @@ impl CdBackup {
         }
         let mut index = String::new();
         for snapshot in history {
-            let md5ish = hex(&Sha256::digest(snapshot.text.as_bytes()))[..32].to_owned();
+            let md5ish = driftwatch_core::hex(&Sha256::digest(snapshot.text.as_bytes()))[..32].to_owned();
             let (file, bytes) = if snapshot.brotli {
                 (format!("{md5ish}.txt.br"), brotli_bytes(snapshot.text.as_bytes()))
             } else {
@@ -132,8 +132,4 @@ fn brotli_bytes(bytes: &[u8]) -> Vec<u8> {
         writer.write_all(bytes).expect("brotli");
     }
     out
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

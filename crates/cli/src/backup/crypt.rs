@@ -24,18 +24,15 @@ const HEADER: usize = MAGIC.len() + 1 + 12 + SALT + PREFIX;
 const COSTS: (u32, u32, u32) = (64 * 1024, 3, 1);
 
 fn cipher(passphrase: &[u8], salt: &[u8], (m, t, p): (u32, u32, u32)) -> io::Result<XChaCha20Poly1305> {
-    let params = argon2::Params::new(m, t, p, Some(32)).map_err(|e| invalid(format!("key derivation costs: {e}")))?;
+    let params =
+        argon2::Params::new(m, t, p, Some(32)).map_err(|e| super::bad(format!("key derivation costs: {e}")))?;
     let mut key = [0u8; 32];
     argon2::Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params)
         .hash_password_into(passphrase, salt, &mut key)
-        .map_err(|e| invalid(format!("key derivation: {e}")))?;
+        .map_err(|e| super::bad(format!("key derivation: {e}")))?;
     let cipher = XChaCha20Poly1305::new((&key).into());
     key.zeroize();
     Ok(cipher)
-}
-
-fn invalid(message: String) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, message)
 }
 
 fn nonce(prefix: &[u8; PREFIX], counter: u32, last: bool) -> XNonce {
@@ -79,8 +76,8 @@ impl<W: Write> Encryptor<W> {
         let sealed = self
             .cipher
             .encrypt(&nonce, Payload { msg: &self.buffer, aad: &self.header })
-            .map_err(|_| invalid("encryption failed".into()))?;
-        self.counter = self.counter.checked_add(1).ok_or_else(|| invalid("the backup is too large".into()))?;
+            .map_err(|_| super::bad("encryption failed"))?;
+        self.counter = self.counter.checked_add(1).ok_or_else(|| super::bad("the backup is too large"))?;
         self.buffer.zeroize();
         self.buffer.clear();
         self.inner.write_all(&sealed)
@@ -127,9 +124,9 @@ impl<R: BufRead> Decryptor<R> {
     /// Reads the header from `inner` and derives the key from `passphrase`.
     pub fn new(mut inner: R, passphrase: &[u8]) -> io::Result<Decryptor<R>> {
         let mut header = vec![0u8; HEADER];
-        inner.read_exact(&mut header).map_err(|_| invalid("the encrypted backup's header is cut short".into()))?;
+        inner.read_exact(&mut header).map_err(|_| super::bad("the encrypted backup's header is cut short"))?;
         if &header[..MAGIC.len()] != MAGIC || header[MAGIC.len()] != 1 {
-            return Err(invalid("not an encrypted driftwatch backup of a known version".into()));
+            return Err(super::bad("not an encrypted driftwatch backup of a known version"));
         }
         let cost = |i: usize| {
             let at = MAGIC.len() + 1 + 4 * i;
@@ -137,7 +134,7 @@ impl<R: BufRead> Decryptor<R> {
         };
         let costs = (cost(0), cost(1), cost(2));
         if costs.0 > 1024 * 1024 || costs.1 > 64 || costs.2 > 16 {
-            return Err(invalid("the key derivation costs in the header are out of range".into()));
+            return Err(super::bad("the key derivation costs in the header are out of range"));
         }
         let salt = &header[MAGIC.len() + 13..MAGIC.len() + 13 + SALT];
         let cipher = cipher(passphrase, salt, costs)?;
@@ -153,7 +150,7 @@ impl<R: BufRead> Decryptor<R> {
         let nonce = nonce(&self.prefix, self.counter, last);
         self.plain.zeroize();
         self.plain = self.cipher.decrypt(&nonce, Payload { msg: &sealed, aad: &self.header }).map_err(|_| {
-            invalid(if self.counter == 0 {
+            super::bad(if self.counter == 0 {
                 "cannot decrypt the backup: wrong passphrase, or the file is damaged or cut short".into()
             } else {
                 format!(

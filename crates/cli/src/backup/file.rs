@@ -32,7 +32,7 @@ impl Open {
     }
 
     fn close(self, members: &mut BTreeMap<String, Member>) {
-        let sha256 = self.hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        let sha256 = driftwatch_core::hex(&self.hash.finalize());
         members.insert(self.name, Member { sha256, bytes: self.bytes, lines: self.lines });
     }
 }

@@ -37,7 +37,7 @@ pub(crate) struct Globals {
     notification_urls: Vec<String>,
 }
 
-/// A group (cd's "tag"): its title and its notification URLs.
+/// A group (cd's "tag"): its title as a driftwatch tag, and its notification URLs.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Group {
     title: String,
@@ -75,7 +75,10 @@ impl Globals {
         let title = tag.get("title").and_then(Value::as_str).map(str::trim).filter(|t| !t.is_empty());
         self.tags.insert(
             uuid.to_owned(),
-            Group { title: title.unwrap_or(uuid).to_owned(), notification_urls: strings(tag.get("notification_urls")) },
+            Group {
+                title: crate::tag_name(title.unwrap_or(uuid)),
+                notification_urls: strings(tag.get("notification_urls")),
+            },
         );
     }
 }

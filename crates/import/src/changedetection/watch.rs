@@ -40,7 +40,7 @@ pub(crate) fn map(
     let groups: Vec<String> = strings(watch.get("tags"));
     portable.tags = groups.iter().filter_map(|uuid| globals.tags.get(uuid)).map(|g| g.title.clone()).collect();
     if let Some(old) = text("tag") {
-        portable.tags.extend(old.split(',').map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned));
+        portable.tags.extend(old.split(',').map(crate::tag_name).filter(|t| !t.is_empty()));
     }
     for missing in groups.iter().filter(|uuid| !globals.tags.contains_key(*uuid)) {
         note(format!("its group {missing} is not in the backup; left out"));

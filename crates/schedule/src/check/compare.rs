@@ -187,14 +187,7 @@ impl Runner {
         shot: Option<driftwatch_browser::Screenshot>,
     ) -> Result<(Comparison<'a>, Option<Snapshot>), StoreError> {
         let stored_values = values.map(|v| serde_json::to_string(v).unwrap_or_default());
-        let hash = match &stored_values {
-            Some(values) => hex(&Sha256::new()
-                .chain_update(text.as_bytes())
-                .chain_update(b"\0values\0")
-                .chain_update(values.as_bytes())
-                .finalize()),
-            None => hex(&Sha256::digest(text.as_bytes())),
-        };
+        let hash = driftwatch_core::content_hash(text, stored_values.as_deref());
         let watch_id = watch.id.clone();
         let previous = self.store().read(move |c| snapshots::latest_snapshot(c, &watch_id)).await?;
         let now = self.now();
@@ -260,9 +253,10 @@ impl Runner {
     ) -> Result<ControlFlow<Compared, (Snapshot, String)>, StoreError> {
         // A watch whose settings changed, or just imported with another tool's history,
         // takes its first own reading as the new baseline, without an alert, and says so.
-        let rebased = cmp.watch.rebaseline && previous.as_ref().is_some_and(|p| p.content_hash != cmp.hash);
+        let rebase = cmp.watch.rebaseline && previous.as_ref().is_none_or(|p| p.content_hash != cmp.hash);
+        let rebased = rebase && previous.is_some();
         let prev = match previous {
-            _ if cmp.watch.rebaseline && previous.as_ref().is_none_or(|p| p.content_hash != cmp.hash) => None,
+            _ if rebase => None,
             Some(prev) if prev.content_hash == cmp.hash => {
                 return self.visual_only(cmp, text, prev).await.map(ControlFlow::Break);
             }

@@ -255,7 +255,7 @@ fn route(plan: &Plan, route: &Route) -> String {
     match route {
         Route::Everything => "every watch".into(),
         Route::Some { tags, watches } => {
-            let mut parts: Vec<String> = tags.iter().map(|t| format!("tag “{}”", t.to_lowercase())).collect();
+            let mut parts: Vec<String> = tags.iter().map(|t| format!("tag “{t}”")).collect();
             parts.extend(watches.iter().filter_map(|w| plan.watches.get(*w)).map(|w| format!("“{}”", w.label)));
             if parts.is_empty() { "no watch".into() } else { parts.join(", ") }
         }

@@ -274,6 +274,11 @@ pub(crate) async fn restore(args: RestoreArgs, settings: &Settings) -> anyhow::R
         let which: Vec<String> = taken.iter().map(|(t, n)| format!("{t} has {n} rows")).collect();
         bail!("the target database is not empty ({}): restore only into a new database", which.join(", "));
     }
+    // The target's keyring (with the backup's keys to open what it holds) before anything is
+    // written: a bad key setting refuses the restore while the target is still empty.
+    let mut target = settings.clone();
+    target.previous_secret_keys.extend(checked.keys.iter().map(SecretKey::to_base64));
+    let (keyring, _) = driftwatch::keys::keyring(&target)?;
     store.migrate().await.context("applying migrations")?;
     let (path, expected) = (args.file.clone(), checked.manifest.clone());
     store
@@ -282,14 +287,11 @@ pub(crate) async fn restore(args: RestoreArgs, settings: &Settings) -> anyhow::R
         })
         .await
         .context("restoring the rows")?;
-    let mut target = settings.clone();
-    target.previous_secret_keys.extend(checked.keys.iter().map(SecretKey::to_base64));
-    let (keyring, _) = driftwatch::keys::keyring(&target)?;
     driftwatch::keys::seal_stored(&store, &keyring)
         .await
         .context("re-sealing the secrets under this database's key")?;
     println!(
-        "restored {rows} rows of {} tables from {} ({} backup) into {} in {:.1} s; {} secrets sealed under key {}",
+        "restored {rows} rows of {} tables from {} ({} backup) into {} in {:.1} s; {} sealed secrets carried over, now under key {}",
         manifest.tables.len(),
         args.file.display(),
         manifest.source_backend,
