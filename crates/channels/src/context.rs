@@ -153,7 +153,9 @@ impl Context {
             Some(v1::Payload::Check(envelope)) => context.check(envelope, tags, public),
             Some(v1::Payload::Endpoint(envelope)) => context.endpoint(envelope, public),
             Some(v1::Payload::Condition(envelope)) => context.condition(envelope, tags, public),
-            None => context.summary = format!("driftwatch event {event_type}"),
+            Some(v1::Payload::Expectation(_) | v1::Payload::Digest(_)) | None => {
+                context.summary = format!("driftwatch event {event_type}")
+            }
         }
         context
     }

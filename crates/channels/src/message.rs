@@ -52,6 +52,9 @@ pub(crate) fn default_title(context: &Context) -> String {
         Ok(EventType::LoginRequired) => format!("{name}: signing in failed"),
         Ok(EventType::ConditionMet) => format!("{name}: conditions met"),
         Ok(EventType::ConditionCleared) => format!("{name}: conditions no longer met"),
+        Ok(EventType::ExpectationMissed) => format!("{name}: expectation missed"),
+        Ok(EventType::ExpectationMet) => format!("{name}: expectation met again"),
+        Ok(EventType::Digest) => "driftwatch digest".to_owned(),
         Ok(EventType::EndpointDisabled) => "driftwatch disabled an endpoint".to_owned(),
         Ok(EventType::EndpointTest) | Err(_) => "driftwatch test message".to_owned(),
     }

@@ -4,6 +4,7 @@
 //! end-to-end tests start the same [`App`] in-process.
 
 pub mod backup;
+pub mod clock;
 pub mod config;
 mod jobs;
 mod key_file;
@@ -56,7 +57,13 @@ impl App {
         let store = open_store(settings).await?;
         // Secrets written before encryption (or under a rotated-out key) are sealed now.
         keys::seal_stored(&store, &keyring).await?;
-        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let clock: Arc<dyn Clock> = match &settings.clock_file {
+            Some(path) => {
+                tracing::warn!(path = %path.display(), "the clock is moved by a file (DRIFTWATCH_CLOCK_FILE)");
+                Arc::new(clock::FileClock::new(path.clone()))
+            }
+            None => Arc::new(SystemClock),
+        };
         let metrics = Arc::new(driftwatch_metrics::Metrics::default());
         let worker = parts::delivery_worker(settings, &store, &clock, &metrics, &keyring)?;
         let judge = parts::judge(settings, &store, &clock, &metrics, &keyring, worker.clone());

@@ -5,6 +5,7 @@
 //! This crate does no IO. Everything here is small, copyable and serialisable.
 
 mod clock;
+pub mod delivery_time;
 pub mod duration;
 mod field_error;
 mod id;
@@ -21,6 +22,7 @@ pub mod timing;
 pub mod values;
 
 pub use clock::{Clock, SystemClock};
+pub use delivery_time::{DeliveryMode, DigestPeriod, Digesting, HELD_QUIET_HOURS, Quiet, QuietHours};
 pub use duration::{format_duration, parse_duration, parse_schedule};
 pub use field_error::FieldError;
 pub use id::{IdKind, id_at, id_floor, new_id};

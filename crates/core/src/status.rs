@@ -122,6 +122,10 @@ text_enum! {
         Sent => "sent",
         /// Given up (attempts exhausted or a permanent failure): in the dead-letter queue.
         Dead => "dead",
+        /// Waiting for its endpoint's next digest (the endpoint gathers its events).
+        Gathering => "gathering",
+        /// Went out inside a digest (`digest_id` names the digest's delivery).
+        Digested => "digested",
     }
 }
 
@@ -213,6 +217,12 @@ text_enum! {
         ConditionMet => "condition.met",
         /// A watch's conditions stopped holding.
         ConditionCleared => "condition.cleared",
+        /// A watch did not change (or its values broke what they must hold) by its deadline.
+        ExpectationMissed => "expectation.missed",
+        /// A watch whose expectation was missed changed again (or its values hold again).
+        ExpectationMet => "expectation.met",
+        /// An endpoint's digest: the events it gathered over one period, as one message.
+        Digest => "digest",
     }
 }
 

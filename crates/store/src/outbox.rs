@@ -258,6 +258,7 @@ fn delivery_row(
         limited: to.limited,
         last_error,
         finished_at,
+        held: None,
     }
 }
 

@@ -11,6 +11,7 @@ diesel::table! {
         llm_model -> Nullable<Text>,
         llm_api_key -> Nullable<Text>,
         llm_daily_tokens -> Nullable<BigInt>,
+        quiet_hours -> Nullable<Text>,
     }
 }
 
@@ -182,6 +183,10 @@ diesel::table! {
         route_tags -> Nullable<Text>,
         route_watches -> Nullable<Text>,
         url_secret -> Nullable<Text>,
+        delivery -> Nullable<Text>,
+        quiet_hours -> Nullable<Text>,
+        digest_due_at -> Nullable<Timestamp>,
+        digest_since -> Nullable<Timestamp>,
     }
 }
 
@@ -209,6 +214,8 @@ diesel::table! {
         next_trigger -> Text,
         body_purged_at -> Nullable<Timestamp>,
         limited -> Bool,
+        held -> Nullable<Text>,
+        digest_id -> Nullable<Text>,
     }
 }
 

@@ -248,6 +248,79 @@ pub struct Endpoint {
     pub description: String,
 }
 
+/// `expectation.missed`, `expectation.met`: a watch broke what it was expected to do (change by
+/// a deadline, or keep its values within conditions), or does it again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = PayloadExpectationEvent)]
+pub struct ExpectationEvent {
+    /// `evt_...`.
+    pub event_id: String,
+    /// The watch.
+    pub watch: Watch,
+    /// What was expected and how it went.
+    pub expectation: Expectation,
+}
+
+/// A watch's expectation, as an expectation event tells it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = PayloadExpectation)]
+pub struct Expectation {
+    /// `change` (the page must change by a deadline) or `values` (its values must meet
+    /// conditions).
+    pub kind: String,
+    /// What is expected, in words ("a change within 7 days", "price below 50").
+    pub rule: String,
+    /// Whether the expectation holds now (`false` on `expectation.missed`).
+    pub holds: bool,
+    /// For `change`: the deadline that passed (on `.missed`) or the next one (on `.met`), RFC
+    /// 3339 in UTC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<String>,
+    /// For `change`: when the page last changed before this event, RFC 3339 in UTC (absent when
+    /// it has not changed since its first check).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_change: Option<String>,
+    /// Why, one sentence per deciding rule.
+    #[serde(default)]
+    pub reasons: Vec<String>,
+    /// The snapshot the event was decided on, when a check decided it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<String>,
+}
+
+/// `digest`: the events an endpoint gathered over one period, sent as one message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = PayloadDigest)]
+pub struct Digest {
+    /// `evt_...` (the digest's own id).
+    pub event_id: String,
+    /// The endpoint that gathers.
+    pub endpoint: Endpoint,
+    /// The period the digest covers.
+    pub period: Period,
+    /// How many events the period gathered.
+    pub count: usize,
+    /// The gathered events, oldest first, each the body it would have had alone (`type`,
+    /// `timestamp`, `data`). At most a digest's cap; `omitted` counts the rest.
+    #[schema(value_type = Vec<Object>)]
+    pub events: Vec<serde_json::Value>,
+    /// Events gathered but left out of `events` (the newest beyond the cap).
+    pub omitted: usize,
+    /// A language model's summary of the period, when the account has a model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+}
+
+/// The period a digest covers: after `start`, up to and including `end`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = PayloadPeriod)]
+pub struct Period {
+    /// Its start, RFC 3339 in UTC.
+    pub start: String,
+    /// Its end, RFC 3339 in UTC.
+    pub end: String,
+}
+
 /// A stored payload, read back by its type.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Payload {
@@ -259,6 +332,10 @@ pub enum Payload {
     Endpoint(Envelope<EndpointEvent>),
     /// `condition.met` or `condition.cleared`.
     Condition(Envelope<ConditionEvent>),
+    /// `expectation.missed` or `expectation.met`.
+    Expectation(Envelope<ExpectationEvent>),
+    /// `digest`.
+    Digest(Envelope<Digest>),
 }
 
 impl Payload {
@@ -279,6 +356,10 @@ impl Payload {
             EventType::ConditionMet | EventType::ConditionCleared => {
                 Payload::Condition(serde_json::from_str(body).ok()?)
             }
+            EventType::ExpectationMissed | EventType::ExpectationMet => {
+                Payload::Expectation(serde_json::from_str(body).ok()?)
+            }
+            EventType::Digest => Payload::Digest(serde_json::from_str(body).ok()?),
         })
     }
 }

@@ -92,7 +92,7 @@ pub fn slack_message(payload: &str) -> String {
             slack_text(&text)
         }
         Some(v1::Payload::Condition(event)) => slack_text(&condition_sentence(event.event_type, &event.data)),
-        None => slack_text("driftwatch event"),
+        Some(v1::Payload::Expectation(_) | v1::Payload::Digest(_)) | None => slack_text("driftwatch event"),
     };
     message.to_string()
 }

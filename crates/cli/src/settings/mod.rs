@@ -300,6 +300,13 @@ pub struct Settings {
     #[arg(long, env = "DRIFTWATCH_NODE_ID")]
     pub node_id: Option<String>,
 
+    /// A file holding an offset added to the wall clock (`+26h`, `-5m`, `0`), read again as it
+    /// changes: for rehearsing schedules of days (digests, quiet hours, expectations) in
+    /// seconds, and for tests. Every node given the same file keeps the same time. Never set it
+    /// in production.
+    #[arg(long, env = "DRIFTWATCH_CLOCK_FILE")]
+    pub clock_file: Option<std::path::PathBuf>,
+
     /// Bearer token that `/metrics` asks for (unset: `/metrics` is open to whoever reaches it).
     #[arg(long, env = "DRIFTWATCH_METRICS_TOKEN", hide_env_values = true)]
     pub metrics_token: Option<String>,

@@ -49,6 +49,10 @@ pub struct Delivery {
     pub next_trigger: String,
     /// Set when retention removed the body.
     pub body_purged_at: Option<NaiveDateTime>,
+    /// Why a pending delivery waits past when it was due (`quiet_hours`).
+    pub held: Option<String>,
+    /// The digest's delivery a `digested` one went out in.
+    pub digest_id: Option<String>,
 }
 
 /// A new outbox row, body included.
@@ -87,6 +91,8 @@ pub struct NewDelivery {
     pub last_error: Option<String>,
     /// Set when it is dead from the start.
     pub finished_at: Option<NaiveDateTime>,
+    /// Why it waits past `created_at` (`quiet_hours`).
+    pub held: Option<String>,
 }
 
 /// One HTTP attempt of a delivery.

@@ -68,6 +68,15 @@ pub struct Endpoint {
     /// The real URL when it is a credential (a chat webhook's URL carries its key), sealed
     /// like `secrets`; `url` then holds it masked. `None` when `url` is the real one.
     pub url_secret: Option<String>,
+    /// How events go out: `None` at once, else a JSON `driftwatch_core::DeliveryMode` (a
+    /// digest per period, with the event types that still go at once).
+    pub delivery: Option<String>,
+    /// Quiet hours (a JSON `driftwatch_core::QuietHours`); `None` follows the account's.
+    pub quiet_hours: Option<String>,
+    /// The end of the open digest period (`None` unless it gathers): when its digest is due.
+    pub digest_due_at: Option<NaiveDateTime>,
+    /// The start of the open digest period.
+    pub digest_since: Option<NaiveDateTime>,
 }
 
 /// An endpoint's circuit breaker at a given moment.
@@ -155,6 +164,10 @@ impl Endpoint {
             route_tags: None,
             route_watches: None,
             url_secret: None,
+            delivery: None,
+            quiet_hours: None,
+            digest_due_at: None,
+            digest_since: None,
         }
     }
 }

@@ -55,6 +55,22 @@ fn about(event_type: EventType) -> (&'static str, &'static str) {
             "An endpoint was disabled automatically (410 Gone, or failing for too long), with the reason.",
         ),
         EventType::EndpointTest => ("PayloadEndpointEvent", "A test event, sent on request to one endpoint."),
+        EventType::ExpectationMissed => (
+            "PayloadExpectationEvent",
+            "A watch did not do what it was expected to: it did not change by its deadline \
+             (`options.expect.change_within` or a cron deadline), or its values broke the conditions \
+             they must keep. Sent once; `expectation.met` follows when it holds again.",
+        ),
+        EventType::ExpectationMet => (
+            "PayloadExpectationEvent",
+            "A watch whose expectation was missed changed again, or its values meet their conditions again.",
+        ),
+        EventType::Digest => (
+            "PayloadDigest",
+            "The events an endpoint in digest mode gathered over one period (its `delivery.cron` or \
+             `delivery.every`), oldest first, each as the body it would have had alone. One per \
+             endpoint and period; an empty period sends nothing unless `delivery.send_empty`.",
+        ),
     }
 }
 
@@ -69,6 +85,8 @@ fn payload_schemas() -> Vec<(String, RefOr<Schema>)> {
     with::<v1::ConditionEvent>(&mut schemas);
     with::<v1::CheckEvent>(&mut schemas);
     with::<v1::EndpointEvent>(&mut schemas);
+    with::<v1::ExpectationEvent>(&mut schemas);
+    with::<v1::Digest>(&mut schemas);
     schemas
 }
 

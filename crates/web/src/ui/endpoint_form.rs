@@ -23,10 +23,12 @@ use super::session::{Post, Viewer};
 use crate::AppState;
 
 /// Event types an endpoint can subscribe to (a test event always arrives).
-const SUBSCRIBABLE: [EventType; 8] = [
+const SUBSCRIBABLE: [EventType; 10] = [
     EventType::ChangeDetected,
     EventType::ConditionMet,
     EventType::ConditionCleared,
+    EventType::ExpectationMissed,
+    EventType::ExpectationMet,
     EventType::CheckFailed,
     EventType::SelectorMissing,
     EventType::ValueMissing,
