@@ -133,6 +133,48 @@ pub fn endpoint_payload(
     body(event_type, at, data)
 }
 
+/// Most bytes of gathered bodies a digest carries; the rest are counted in `omitted`.
+pub const DIGEST_MAX_BYTES: usize = 1 << 20;
+
+/// The JSON body of a `digest` ([`v1::Digest`]) for `endpoint`, covering `since` to `until`:
+/// `count` events gathered, of which `events` (their stored bodies, oldest first) are carried
+/// while they fit in [`DIGEST_MAX_BYTES`]; the rest, and any body this crate cannot read, are
+/// counted as omitted.
+pub fn digest_payload(
+    event_id: &str,
+    endpoint: EndpointRef<'_>,
+    (since, until): (DateTime<Utc>, DateTime<Utc>),
+    count: usize,
+    events: &[&str],
+    at: DateTime<Utc>,
+) -> String {
+    let mut carried = Vec::new();
+    let mut bytes = 0;
+    for stored in events {
+        let Ok(body) = serde_json::from_str::<serde_json::Value>(stored) else { continue };
+        if bytes + stored.len() > DIGEST_MAX_BYTES {
+            break;
+        }
+        bytes += stored.len();
+        carried.push(body);
+    }
+    let stamp = |t: DateTime<Utc>| t.to_rfc3339_opts(SecondsFormat::Millis, true);
+    let data = v1::Digest {
+        event_id: event_id.to_owned(),
+        endpoint: v1::Endpoint {
+            id: endpoint.id.to_owned(),
+            url: endpoint.url.to_owned(),
+            description: endpoint.description.to_owned(),
+        },
+        period: v1::Period { start: stamp(since), end: stamp(until) },
+        count,
+        omitted: count.saturating_sub(carried.len()),
+        events: carried,
+        summary: None,
+    };
+    body(EventType::Digest, at, data)
+}
+
 /// What a health event says about the check that changed the watch's health.
 #[derive(Debug, Clone, Copy)]
 pub struct CheckRef<'a> {

@@ -20,18 +20,22 @@ pub const DEFAULT_URGENT: [EventType; 3] =
 
 /// How an endpoint's events go out: `{"mode": "digest", "cron": "0 8 * * *", "time_zone":
 /// "Europe/Berlin"}` (or `"every": "1d"`), as stored in `endpoints.delivery` and taken by the API.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DeliveryMode {
     /// `immediate` (each event at once) or `digest`.
     pub mode: Mode,
-    /// For a digest: when each period ends, a cron expression read in `time_zone`.
+    /// For a digest: when each period ends, a cron expression read in `time_zone` (five
+    /// fields, or six with seconds; periods of 15 minutes to 31 days).
+    #[schema(max_length = 200)]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cron: Option<String>,
-    /// For a digest: the length of each period instead (`12h`, `1d`, `7d`).
+    /// For a digest: the length of each period instead (`12h`, `1d`, `7d`; 15m to 31d).
+    #[schema(max_length = 40)]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub every: Option<String>,
     /// The IANA zone `cron` is read in (UTC when unset).
+    #[schema(max_length = 64)]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_zone: Option<String>,
     /// Event types that skip the digest and go at once (default: `condition.met`,
@@ -44,8 +48,9 @@ pub struct DeliveryMode {
 }
 
 /// [`DeliveryMode::mode`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
+#[schema(as = DeliveryModeKind)]
 pub enum Mode {
     /// Each event at once.
     Immediate,
@@ -147,6 +152,23 @@ impl DeliveryMode {
     }
 }
 
+impl DeliveryMode {
+    /// Whether an event of `event_type` waits for the digest (a digest's own events and test
+    /// events never do; nor do the urgent types). Reads the stored mode without re-checking it.
+    pub fn gathers(&self, event_type: &str) -> bool {
+        if self.mode != Mode::Digest {
+            return false;
+        }
+        match event_type.parse::<EventType>() {
+            Ok(EventType::Digest | EventType::EndpointTest) | Err(_) => false,
+            Ok(t) => match &self.urgent {
+                None => !DEFAULT_URGENT.contains(&t),
+                Some(names) => !names.iter().any(|n| n == t.as_str()),
+            },
+        }
+    }
+}
+
 impl DigestPeriod {
     /// The first end of a period strictly after `after`; `None` when a cron expression never
     /// fires again.
@@ -207,18 +229,21 @@ impl Digesting {
 /// Quiet hours: `{"from": "22:00", "to": "07:00", "days": ["mon", "tue", "wed", "thu", "fri"],
 /// "time_zone": "Europe/Berlin"}`. A window starts at `from` on each of `days` and ends at the
 /// next `to` (the next morning when `to` is earlier than `from`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct QuietHours {
     /// When a window starts, `HH:MM`.
+    #[schema(max_length = 5)]
     pub from: String,
     /// When it ends, `HH:MM`.
+    #[schema(max_length = 5)]
     pub to: String,
     /// The days a window starts on (`mon` … `sun`, or `weekdays`, `weekends`); every day when
     /// unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub days: Option<Vec<String>>,
     /// The IANA zone the times are read in (UTC when unset).
+    #[schema(max_length = 64)]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_zone: Option<String>,
 }

@@ -170,7 +170,7 @@ struct Prepared {
 impl Prepared {
     /// `None` when the job carries no lease (nothing may be sent without one).
     fn new(job: Job, trigger: AttemptTrigger) -> Option<Prepared> {
-        let Job { delivery, body, endpoint } = job;
+        let Job { delivery, body, endpoint, .. } = job;
         let owner = delivery.lease_owner.clone()?;
         // A redelivery asked for by a person stays manual whoever picks it up.
         let trigger =

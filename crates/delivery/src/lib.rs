@@ -8,6 +8,7 @@
 
 mod attempt;
 mod config;
+mod digests;
 mod load;
 mod policy;
 mod recoveries;

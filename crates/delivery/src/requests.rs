@@ -108,6 +108,12 @@ pub enum RedeliverError {
     /// The body was removed by retention.
     #[error("the delivery's body was purged by retention")]
     Purged,
+    /// It waits for its endpoint's digest, or went out in one.
+    #[error("{}", match .0 {
+        Some(digest) => format!("this event went out in its endpoint's digest {digest}; redeliver that"),
+        None => "this event waits for its endpoint's next digest".to_owned(),
+    })]
+    InDigest(Option<String>),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -133,6 +139,7 @@ impl DeliveryWorker {
             Redelivery::Busy => return Err(RedeliverError::Busy),
             Redelivery::EndpointDisabled => return Err(RedeliverError::EndpointDisabled),
             Redelivery::Purged => return Err(RedeliverError::Purged),
+            Redelivery::InDigest(digest) => return Err(RedeliverError::InDigest(digest)),
             Redelivery::Claimed(job) => *job,
         };
         // A task of its own: if the HTTP caller goes away, the attempt still completes and is

@@ -125,6 +125,7 @@ impl DeliveryWorker {
         let inner = &self.inner;
         let tracker = TaskTracker::new();
         tracker.spawn(self.clone().run_recoveries(shutdown.clone()));
+        tracker.spawn(self.clone().run_digests(shutdown.clone()));
         tracing::info!(node = %inner.config.node_id, concurrency = inner.config.concurrency, "delivery worker started");
         let concurrency = inner.config.concurrency.max(1) as i64;
         // Claim in batches: waiting for a quarter of the slots to free up costs little latency
@@ -168,6 +169,7 @@ impl DeliveryWorker {
         let owner = format!("{}:{}", self.inner.config.node_id, new_id(IdKind::Delivery));
         let (jobs, paced) = self.claim(&owner, wanted).await?;
         let claimed = (jobs.len() + paced.len()) as i64;
+        let (jobs, paced) = self.hold_quiet(jobs, paced, &owner).await?;
         let (mut dispatched, give_back) = self.dispatch(jobs, tracker).await;
         dispatched += self.dispatch_paced(paced, tracker).await;
         self.give_back(give_back, owner).await?;
@@ -259,6 +261,43 @@ impl DeliveryWorker {
             });
         }
         (dispatched, give_back)
+    }
+
+    /// Gives back, to wait until their quiet hours end, the claimed deliveries that fell due in
+    /// them (retries and redeliveries of held ones included); returns the rest.
+    async fn hold_quiet(
+        &self,
+        jobs: Vec<Job>,
+        paced: Vec<PacedJob>,
+        owner: &str,
+    ) -> Result<(Vec<Job>, Vec<PacedJob>), StoreError> {
+        if jobs.iter().all(|j| j.quiet_hours.is_none()) && paced.iter().all(|p| p.job.quiet_hours.is_none()) {
+            return Ok((jobs, paced));
+        }
+        let now = self.now();
+        let mut held: Vec<(String, NaiveDateTime)> = Vec::new();
+        let mut keep = |job: &Job| match crate::digests::quiet_until(job.quiet_hours.as_deref(), now) {
+            Some(until) => {
+                held.push((job.delivery.id.clone(), until));
+                false
+            }
+            None => true,
+        };
+        let jobs: Vec<Job> = jobs.into_iter().filter(|j| keep(j)).collect();
+        let paced: Vec<PacedJob> = paced.into_iter().filter(|p| keep(&p.job)).collect();
+        if !held.is_empty() {
+            let owner = owner.to_owned();
+            self.inner
+                .store
+                .write(move |c| {
+                    for (id, until) in &held {
+                        deliveries::hold(c, std::slice::from_ref(id), &owner, *until, driftwatch_core::HELD_QUIET_HOURS)?;
+                    }
+                    Ok(())
+                })
+                .await?;
+        }
+        Ok((jobs, paced))
     }
 
     /// Sends the limited claim's deliveries, each at its planned send time; returns how many.

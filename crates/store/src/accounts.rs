@@ -133,3 +133,14 @@ pub fn revoke_token(conn: &mut DbConn, account_id: &str, id: &str, now: NaiveDat
         .get_result(conn)?;
     Ok(exists == 1)
 }
+
+/// The account's quiet hours (JSON), which hold the deliveries of its endpoints that set none.
+pub fn quiet_hours(conn: &mut DbConn, account_id: &str) -> StoreResult<Option<String>> {
+    Ok(accounts::table.find(account_id).select(accounts::quiet_hours).first::<Option<String>>(conn).optional()?.flatten())
+}
+
+/// Sets (or with `None` removes) the account's quiet hours.
+pub fn set_quiet_hours(conn: &mut DbConn, account_id: &str, quiet_hours: Option<&str>) -> StoreResult<()> {
+    diesel::update(accounts::table.find(account_id)).set(accounts::quiet_hours.eq(quiet_hours)).execute(conn)?;
+    Ok(())
+}

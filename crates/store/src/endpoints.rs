@@ -280,6 +280,14 @@ pub struct EndpointChanges {
     pub route_tags: Option<Option<String>>,
     /// New routed watches (`Some(None)`: not by watch).
     pub route_watches: Option<Option<String>>,
+    /// New delivery mode JSON (`Some(None)`: at once).
+    pub delivery: Option<Option<String>>,
+    /// New quiet hours JSON (`Some(None)`: the account's).
+    pub quiet_hours: Option<Option<String>>,
+    /// New end of the open digest period (`Some(None)`: it gathers no more).
+    pub digest_due_at: Option<Option<NaiveDateTime>>,
+    /// New start of the open digest period.
+    pub digest_since: Option<Option<NaiveDateTime>>,
     /// Now.
     pub updated_at: Option<NaiveDateTime>,
 }

@@ -17,6 +17,7 @@ pub mod backup;
 pub mod batch;
 pub mod checks;
 pub mod deliveries;
+pub mod digests;
 pub mod endpoints;
 pub mod events;
 pub mod idempotency;

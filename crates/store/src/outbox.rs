@@ -4,10 +4,10 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use std::collections::HashMap;
 
-use driftwatch_core::{DeliveryStatus, IdKind, new_id};
+use driftwatch_core::{DeliveryMode, DeliveryStatus, HELD_QUIET_HOURS, IdKind, QuietHours, new_id};
 
 use crate::render::Render;
-use crate::schema::{deliveries, endpoints, events, watches};
+use crate::schema::{accounts, deliveries, endpoints, events, watches};
 use crate::{DbConn, Event, NewDelivery, StoreResult};
 
 /// Which endpoints of the event's account receive it.
@@ -34,9 +34,25 @@ struct Recipient {
     body_template: Option<String>,
     route_tags: Option<String>,
     route_watches: Option<String>,
+    delivery: Option<String>,
+    quiet_hours: Option<String>,
+    account_quiet_hours: Option<String>,
 }
 
 impl Recipient {
+    /// Whether an event of `event_type` waits for this endpoint's digest.
+    fn gathers(&self, event_type: &str) -> bool {
+        self.delivery.as_deref().and_then(|json| DeliveryMode::parse(json).ok()).is_some_and(|m| m.gathers(event_type))
+    }
+
+    /// When quiet hours (the endpoint's, else its account's) release a delivery queued at
+    /// `now`; `None` when they do not hold it.
+    fn quiet_until(&self, now: NaiveDateTime) -> Option<NaiveDateTime> {
+        let json = self.quiet_hours.as_deref().or(self.account_quiet_hours.as_deref())?;
+        let quiet = QuietHours::parse(json).ok()?.check().ok()?;
+        quiet.release(now.and_utc()).map(|at| at.naive_utc())
+    }
+
     /// Whether an event of `event_type` about `watch` (none for endpoint events) goes here.
     fn takes(&self, event_type: &str, watch: Option<(&str, &WatchRoute)>) -> bool {
         crate::models::receives(self.event_types.as_deref(), event_type)
@@ -70,6 +86,9 @@ fn recipient_columns() -> _ {
         endpoints::body_template,
         endpoints::route_tags,
         endpoints::route_watches,
+        endpoints::delivery,
+        endpoints::quiet_hours,
+        accounts::quiet_hours,
     )
 }
 
@@ -144,6 +163,7 @@ fn delivery_rows(
     now: NaiveDateTime,
 ) -> StoreResult<Vec<NewDelivery>> {
     let mut query = endpoints::table
+        .inner_join(accounts::table)
         .filter(endpoints::account_id.eq(&event.account_id))
         .select(recipient_columns())
         .order(endpoints::id.asc())
@@ -165,9 +185,11 @@ fn delivery_rows(
         recipients.retain(|r| r.takes(&event.event_type, watch.as_ref().map(|(id, w)| (*id, w))));
     }
     let tags = watch.as_ref().map_or("", |(_, w)| w.tags.as_str());
+    // An endpoint named on purpose (a test event, a digest) gets it at once.
+    let may_gather = !matches!(target, Target::One(_));
     Ok(recipients
         .iter()
-        .map(|r| delivery_row(render, event, r, r.max_attempts.unwrap_or(default_max_attempts), tags, now))
+        .map(|r| delivery_row(render, event, r, r.max_attempts.unwrap_or(default_max_attempts), tags, may_gather, now))
         .collect())
 }
 
@@ -199,6 +221,7 @@ pub fn enqueue_many<'a>(
         }
         if !by_account.contains_key(event.account_id.as_str()) {
             let recipients: Vec<Recipient> = endpoints::table
+                .inner_join(accounts::table)
                 .filter(endpoints::account_id.eq(&event.account_id))
                 .filter(endpoints::enabled.eq(true))
                 .select(recipient_columns())
@@ -212,7 +235,9 @@ pub fn enqueue_many<'a>(
             by_account[event.account_id.as_str()]
                 .iter()
                 .filter(|r| r.takes(&event.event_type, watch.as_ref().map(|(id, w)| (*id, w))))
-                .map(|r| delivery_row(render, event, r, r.max_attempts.unwrap_or(default_max_attempts), tags, now)),
+                .map(|r| {
+                    delivery_row(render, event, r, r.max_attempts.unwrap_or(default_max_attempts), tags, true, now)
+                }),
         );
         queued.insert(event.id.as_str(), deliveries_rows.len() - before);
     }
@@ -221,15 +246,25 @@ pub fn enqueue_many<'a>(
 }
 
 /// The queued delivery of `event` to `to`, its body rendered for it. A body that cannot be
-/// rendered (a template failing on this event) is dead-lettered at once with the reason.
+/// rendered (a template failing on this event) is dead-lettered at once with the reason. For an
+/// endpoint in digest mode (when `may_gather`) a gathered type waits, without a body, for the
+/// digest; quiet hours hold the rest until they end.
 fn delivery_row(
     render: &dyn Render,
     event: &Event,
     to: &Recipient,
     max_attempts: i32,
     tags: &str,
+    may_gather: bool,
     now: NaiveDateTime,
 ) -> NewDelivery {
+    if may_gather && to.gathers(&event.event_type) {
+        return NewDelivery {
+            body: Vec::new(),
+            status: DeliveryStatus::Gathering.as_str().to_owned(),
+            ..new_delivery(event, to, max_attempts, now)
+        };
+    }
     let (body, status, last_error, finished_at) = match render.body(
         &to.as_render(),
         crate::render::EventRef { id: &event.id, event_type: &event.event_type, payload: &event.payload },
@@ -241,6 +276,20 @@ fn delivery_row(
             (Vec::new(), DeliveryStatus::Dead, Some(format!("template: {reason}")), Some(now))
         }
     };
+    let held = if status == DeliveryStatus::Queued { to.quiet_until(now) } else { None };
+    NewDelivery {
+        body,
+        status: status.as_str().to_owned(),
+        last_error,
+        finished_at,
+        next_attempt_at: held.unwrap_or(now),
+        held: held.map(|_| HELD_QUIET_HOURS.to_owned()),
+        ..new_delivery(event, to, max_attempts, now)
+    }
+}
+
+/// A queued delivery of `event` to `to`, due `now`, with no body yet.
+fn new_delivery(event: &Event, to: &Recipient, max_attempts: i32, now: NaiveDateTime) -> NewDelivery {
     NewDelivery {
         id: new_id(IdKind::Delivery),
         account_id: event.account_id.clone(),
@@ -248,16 +297,16 @@ fn delivery_row(
         endpoint_id: to.id.clone(),
         watch_id: event.watch_id.clone(),
         event_type: event.event_type.clone(),
-        body,
-        status: status.as_str().to_owned(),
+        body: Vec::new(),
+        status: DeliveryStatus::Queued.as_str().to_owned(),
         attempts: 0,
         max_attempts: max_attempts.max(1),
         next_attempt_at: now,
         created_at: now,
         updated_at: now,
         limited: to.limited,
-        last_error,
-        finished_at,
+        last_error: None,
+        finished_at: None,
         held: None,
     }
 }
@@ -335,6 +384,7 @@ fn enqueue_all_for_endpoints(
     ids.sort_unstable();
     ids.dedup();
     let targets: HashMap<String, (String, Recipient)> = endpoints::table
+        .inner_join(accounts::table)
         .filter(endpoints::id.eq_any(&ids))
         .select((endpoints::account_id, recipient_columns()))
         .load::<(String, Recipient)>(conn)?
@@ -348,7 +398,7 @@ fn enqueue_all_for_endpoints(
             let (account, to) = targets.get(&i.endpoint_id)?;
             let tags = i.event.watch_id.as_ref().and_then(|id| routes.get(id)).map_or("", |w| w.tags.as_str());
             (*account == i.event.account_id).then(|| {
-                delivery_row(render, &i.event, to, to.max_attempts.unwrap_or(i.default_max_attempts), tags, i.now)
+                delivery_row(render, &i.event, to, to.max_attempts.unwrap_or(i.default_max_attempts), tags, false, i.now)
             })
         })
         .collect();

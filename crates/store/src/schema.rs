@@ -366,6 +366,7 @@ diesel::joinable!(snapshots -> watches (watch_id));
 diesel::joinable!(runs -> watches (watch_id));
 diesel::joinable!(endpoints -> accounts (account_id));
 diesel::joinable!(deliveries -> endpoints (endpoint_id));
+diesel::joinable!(deliveries -> events (event_id));
 diesel::joinable!(delivery_attempts -> deliveries (delivery_id));
 
 diesel::allow_tables_to_appear_in_same_query!(

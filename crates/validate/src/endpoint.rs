@@ -73,6 +73,10 @@ pub struct EndpointInput {
     pub channel: ChannelInput,
     /// Which watches' events it receives; all when absent.
     pub route: Option<RouteInput>,
+    /// At once (absent) or a digest per period.
+    pub delivery: Option<driftwatch_core::DeliveryMode>,
+    /// Its quiet hours; the account's when absent.
+    pub quiet_hours: Option<driftwatch_core::QuietHours>,
 }
 
 /// What an endpoint's kind needs beyond its URL.
@@ -275,7 +279,10 @@ pub fn new_endpoint(
     let rate_limit_per_second = errors.take(in_range("rate_limit_per_second", input.rate_limit_per_second, 1..=10_000));
     let max_in_flight = errors.take(in_range("max_in_flight", input.max_in_flight, 1..=1_000));
     let event_types = errors.take(valid_event_types(input.event_types));
+    let delivery = errors.take(crate::valid_delivery(input.delivery, None, now));
+    let quiet_hours = errors.take(crate::valid_quiet_hours(input.quiet_hours));
     errors.finish()?;
+    let delivery = delivery.ok_or_else(|| Invalid(vec![FieldError::new("delivery", "invalid")]))?;
     let invalid = || Invalid(vec![FieldError::new("url", "invalid")]);
     let channel = channel.ok_or_else(invalid)?;
     let (route_tags, route_watches) = route.ok_or_else(invalid)?;
@@ -298,6 +305,10 @@ pub fn new_endpoint(
         rate_limit_per_second: rate_limit_per_second.ok_or_else(invalid)?,
         max_in_flight: max_in_flight.ok_or_else(invalid)?,
         event_types: event_types.ok_or_else(invalid)?,
+        quiet_hours: quiet_hours.ok_or_else(invalid)?,
+        delivery: delivery.delivery,
+        digest_due_at: delivery.digest_due_at,
+        digest_since: delivery.digest_since,
         ..base
     })
 }
@@ -340,6 +351,10 @@ pub struct EndpointPatch {
     pub body_template: Option<Option<String>>,
     /// A new route (`Some(None)`: every watch).
     pub route: Option<Option<RouteInput>>,
+    /// A new delivery mode (`Some(None)`: at once).
+    pub delivery: Option<Option<driftwatch_core::DeliveryMode>>,
+    /// New quiet hours (`Some(None)`: the account's).
+    pub quiet_hours: Option<Option<driftwatch_core::QuietHours>>,
 }
 
 /// What a change is checked against: the endpoint as it is, its secrets opened.
@@ -443,6 +458,16 @@ pub fn endpoint_changes(
     }
     if let Some(types) = patch.event_types {
         changes.event_types = errors.take(valid_event_types(types));
+    }
+    if let Some(mode) = patch.delivery
+        && let Some(d) = errors.take(crate::valid_delivery(mode, Some(current.endpoint), now))
+    {
+        changes.delivery = Some(d.delivery);
+        changes.digest_due_at = Some(d.digest_due_at);
+        changes.digest_since = Some(d.digest_since);
+    }
+    if let Some(quiet) = patch.quiet_hours {
+        changes.quiet_hours = errors.take(crate::valid_quiet_hours(quiet));
     }
     errors.finish()?;
     Ok(changes)

@@ -7,6 +7,7 @@
 //! `options.rules.masks[0]`, ...); a create or update reports every invalid field at once in
 //! [`Invalid`], in the order of the fields.
 
+mod delivery_time;
 mod endpoint;
 mod model;
 mod names;
@@ -20,6 +21,7 @@ pub use endpoint::{
     Channel, ChannelInput, Current, EndpointInput, EndpointPatch, RouteInput, endpoint_changes, from_apprise,
     may_rotate_secret, new_endpoint, valid_channel, valid_route,
 };
+pub use delivery_time::{Delivery, valid_delivery, valid_quiet_hours};
 pub use model::{ModelInput, ValidModel, account_model};
 pub use names::{SECRET_NAME_RULE, named_proxies, secret_name_ok, valid_proxy_value};
 pub use portable::{PortableWatch, from_watch};

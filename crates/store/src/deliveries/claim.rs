@@ -71,7 +71,7 @@ pub fn claim_due(
 ///
 /// The due ids are gathered once (`ARRAY(…)`, an init plan) and then updated through the
 /// primary key, so the planner cannot pick a hash join over the whole outbox for the update.
-pub(super) const CLAIM_PG: &str = "UPDATE deliveries SET lease_owner = $1, lease_until = $2 WHERE id = ANY(ARRAY(\
+pub(super) const CLAIM_PG: &str = "UPDATE deliveries SET lease_owner = $1, lease_until = $2, held = NULL WHERE id = ANY(ARRAY(\
     SELECT id FROM deliveries \
     WHERE status IN ('queued', 'failed') AND next_attempt_at <= $3 \
     AND (lease_until IS NULL OR lease_until < $3) AND body_purged_at IS NULL \
@@ -82,7 +82,7 @@ pub(super) const CLAIM_PG: &str = "UPDATE deliveries SET lease_owner = $1, lease
 /// The claim on SQLite, with the same parameters (`$5` a JSON array). SQLite has one writer at
 /// a time, so the single statement is already exclusive; without statistics its planner would
 /// rather sort every pending row than walk the due index, so the index is named.
-pub(super) const CLAIM_SQLITE: &str = "UPDATE deliveries SET lease_owner = ?1, lease_until = ?2 WHERE id IN (\
+pub(super) const CLAIM_SQLITE: &str = "UPDATE deliveries SET lease_owner = ?1, lease_until = ?2, held = NULL WHERE id IN (\
     SELECT id FROM deliveries INDEXED BY deliveries_due \
     WHERE status IN ('queued', 'failed') AND next_attempt_at <= ?3 \
     AND (lease_until IS NULL OR lease_until < ?3) AND body_purged_at IS NULL \
@@ -104,6 +104,19 @@ pub fn release(
         Some(at) => diesel::update(target).set((cleared, deliveries::next_attempt_at.eq(at))).execute(conn)?,
         None => diesel::update(target).set(cleared).execute(conn)?,
     })
+}
+
+/// Gives claimed deliveries back to wait until `until`, saying why (`held`: quiet hours). Only
+/// the lease holder can.
+pub fn hold(conn: &mut DbConn, ids: &[String], owner: &str, until: NaiveDateTime, why: &str) -> StoreResult<usize> {
+    Ok(diesel::update(deliveries::table.filter(deliveries::id.eq_any(ids)).filter(deliveries::lease_owner.eq(owner)))
+        .set((
+            deliveries::lease_owner.eq(None::<String>),
+            deliveries::lease_until.eq(None::<NaiveDateTime>),
+            deliveries::next_attempt_at.eq(until),
+            deliveries::held.eq(why),
+        ))
+        .execute(conn)?)
 }
 
 /// When the worker next has something to do: the earliest due time of an unleased pending

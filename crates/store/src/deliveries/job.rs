@@ -4,8 +4,7 @@ use std::collections::HashMap;
 
 use diesel::prelude::*;
 
-use crate::endpoints::endpoints_by_ids;
-use crate::schema::deliveries;
+use crate::schema::{accounts, deliveries, endpoints};
 use crate::{DbConn, Delivery, Endpoint, StoreResult};
 
 /// A claimed delivery with what it takes to send it.
@@ -17,6 +16,8 @@ pub struct Job {
     pub body: Vec<u8>,
     /// Where to.
     pub endpoint: Endpoint,
+    /// The quiet hours that hold it (the endpoint's, else its account's), as stored JSON.
+    pub quiet_hours: Option<String>,
 }
 
 /// A claimed outbox row as `UPDATE … RETURNING *` gives it.
@@ -43,13 +44,21 @@ pub(super) fn with_endpoints(conn: &mut DbConn, rows: Vec<(Delivery, Vec<u8>)>) 
     let mut endpoint_ids: Vec<String> = rows.iter().map(|(d, _)| d.endpoint_id.clone()).collect();
     endpoint_ids.sort();
     endpoint_ids.dedup();
-    let endpoints: HashMap<String, Endpoint> =
-        endpoints_by_ids(conn, &endpoint_ids)?.into_iter().map(|e| (e.id.clone(), e)).collect();
+    // The account's quiet hours ride the same query: they apply where the endpoint has none.
+    let endpoints: HashMap<String, (Endpoint, Option<String>)> = endpoints::table
+        .inner_join(accounts::table)
+        .filter(endpoints::id.eq_any(&endpoint_ids))
+        .select((Endpoint::as_select(), accounts::quiet_hours))
+        .load::<(Endpoint, Option<String>)>(conn)?
+        .into_iter()
+        .map(|(e, account_quiet)| (e.id.clone(), (e, account_quiet)))
+        .collect();
     Ok(rows
         .into_iter()
         .filter_map(|(delivery, body)| {
-            let endpoint = endpoints.get(&delivery.endpoint_id)?.clone();
-            Some(Job { delivery, body, endpoint })
+            let (endpoint, account_quiet) = endpoints.get(&delivery.endpoint_id)?;
+            let quiet_hours = endpoint.quiet_hours.clone().or_else(|| account_quiet.clone());
+            Some(Job { delivery, body, endpoint: endpoint.clone(), quiet_hours })
         })
         .collect())
 }

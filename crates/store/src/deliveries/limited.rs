@@ -254,14 +254,14 @@ fn claim_endpoint(
 /// One endpoint's claim (`$5`), through `deliveries_endpoint_due`. On PostgreSQL the ids are
 /// gathered first (`= ANY(ARRAY(…))`, locked `SKIP LOCKED`) and updated by key, as in the outbox
 /// claim: `IN (…)` may become a semi-join that reads the endpoint's whole backlog.
-pub(super) const CLAIM_ENDPOINT_PG: &str = "UPDATE deliveries SET lease_owner = $1, lease_until = $2 WHERE id = ANY(ARRAY(\
+pub(super) const CLAIM_ENDPOINT_PG: &str = "UPDATE deliveries SET lease_owner = $1, lease_until = $2, held = NULL WHERE id = ANY(ARRAY(\
     SELECT id FROM deliveries \
     WHERE endpoint_id = $5 AND status IN ('queued', 'failed') AND limited = TRUE AND next_attempt_at <= $3 \
     AND (lease_until IS NULL OR lease_until < $3) AND body_purged_at IS NULL \
     ORDER BY next_attempt_at, id LIMIT $4 FOR NO KEY UPDATE SKIP LOCKED)) RETURNING *";
 
 /// [`CLAIM_ENDPOINT_PG`] for SQLite, whose single writer needs no row locks.
-pub(super) const CLAIM_ENDPOINT_SQLITE: &str = "UPDATE deliveries SET lease_owner = ?1, lease_until = ?2 WHERE id IN (\
+pub(super) const CLAIM_ENDPOINT_SQLITE: &str = "UPDATE deliveries SET lease_owner = ?1, lease_until = ?2, held = NULL WHERE id IN (\
     SELECT id FROM deliveries INDEXED BY deliveries_endpoint_due \
     WHERE endpoint_id = ?5 AND status IN ('queued', 'failed') AND limited = TRUE AND next_attempt_at <= ?3 \
     AND (lease_until IS NULL OR lease_until < ?3) AND body_purged_at IS NULL \

@@ -21,6 +21,9 @@ pub enum Redelivery {
     EndpointDisabled,
     /// Retention removed its body.
     Purged,
+    /// It waits for its endpoint's digest, or went out in one (that digest's delivery): it has
+    /// no body of its own.
+    InDigest(Option<String>),
     /// Leased to the caller, to be attempted now.
     Claimed(Box<Job>),
 }
@@ -45,6 +48,7 @@ pub fn claim_for_redelivery(
                 .filter(deliveries::account_id.eq(account_id))
                 .filter(deliveries::id.eq(id))
                 .filter(deliveries::body_purged_at.is_null())
+                .filter(deliveries::status.ne_all([DeliveryStatus::Gathering.as_str(), DeliveryStatus::Digested.as_str()]))
                 .filter(deliveries::endpoint_id.eq_any(enabled_endpoints))
                 .filter(deliveries::lease_until.is_null().or(deliveries::lease_until.lt(now))),
         )
@@ -57,7 +61,9 @@ pub fn claim_for_redelivery(
         let Some(delivery) = get_delivery(conn, account_id, id)? else { return Ok(Redelivery::NotFound) };
         if claimed == 0 {
             let enabled: bool = endpoints::table.find(&delivery.endpoint_id).select(endpoints::enabled).first(conn)?;
-            return Ok(if delivery.body_purged_at.is_some() {
+            return Ok(if in_digest(&delivery.status) {
+                Redelivery::InDigest(delivery.digest_id)
+            } else if delivery.body_purged_at.is_some() {
                 Redelivery::Purged
             } else if !enabled {
                 Redelivery::EndpointDisabled
@@ -73,6 +79,12 @@ pub fn claim_for_redelivery(
             None => Redelivery::NotFound,
         })
     })
+}
+
+/// Whether a delivery waits for, or went out in, its endpoint's digest: it has no body of its
+/// own to send.
+fn in_digest(status: &str) -> bool {
+    status == DeliveryStatus::Gathering.as_str() || status == DeliveryStatus::Digested.as_str()
 }
 
 /// Whether a delivery's status is final (`sent` or `dead`): sending it again needs a fresh budget.

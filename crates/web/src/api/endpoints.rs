@@ -1,6 +1,7 @@
 //! `/endpoints`: where events are delivered, their health, secrets and recoveries.
 
 pub(super) mod actions;
+pub(super) mod digest;
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -64,6 +65,12 @@ pub struct CreateEndpoint {
     body_template: Option<String>,
     /// Receive only these watches' events; every watch when left out.
     route: Option<RouteBody>,
+    /// At once when left out; `{"mode": "digest", "cron": "0 8 * * *", "time_zone":
+    /// "Europe/Berlin"}` (or `"every": "1d"`) gathers events into one message per period, but for
+    /// the `urgent` types.
+    delivery: Option<driftwatch_core::DeliveryMode>,
+    /// Hours in which deliveries wait (they go when the hours end); the account's when left out.
+    quiet_hours: Option<driftwatch_core::QuietHours>,
 }
 
 /// Which watches an endpoint receives: those with any of `tags`, and those listed in `watches`.
@@ -133,6 +140,12 @@ pub struct UpdateEndpoint {
     /// A new route, or `null` for every watch.
     #[serde(default, deserialize_with = "crate::api::extract::present")]
     route: Option<Option<RouteBody>>,
+    /// A new delivery mode, or `null` for at once (what a digest gathered so far goes out now).
+    #[serde(default, deserialize_with = "crate::api::extract::present")]
+    delivery: Option<Option<driftwatch_core::DeliveryMode>>,
+    /// New quiet hours, or `null` for the account's.
+    #[serde(default, deserialize_with = "crate::api::extract::present")]
+    quiet_hours: Option<Option<driftwatch_core::QuietHours>>,
 }
 
 /// Refuses a route naming a watch that is not the account's (as `route.watches[i]`).
@@ -182,6 +195,8 @@ pub async fn update(
         title_template: body.title_template,
         body_template: body.body_template,
         route: body.route.map(|r| r.map(RouteInput::from)),
+        delivery: body.delivery,
+        quiet_hours: body.quiet_hours,
     };
     let opened = current.secrets.as_deref().and_then(|s| state.open(s));
     let url = current.url_secret.as_deref().and_then(|s| state.open(s));
@@ -249,6 +264,8 @@ pub async fn create(
             body_template: body.body_template,
         },
         route: body.route.map(RouteInput::from),
+        delivery: body.delivery,
+        quiet_hours: body.quiet_hours,
     };
     let endpoint = insert(&state, &caller, input).await?;
     Ok((StatusCode::CREATED, views::Revealing(views::Endpoint::with_secret(endpoint, state.clock.now().naive_utc()))))
@@ -282,6 +299,12 @@ pub struct ImportEndpoint {
     description: Option<String>,
     /// Receive only these watches' events; every watch when left out.
     route: Option<RouteBody>,
+    /// At once when left out; `{"mode": "digest", "cron": "0 8 * * *", "time_zone":
+    /// "Europe/Berlin"}` (or `"every": "1d"`) gathers events into one message per period, but for
+    /// the `urgent` types.
+    delivery: Option<driftwatch_core::DeliveryMode>,
+    /// Hours in which deliveries wait (they go when the hours end); the account's when left out.
+    quiet_hours: Option<driftwatch_core::QuietHours>,
 }
 
 /// Add an endpoint from an Apprise notification URL (moving from changedetection.io). What it
@@ -302,6 +325,8 @@ pub async fn import(
     let input = EndpointInput {
         description: body.description,
         route: body.route.map(RouteInput::from),
+        delivery: body.delivery,
+        quiet_hours: body.quiet_hours,
         ..driftwatch_validate::from_apprise(&body.apprise_url).map_err(|e| driftwatch_validate::Invalid(vec![e]))?
     };
     let endpoint = insert(&state, &caller, input).await?;

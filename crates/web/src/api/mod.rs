@@ -9,6 +9,7 @@ mod events;
 mod feed;
 mod preview;
 mod proxies;
+mod quiet_hours;
 mod recoveries;
 mod secrets;
 mod tokens;
@@ -71,6 +72,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(endpoints::actions::rotate_secret))
         .routes(routes!(endpoints::actions::test))
         .routes(routes!(endpoints::actions::recover))
+        .routes(routes!(endpoints::digest::get))
         .routes(routes!(recoveries::list))
         .routes(routes!(recoveries::get))
         .routes(routes!(deliveries::list))
@@ -84,6 +86,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(tokens::revoke))
         .routes(routes!(account::get, account::set, account::delete))
         .routes(routes!(account::models))
+        .routes(routes!(quiet_hours::get, quiet_hours::set))
         .routes(routes!(secrets::list, secrets::create))
         .routes(routes!(secrets::replace, secrets::delete))
         .routes(routes!(watches::session::get, watches::session::import, watches::session::delete))

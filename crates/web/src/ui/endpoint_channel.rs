@@ -9,7 +9,11 @@ use driftwatch_store::Endpoint;
 use driftwatch_validate::{ChannelInput, FieldError, RouteInput};
 use serde_json::{Value, json};
 
+use super::error::UiError;
 use super::form::{self, pairs};
+use super::session::Viewer;
+use crate::AppState;
+use driftwatch_core::EventType;
 
 /// The kinds offered, with what each is for: every kind's spec, in order.
 pub fn kinds() -> Vec<(&'static str, &'static str)> {
@@ -300,4 +304,40 @@ mod tests {
         let untouched = ChannelForm::default().channel(EndpointKind::Pushover, Some(stored), &mut Vec::new());
         assert_eq!(untouched.secrets, None, "nothing typed: the stored secrets stay as they are");
     }
+}
+
+/// The message the form's endpoint would send for the account's latest change (or a sample).
+pub(super) async fn preview_of(
+    state: &AppState,
+    viewer: &Viewer,
+    kind: EndpointKind,
+    input: &ChannelInput,
+) -> Result<Preview, UiError> {
+    let account = viewer.account_id().to_owned();
+    let latest = state
+        .store
+        .read(move |c| {
+            let page = driftwatch_store::Page { after: None, limit: 1 };
+            let events =
+                driftwatch_store::events::list_events(c, &account, None, Some(EventType::ChangeDetected), &page)?;
+            let Some(event) = events.into_iter().next() else { return Ok(None) };
+            let tags = match &event.watch_id {
+                Some(w) => driftwatch_store::watches::get_watch(c, &account, w)?.map(|w| w.tags).unwrap_or_default(),
+                None => String::new(),
+            };
+            Ok(Some((event, tags)))
+        })
+        .await?;
+    let channels = driftwatch_channels::Channels::new(state.ui.public_url.clone());
+    Ok(match latest {
+        Some((event, tags)) => {
+            let event = driftwatch_core::render::EventRef {
+                id: &event.id,
+                event_type: &event.event_type,
+                payload: &event.payload,
+            };
+            preview(kind, input, &channels.context(event, &tags), true)
+        }
+        None => preview(kind, input, &channels.sample(), false),
+    })
 }

@@ -15,6 +15,7 @@ use driftwatch_store::endpoints::{self, EndpointChanges};
 use driftwatch_validate::{ChannelInput, Current, EndpointInput, EndpointPatch, FieldError, Invalid};
 
 use super::endpoint_channel::{self, ChannelForm, FormField, Preview};
+use super::endpoint_timing::{self, TimingForm};
 use super::error::UiError;
 use super::flash;
 use super::form::{self, Field};
@@ -54,6 +55,8 @@ pub struct EndpointForm {
     action: String,
     /// What was typed in the Apprise import form.
     apprise_url: String,
+    /// At once or a digest, and quiet hours.
+    timing: TimingForm,
 }
 
 impl EndpointForm {
@@ -71,10 +74,11 @@ impl EndpointForm {
             channel: ChannelForm::from_pairs(pairs),
             action: get("action"),
             apprise_url: String::new(),
+            timing: TimingForm::from_pairs(pairs),
         }
     }
 
-    fn of(e: &Endpoint, secrets: Option<&str>) -> EndpointForm {
+    fn of(e: &Endpoint, secrets: Option<&str>, zone: &str) -> EndpointForm {
         let n = |v: Option<i32>| v.map(|v| v.to_string()).unwrap_or_default();
         EndpointForm {
             url: e.url.clone(),
@@ -92,6 +96,7 @@ impl EndpointForm {
             channel: ChannelForm::of(e, secrets),
             action: String::new(),
             apprise_url: String::new(),
+            timing: TimingForm::of(e, zone),
         }
     }
 
@@ -193,7 +198,7 @@ fn page(
     let mut errors = HashMap::new();
     for e in invalid {
         let kind = form.kind.parse().unwrap_or(EndpointKind::Webhook);
-        let field = endpoint_channel::form_field(kind, &e.field);
+        let field = endpoint_timing::form_field(&e.field).map_or_else(|| endpoint_channel::form_field(kind, &e.field), str::to_owned);
         errors.entry(field).or_insert(e.message);
     }
     let types = SUBSCRIBABLE.iter().map(|t| (t.as_str(), form.event_types.iter().any(|s| s == t.as_str()))).collect();
@@ -223,45 +228,10 @@ async fn full_page(
     Ok(EndpointFormPage { watches, ..page(viewer, endpoint_id, form, invalid) })
 }
 
-/// The message the form's endpoint would send for the account's latest change (or a sample).
-async fn preview_of(
-    state: &AppState,
-    viewer: &Viewer,
-    kind: EndpointKind,
-    input: &ChannelInput,
-) -> Result<Preview, UiError> {
-    let account = viewer.account_id().to_owned();
-    let latest = state
-        .store
-        .read(move |c| {
-            let page = driftwatch_store::Page { after: None, limit: 1 };
-            let events =
-                driftwatch_store::events::list_events(c, &account, None, Some(EventType::ChangeDetected), &page)?;
-            let Some(event) = events.into_iter().next() else { return Ok(None) };
-            let tags = match &event.watch_id {
-                Some(w) => driftwatch_store::watches::get_watch(c, &account, w)?.map(|w| w.tags).unwrap_or_default(),
-                None => String::new(),
-            };
-            Ok(Some((event, tags)))
-        })
-        .await?;
-    let channels = driftwatch_channels::Channels::new(state.ui.public_url.clone());
-    Ok(match latest {
-        Some((event, tags)) => {
-            let event = driftwatch_core::render::EventRef {
-                id: &event.id,
-                event_type: &event.event_type,
-                payload: &event.payload,
-            };
-            endpoint_channel::preview(kind, input, &channels.context(event, &tags), true)
-        }
-        None => endpoint_channel::preview(kind, input, &channels.sample(), false),
-    })
-}
-
 /// `GET /endpoints/new`.
 pub async fn new(State(state): State<AppState>, viewer: Viewer) -> Result<Response, UiError> {
-    let form = EndpointForm { kind: "webhook".into(), ..EndpointForm::default() };
+    let timing = TimingForm::new_in(&viewer.user.time_zone);
+    let form = EndpointForm { kind: "webhook".into(), timing, ..EndpointForm::default() };
     Ok(html(&full_page(&state, &viewer, None, form, Vec::new()).await?))
 }
 
@@ -269,7 +239,7 @@ pub async fn new(State(state): State<AppState>, viewer: Viewer) -> Result<Respon
 pub async fn edit(State(state): State<AppState>, viewer: Viewer, Path(id): Path<String>) -> Result<Response, UiError> {
     let endpoint = find(&state, &viewer, &id).await?;
     let opened = endpoint.secrets.as_deref().and_then(|s| state.open(s));
-    let form = EndpointForm::of(&endpoint, opened.as_deref());
+    let form = EndpointForm::of(&endpoint, opened.as_deref(), &viewer.user.time_zone);
     Ok(html(&full_page(&state, &viewer, Some(endpoint.id.clone()), form, Vec::new()).await?))
 }
 
@@ -302,6 +272,8 @@ pub async fn create(State(state): State<AppState>, post: Post<Vec<(String, Strin
         event_types: form.event_types(&mut errors),
         channel,
         route: form.channel.route(),
+        delivery: form.timing.delivery(),
+        quiet_hours: form.timing.quiet_hours(),
     };
     let result = driftwatch_validate::new_endpoint(input, state.policy, post.viewer.account_id(), state.clock.now());
     let endpoint = match (result, errors.is_empty()) {
@@ -360,6 +332,8 @@ pub async fn update(
         title_template: Some(channel.title_template),
         body_template: Some(channel.body_template),
         route: Some(form.channel.route()),
+        delivery: Some(form.timing.delivery()),
+        quiet_hours: Some(form.timing.quiet_hours()),
     };
     let changes = match (changes_to(&state, &current, patch), errors.is_empty()) {
         (Ok(changes), true) => changes,
@@ -453,7 +427,7 @@ async fn preview_page(
             errors.push(FieldError::new(field, e.to_string()));
         }
     }
-    let preview = if errors.is_empty() { Some(preview_of(state, viewer, kind, &channel).await?) } else { None };
+    let preview = if errors.is_empty() { Some(endpoint_channel::preview_of(state, viewer, kind, &channel).await?) } else { None };
     let status = if errors.is_empty() { StatusCode::OK } else { StatusCode::UNPROCESSABLE_ENTITY };
     let page = EndpointFormPage { preview, ..full_page(state, viewer, endpoint_id, form, errors).await? };
     Ok(render(status, &page))

@@ -14,6 +14,7 @@ mod deliveries;
 mod diff;
 mod endpoint_channel;
 mod endpoint_form;
+mod endpoint_timing;
 mod endpoints;
 mod error;
 mod flash;

@@ -43,6 +43,11 @@ pub struct Delivery {
     finished_at: Option<DateTime<Utc>>,
     /// Whether retention removed its stored body (it can no longer be resent).
     body_purged: bool,
+    /// Why it waits past when it was due: `quiet_hours` (it goes at `next_attempt_at`, when
+    /// they end).
+    held: Option<String>,
+    /// For a `digested` delivery: the digest's delivery it went out in.
+    digest_id: Option<String>,
     /// Every attempt, oldest first; only on `GET /deliveries/{id}` and redelivery.
     #[serde(skip_serializing_if = "Option::is_none")]
     attempt_log: Option<Vec<Attempt>>,
@@ -84,6 +89,8 @@ impl From<store::Delivery> for Delivery {
             updated_at: utc(d.updated_at),
             finished_at: d.finished_at.map(utc),
             body_purged: d.body_purged_at.is_some(),
+            held: d.held.filter(|_| pending),
+            digest_id: d.digest_id,
             attempt_log: None,
             last_attempt: None,
         }

@@ -57,6 +57,15 @@ pub struct Endpoint {
     body_template: Option<String>,
     /// Which watches it receives; null for every watch.
     route: Option<Route>,
+    /// How its events go out: `null` at once, else a digest per period (`{"mode": "digest",
+    /// "cron": "0 8 * * *", "time_zone": "Europe/Berlin"}` or `"every": "1d"`).
+    delivery: Option<driftwatch_core::DeliveryMode>,
+    /// Its own quiet hours (`null`: the account's, see `GET /account/quiet_hours`).
+    quiet_hours: Option<driftwatch_core::QuietHours>,
+    /// When its open digest period ends and the digest goes out (`null` unless it gathers).
+    next_digest_at: Option<DateTime<Utc>>,
+    /// When its open digest period started.
+    digest_since: Option<DateTime<Utc>>,
     /// Its circuit breaker and failure streak.
     health: EndpointHealth,
     /// Creation time.
@@ -131,6 +140,10 @@ impl Endpoint {
         };
         let route = Route::of(&e);
         Endpoint {
+            delivery: e.delivery.as_deref().and_then(|d| driftwatch_core::DeliveryMode::parse(d).ok()),
+            quiet_hours: e.quiet_hours.as_deref().and_then(|q| driftwatch_core::QuietHours::parse(q).ok()),
+            next_digest_at: e.digest_due_at.map(utc),
+            digest_since: e.digest_due_at.and(e.digest_since).map(utc),
             settings: serde_json::from_str(&e.settings).unwrap_or_else(|_| serde_json::json!({})),
             secrets_set: e.secrets.is_some(),
             title_template: e.title_template,

@@ -22,7 +22,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 /// A stored time (UTC without a zone) as the API shows it.
-fn utc(t: NaiveDateTime) -> DateTime<Utc> {
+pub(crate) fn utc(t: NaiveDateTime) -> DateTime<Utc> {
     t.and_utc()
 }
 
