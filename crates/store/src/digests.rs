@@ -171,3 +171,18 @@ pub fn waiting(
         .load(conn)?;
     Ok((count, newest))
 }
+
+/// How many of the account's pending deliveries to `endpoint_id` quiet hours hold, and the
+/// earliest release.
+pub fn held(conn: &mut DbConn, account_id: &str, endpoint_id: &str) -> StoreResult<(i64, Option<NaiveDateTime>)> {
+    let held = || {
+        deliveries::table
+            .filter(deliveries::account_id.eq(account_id))
+            .filter(deliveries::endpoint_id.eq(endpoint_id))
+            .filter(crate::predicates::pending())
+            .filter(deliveries::held.is_not_null())
+    };
+    let count: i64 = held().count().get_result(conn)?;
+    let first: Option<NaiveDateTime> = held().select(diesel::dsl::min(deliveries::next_attempt_at)).first(conn)?;
+    Ok((count, first))
+}

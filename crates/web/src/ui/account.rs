@@ -1,6 +1,6 @@
 //! The account page: its users (add one), your password and display time zone, the Atom feed
-//! key, the language model that judges changes ([`super::account_model`]), and signing out
-//! everywhere.
+//! key, the language model that judges changes ([`super::account_model`]), the quiet hours of
+//! its endpoints ([`super::account_quiet`]), and signing out everywhere.
 
 use askama::Template;
 use axum::extract::State;
@@ -46,6 +46,8 @@ pub(super) struct AccountPage {
     name: String,
     /// The language model that judges its changes.
     pub(super) model: ModelSection,
+    /// The quiet hours of endpoints that set none.
+    pub(super) quiet: super::account_quiet::QuietSection,
 }
 
 impl AccountPage {
@@ -54,12 +56,13 @@ impl AccountPage {
         let account = viewer.account_id().to_owned();
         let now = state.clock.now();
         let day = driftwatch_ai::judge::day_of(now.naive_utc());
-        let (list, has_feed, found, (own, spent)) = state
+        let (list, has_feed, found, (own, spent), quiet) = state
             .store
             .read(move |c| {
                 let found = driftwatch_store::accounts::get_account(c, &account)?;
                 let model = super::account_model::load(c, &account, &day)?;
-                Ok((users::list_users(c, &account)?, users::has_feed_key(c, &account)?, found, model))
+                let quiet = driftwatch_store::accounts::quiet_hours(c, &account)?;
+                Ok((users::list_users(c, &account)?, users::has_feed_key(c, &account)?, found, model, quiet))
             })
             .await?;
         let zone = viewer.user.time_zone.as_str();
@@ -83,6 +86,7 @@ impl AccountPage {
             feed_url: None,
             name: found.map(|a| a.name).unwrap_or_default(),
             model: ModelSection::of(state, &own, spent),
+            quiet: super::account_quiet::QuietSection::of(quiet.as_deref(), zone),
         })
     }
 }

@@ -226,6 +226,7 @@ struct DeliveryPage {
     endpoint: Option<Endpoint>,
     created: When,
     next: Option<When>,
+    held_until: Option<When>,
     body: String,
     headers: Vec<(String, String)>,
     attempts: Vec<AttemptRow>,
@@ -285,16 +286,21 @@ pub async fn show(State(state): State<AppState>, viewer: Viewer, Path(id): Path<
             trigger: a.trigger,
         })
         .collect();
-    let finished = delivery.status == DeliveryStatus::Sent.as_str() || delivery.status == DeliveryStatus::Dead.as_str();
+    let finished = delivery.finished_at.is_some()
+        || delivery.status == DeliveryStatus::Sent.as_str()
+        || delivery.status == DeliveryStatus::Dead.as_str();
     let notice = flash::take(&state, &viewer).await?;
     Ok(html(&DeliveryPage {
         layout: Layout::signed_in(&viewer, "deliveries", format!("Delivery {}", delivery.id)).with_notice(notice),
         created: When::new(delivery.created_at, now, zone),
         next: (!finished).then(|| When::new(delivery.next_attempt_at, now, zone)),
+        held_until: super::present::held_until(&delivery, now, zone),
         body: if delivery.body_purged_at.is_some() { String::new() } else { pretty(&body) },
         headers,
         attempts,
-        can_redeliver: delivery.body_purged_at.is_none() && endpoint.as_ref().is_some_and(|e| e.enabled),
+        can_redeliver: delivery.body_purged_at.is_none()
+            && !matches!(delivery.status.as_str(), "gathering" | "digested")
+            && endpoint.as_ref().is_some_and(|e| e.enabled),
         endpoint,
         delivery,
     }))

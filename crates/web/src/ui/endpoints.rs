@@ -3,6 +3,7 @@
 //! secret, send a test event and show its result, recover since a time: dry-run count first).
 
 pub(super) mod recovery;
+pub(super) mod timing;
 
 use askama::Template;
 use axum::extract::{Path, State};
@@ -166,6 +167,8 @@ struct EndpointPage {
     defaults: Defaults,
     /// The names of the watches it is routed to by choice.
     routed_names: Vec<String>,
+    /// When it sends: at once or digests, and quiet hours.
+    timing: timing::Timing,
 }
 
 /// The server's delivery settings, shown where an endpoint has none of its own.
@@ -260,6 +263,7 @@ impl EndpointPage {
             .map(|(_, name)| name)
             .collect();
         routed_names.sort();
+        let timing = timing::Timing::load(state, viewer, &endpoint, now).await?;
         let row = rows(state, viewer, vec![endpoint]).await?.remove(0);
         let (notice, reveal) = flash::take_with_reveal(state, viewer).await?;
         let secret = reveal.filter(|r| r.of == row.endpoint.id).map(|r| r.value);
@@ -274,6 +278,7 @@ impl EndpointPage {
             recoveries: list.iter().map(|r| recovery_row(r, now, &zone)).collect(),
             defaults: Defaults::of(state),
             routed_names,
+            timing,
         })
     }
 

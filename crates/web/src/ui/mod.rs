@@ -7,6 +7,7 @@
 
 mod account;
 mod account_model;
+mod account_quiet;
 mod assets;
 mod changes;
 mod chart;
@@ -165,6 +166,7 @@ pub fn routes() -> Router<AppState> {
         .route("/account/users", post(account::add_user))
         .route("/account/feed-key", post(account::feed_key))
         .route("/account/model", post(account_model::save))
+        .route("/account/quiet-hours", post(account_quiet::save))
         .route("/account/model/remove-key", post(account_model::remove_key))
         .route("/account/model/clear", post(account_model::clear))
         .route("/deliveries", get(deliveries::list))

@@ -126,6 +126,8 @@ pub struct DeliveryRow {
     pub last_status: Option<i32>,
     /// Created.
     pub at: When,
+    /// When quiet hours release it, while they hold it.
+    pub held_until: Option<When>,
 }
 
 /// A delivery as a list row.
@@ -137,7 +139,14 @@ pub fn delivery_row(d: &driftwatch_store::Delivery, now: chrono::DateTime<chrono
         attempts: d.attempts,
         last_status: d.last_status_code,
         at: When::new(d.created_at, now, zone),
+        held_until: held_until(d, now, zone),
     }
+}
+
+/// When quiet hours release `d`, while they hold it.
+pub fn held_until(d: &driftwatch_store::Delivery, now: chrono::DateTime<chrono::Utc>, zone: &str) -> Option<When> {
+    (d.held.is_some() && d.finished_at.is_none() && d.next_attempt_at > now.naive_utc())
+        .then(|| When::new(d.next_attempt_at, now, zone))
 }
 
 #[cfg(test)]
