@@ -24,6 +24,7 @@ mod pages;
 mod pipeline;
 mod polish;
 mod proxies;
+mod reader_time;
 mod render_fixes;
 mod rendering;
 mod scale;
@@ -61,6 +62,9 @@ macro_rules! on_both_backends {
 }
 
 on_both_backends!(
+    reader_time::a_daily_digest_gathers_changes_into_one_message_per_kind,
+    reader_time::quiet_hours_hold_deliveries_until_they_end,
+    reader_time::bad_timing_is_refused_by_name,
     imports::a_changedetection_backup_moves_in_with_its_history,
     imports::a_bad_backup_is_refused_and_imports_nothing,
     imports::the_import_page_previews_then_imports,
