@@ -8,7 +8,7 @@ use lettre::message::{Mailbox, MultiPart};
 
 use super::{EndpointKind, Field, Input, Kind, Message, Spec, Target, Transport};
 use crate::apprise::{ImportError, Imported, Parts, fail};
-use crate::context::{Context, cut_lines};
+use crate::context::{Context, Line, cut_lines};
 use crate::message::{Templates, escape_html};
 use crate::outgoing::Outgoing;
 use crate::settings::{Secrets, Settings};
@@ -195,11 +195,12 @@ fn default_text(context: &Context) -> String {
     text
 }
 
-const HEAD: &str = "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"color-scheme\" content=\"light\"></head><body style=\"font-family:system-ui,-apple-system,'Segoe UI',sans-serif;line-height:1.5;color:#1f2328;background:#ffffff;max-width:720px;margin:0 auto;padding:16px\">";
-const FOOT: &str = "<p style=\"color:#656d76;font-size:13px;margin-top:24px\">Sent by driftwatch</p></body></html>";
-const PRE: &str = "white-space:pre-wrap;font:13px/1.45 ui-monospace,SFMono-Regular,Menlo,monospace";
-const ADDED: &str = "background:#dafbe1;color:#116329";
-const REMOVED: &str = "background:#ffebe9;color:#82071e";
+pub(crate) const HEAD: &str = "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"color-scheme\" content=\"light\"></head><body style=\"font-family:system-ui,-apple-system,'Segoe UI',sans-serif;line-height:1.5;color:#1f2328;background:#ffffff;max-width:720px;margin:0 auto;padding:16px\">";
+pub(crate) const FOOT: &str =
+    "<p style=\"color:#656d76;font-size:13px;margin-top:24px\">Sent by driftwatch</p></body></html>";
+pub(crate) const PRE: &str = "white-space:pre-wrap;font:13px/1.45 ui-monospace,SFMono-Regular,Menlo,monospace";
+pub(crate) const ADDED: &str = "background:#dafbe1;color:#116329";
+pub(crate) const REMOVED: &str = "background:#ffebe9;color:#82071e";
 
 /// The HTML part: the title, the page, a button to the change, and the diff with added and
 /// removed words marked as the UI marks them (inline styles: mail clients drop style sheets).
@@ -220,55 +221,64 @@ fn default_html(context: &Context, subject: &str) -> String {
         ));
     }
     let changed: Vec<_> = context.diff.lines.iter().filter(|l| l.op != "context").collect();
-    if !changed.is_empty() {
-        html.push_str(&format!(
-            "<table role=\"presentation\" style=\"border-collapse:collapse;width:100%;{PRE}\" cellpadding=\"0\" cellspacing=\"0\">"
-        ));
-        let mut chars = 0;
-        let mut shown = 0;
-        for line in &changed {
-            if shown >= MAX_LINES || chars > MAX_CHARS {
-                break;
-            }
-            let (sign, style, mark) = if line.op == "added" { ('+', ADDED, "ins") } else { ('-', REMOVED, "del") };
-            let content = if line.words.is_empty() {
-                escape_html(&line.text)
-            } else {
-                line.words
-                    .iter()
-                    .map(|w| {
-                        if w.changed {
-                            format!(
-                                "<{mark} style=\"{style};font-weight:600;text-decoration:none\">{}</{mark}>",
-                                escape_html(&w.text)
-                            )
-                        } else {
-                            escape_html(&w.text)
-                        }
-                    })
-                    .collect()
-            };
-            html.push_str(&format!(
-                "<tr><td style=\"{style};padding:1px 8px;white-space:pre-wrap;word-break:break-word\">{sign} {content}</td></tr>"
-            ));
-            chars += line.text.len();
-            shown += 1;
-        }
-        html.push_str("</table>");
-        let more = changed.len() - shown;
-        if more > 0 {
-            html.push_str(&format!(
-                "<p style=\"color:#656d76\">… and {more} more {}{}</p>",
-                driftwatch_core::text::noun_for(more, "line"),
-                if context.link.starts_with("http") {
-                    format!(": <a href=\"{}\">see them all</a>", escape_html(&context.link))
-                } else {
-                    String::new()
-                }
-            ));
-        }
-    }
+    html.push_str(&diff_table(&changed, &context.link, MAX_LINES, MAX_CHARS));
     html.push_str(FOOT);
+    html
+}
+
+/// The changed `lines` as a table, added and removed words marked as the UI marks them, at
+/// most `max_lines` lines and about `max_chars` characters; "… and N more lines" (linked to
+/// `link` when it is a web address) when cut. Empty without lines.
+pub(crate) fn diff_table(changed: &[&Line], link: &str, max_lines: usize, max_chars: usize) -> String {
+    if changed.is_empty() {
+        return String::new();
+    }
+    let mut html = format!(
+        "<table role=\"presentation\" style=\"border-collapse:collapse;width:100%;{PRE}\" cellpadding=\"0\" cellspacing=\"0\">"
+    );
+    let mut chars = 0;
+    let mut shown = 0;
+    for line in changed {
+        if shown >= max_lines || chars > max_chars {
+            break;
+        }
+        let (sign, style, mark) = if line.op == "added" { ('+', ADDED, "ins") } else { ('-', REMOVED, "del") };
+        let content = if line.words.is_empty() {
+            escape_html(&line.text)
+        } else {
+            line.words
+                .iter()
+                .map(|w| {
+                    if w.changed {
+                        format!(
+                            "<{mark} style=\"{style};font-weight:600;text-decoration:none\">{}</{mark}>",
+                            escape_html(&w.text)
+                        )
+                    } else {
+                        escape_html(&w.text)
+                    }
+                })
+                .collect()
+        };
+        html.push_str(&format!(
+            "<tr><td style=\"{style};padding:1px 8px;white-space:pre-wrap;word-break:break-word\">{sign} {content}</td></tr>"
+        ));
+        chars += line.text.len();
+        shown += 1;
+    }
+    html.push_str("</table>");
+    let more = changed.len() - shown;
+    if more > 0 {
+        html.push_str(&format!(
+            "<p style=\"color:#656d76\">… and {more} more {}{}</p>",
+            driftwatch_core::text::noun_for(more, "line"),
+            if link.starts_with("http") {
+                format!(": <a href=\"{}\">see them all</a>", escape_html(link))
+            } else {
+                String::new()
+            }
+        ));
+    }
     html
 }
 

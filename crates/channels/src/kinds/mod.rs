@@ -24,7 +24,7 @@ use crate::outgoing::Outgoing;
 use crate::settings::{Secrets, Settings};
 
 pub(crate) mod discord;
-mod email;
+pub(crate) mod email;
 mod gotify;
 mod http;
 mod matrix;
