@@ -126,6 +126,9 @@ fn message(
             let html = format!("{}<pre style=\"{PRE}\">{}</pre>{}", HEAD, escape_html(&text), FOOT);
             (text, html)
         }
+        None if context.event.event_type == "digest" => {
+            (crate::digest::email::text(context), crate::digest::email::html(context, &subject))
+        }
         None => (default_text(context), default_html(context, &subject)),
     };
     let mut builder = lettre::Message::builder()
@@ -147,7 +150,10 @@ fn message(
 /// What the email would say, for a preview: its subject, a blank line, its text part.
 fn preview(context: &Context, templates: Templates<'_>) -> Result<String, String> {
     let subject = subject(context, templates)?;
-    let text = templated_text(context, templates)?.unwrap_or_else(|| default_text(context));
+    let text = templated_text(context, templates)?.unwrap_or_else(|| match context.event.event_type.as_str() {
+        "digest" => crate::digest::email::text(context),
+        _ => default_text(context),
+    });
     Ok(format!("Subject: {subject}\n\n{text}"))
 }
 
@@ -173,12 +179,13 @@ fn default_subject(context: &Context) -> String {
                 crate::message::line_counts(context.diff.added, context.diff.removed)
             )
         }
+        "digest" => crate::message::default_title(context),
         _ => context.summary.clone(),
     }
 }
 
 fn default_text(context: &Context) -> String {
-    let mut text = format!("{}\n", context.summary);
+    let mut text = format!("{}\n", crate::message::said(context));
     if !context.watch.url.is_empty() {
         text.push_str(&format!("Page: {}\n", context.watch.url));
     }
@@ -207,7 +214,8 @@ pub(crate) const REMOVED: &str = "background:#ffebe9;color:#82071e";
 fn default_html(context: &Context, subject: &str) -> String {
     let mut html = String::from(HEAD);
     html.push_str(&format!("<h1 style=\"font-size:20px;margin:0 0 8px\">{}</h1>", escape_html(subject)));
-    html.push_str(&format!("<p style=\"margin:0 0 12px\">{}</p>", escape_html(&context.summary)));
+    let said = escape_html(&crate::message::said(context)).replace('\n', "<br>");
+    html.push_str(&format!("<p style=\"margin:0 0 12px\">{said}</p>"));
     if !context.watch.url.is_empty() {
         html.push_str(&format!(
             "<p style=\"margin:0 0 12px\">Page: <a href=\"{0}\">{0}</a></p>",
