@@ -379,3 +379,5 @@ pub(crate) fn need<'a>(secrets: &'a Secrets, key: &str, name: &str) -> Result<&'
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_events;
