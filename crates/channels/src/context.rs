@@ -6,6 +6,8 @@ use driftwatch_alert::v1;
 use driftwatch_diff::LineOp;
 use serde::Serialize;
 
+pub use crate::digest::DigestVars;
+
 /// Every variable a template may use. Every key is always present (empty when the event has no
 /// such part), so a strict template fails on a misspelt name, never on an event type.
 #[derive(Debug, Clone, Serialize)]
@@ -22,6 +24,10 @@ pub struct Context {
     pub endpoint: EndpointVars,
     /// What a language model made of the change (empty unless the watch has `options.ai`).
     pub ai: AiVars,
+    /// What a watch was expected to do and how it went (empty unless `expectation.*`).
+    pub expectation: ExpectationVars,
+    /// The events a digest gathered (zero and empty unless `digest`).
+    pub digest: DigestVars,
     /// The change in driftwatch's UI when `DRIFTWATCH_PUBLIC_URL` is set, else the watched URL.
     pub link: String,
     /// One sentence saying what happened.
@@ -119,6 +125,26 @@ pub struct AiVars {
     pub error: String,
 }
 
+/// `expectation.*`: what a watch was expected to do (`data.expectation`).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ExpectationVars {
+    /// `change` (the page must change by a deadline) or `values` (its values must meet
+    /// conditions).
+    pub kind: String,
+    /// What is expected, in words ("a change within 7 days").
+    pub rule: String,
+    /// Whether the expectation holds now (`false` on `expectation.missed`).
+    pub holds: bool,
+    /// The deadline that passed (missed) or the next one (met), RFC 3339 in UTC, or empty.
+    pub deadline: String,
+    /// When the page last changed before the event, RFC 3339 in UTC, or empty.
+    pub last_change: String,
+    /// Why, one sentence per deciding rule.
+    pub reasons: Vec<String>,
+    /// The snapshot the event was decided on, or empty.
+    pub snapshot: String,
+}
+
 /// `endpoint.*`.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct EndpointVars {
@@ -135,6 +161,19 @@ impl Context {
     /// stored (`,a,b,`); `public_url` the UI's base, if configured.
     pub fn new(event_id: &str, event_type: &str, payload: &str, tags: &str, public_url: Option<&str>) -> Context {
         let json = serde_json::from_str(payload).unwrap_or(serde_json::Value::Null);
+        Context::of(event_id, event_type, json, v1::Payload::parse(payload), tags, public_url)
+    }
+
+    /// [`Context::new`] from a payload already read: its JSON and its typed form (`None` when
+    /// it is not one this crate knows).
+    pub(crate) fn of(
+        event_id: &str,
+        event_type: &str,
+        json: serde_json::Value,
+        parsed: Option<v1::Payload>,
+        tags: &str,
+        public_url: Option<&str>,
+    ) -> Context {
         let tags: Vec<String> = tags.split(',').filter(|t| !t.is_empty()).map(str::to_owned).collect();
         let mut context = Context {
             event: EventVars { id: event_id.to_owned(), event_type: event_type.to_owned(), time: String::new() },
@@ -143,21 +182,50 @@ impl Context {
             check: CheckVars::default(),
             endpoint: EndpointVars::default(),
             ai: AiVars::default(),
+            expectation: ExpectationVars::default(),
+            digest: DigestVars::default(),
             link: String::new(),
             summary: String::new(),
             payload: json,
         };
         let public = public_url.map(|u| u.trim_end_matches('/'));
-        match v1::Payload::parse(payload) {
+        match parsed {
             Some(v1::Payload::Change(envelope)) => context.change(envelope, tags, public),
             Some(v1::Payload::Check(envelope)) => context.check(envelope, tags, public),
             Some(v1::Payload::Endpoint(envelope)) => context.endpoint(envelope, public),
             Some(v1::Payload::Condition(envelope)) => context.condition(envelope, tags, public),
-            Some(v1::Payload::Expectation(_) | v1::Payload::Digest(_)) | None => {
-                context.summary = format!("driftwatch event {event_type}")
+            Some(v1::Payload::Expectation(envelope)) => context.expectation(envelope, tags, public),
+            Some(v1::Payload::Digest(envelope)) => {
+                context.event.time = envelope.timestamp;
+                context.digest = crate::digest::build(&envelope.data, public);
+                context.summary = crate::digest::sentence(&context.digest);
+                context.link = public.map(|base| format!("{base}/changes")).unwrap_or_default();
             }
+            None => context.summary = format!("driftwatch event {event_type}"),
         }
         context
+    }
+
+    /// The variables of an `expectation.*` event.
+    fn expectation(&mut self, envelope: v1::Envelope<v1::ExpectationEvent>, tags: Vec<String>, public: Option<&str>) {
+        self.event.time = envelope.timestamp.clone();
+        self.summary = crate::message::expectation_sentence(envelope.event_type, &envelope.data);
+        let data = envelope.data;
+        self.watch = watch_vars(&data.watch, tags);
+        self.link = match public {
+            Some(base) => format!("{base}/watches/{}", data.watch.id),
+            None => data.watch.url.clone(),
+        };
+        let e = data.expectation;
+        self.expectation = ExpectationVars {
+            kind: e.kind,
+            rule: e.rule,
+            holds: e.holds,
+            deadline: e.deadline.unwrap_or_default(),
+            last_change: e.last_change.unwrap_or_default(),
+            reasons: e.reasons,
+            snapshot: e.snapshot.unwrap_or_default(),
+        };
     }
 
     /// The variables of a `change.detected` event.
@@ -302,11 +370,11 @@ impl Context {
     }
 }
 
-fn watch_vars(watch: &v1::Watch, tags: Vec<String>) -> WatchVars {
+pub(crate) fn watch_vars(watch: &v1::Watch, tags: Vec<String>) -> WatchVars {
     WatchVars { id: watch.id.clone(), name: watch.name.clone(), url: watch.url.clone(), tags }
 }
 
-fn diff_vars(diff: &v1::Diff) -> DiffVars {
+pub(crate) fn diff_vars(diff: &v1::Diff) -> DiffVars {
     let mut vars = DiffVars {
         added: diff.added,
         removed: diff.removed,

@@ -14,6 +14,7 @@
 
 pub mod apprise;
 pub mod context;
+pub mod digest;
 pub mod kinds;
 pub mod masked;
 pub mod message;

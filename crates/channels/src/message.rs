@@ -52,9 +52,15 @@ pub(crate) fn default_title(context: &Context) -> String {
         Ok(EventType::LoginRequired) => format!("{name}: signing in failed"),
         Ok(EventType::ConditionMet) => format!("{name}: conditions met"),
         Ok(EventType::ConditionCleared) => format!("{name}: conditions no longer met"),
-        Ok(EventType::ExpectationMissed) => format!("{name}: expectation missed"),
-        Ok(EventType::ExpectationMet) => format!("{name}: expectation met again"),
-        Ok(EventType::Digest) => "driftwatch digest".to_owned(),
+        Ok(EventType::ExpectationMissed) => match context.expectation.kind.as_str() {
+            "change" => format!("{name}: expected change missed"),
+            _ => format!("{name}: expectation no longer met"),
+        },
+        Ok(EventType::ExpectationMet) => match context.expectation.kind.as_str() {
+            "change" => format!("{name}: changed again as expected"),
+            _ => format!("{name}: expectation met again"),
+        },
+        Ok(EventType::Digest) => crate::digest::title(&context.digest),
         Ok(EventType::EndpointDisabled) => "driftwatch disabled an endpoint".to_owned(),
         Ok(EventType::EndpointTest) | Err(_) => "driftwatch test message".to_owned(),
     }
@@ -72,9 +78,30 @@ fn first_sentence(text: &str) -> &str {
     }
 }
 
-/// The default plain text: the summary, the link, the changed lines within `max` characters.
+/// The summary, then what an expectation event adds to it: the rule on a line of its own
+/// ("Expected: a change within 7 days") and, for a `change` expectation, its reasons.
+pub(crate) fn said(context: &Context) -> String {
+    let mut text = context.summary.clone();
+    let e = &context.expectation;
+    if !e.rule.is_empty() {
+        text.push_str(&format!("\nExpected: {}", e.rule));
+        // A `values` expectation's reasons are in its summary already.
+        if e.kind == "change" {
+            for reason in &e.reasons {
+                text.push_str(&format!("\n• {reason}"));
+            }
+        }
+    }
+    text
+}
+
+/// The default plain text: the summary, the link, the changed lines within `max` characters
+/// (a digest: a line per watch, see [`crate::digest`]).
 pub(crate) fn default_text(context: &Context, max: usize, max_lines: usize) -> String {
-    let mut head = context.summary.clone();
+    if context.event.event_type == "digest" {
+        return crate::digest::text(context, crate::digest::Style::Plain, max);
+    }
+    let mut head = said(context);
     if !context.link.is_empty() {
         head.push('\n');
         head.push_str(&context.link);
@@ -140,6 +167,54 @@ pub fn in_a_row(failures: i32) -> String {
 pub fn condition_sentence(event_type: EventType, data: &v1::ConditionEvent) -> String {
     let state = if event_type == EventType::ConditionMet { "conditions met" } else { "conditions no longer met" };
     format!("{} ({}): {state}: {}", data.watch.name, data.watch.url, data.reasons.join("; "))
+}
+
+/// One sentence for `expectation.missed` / `expectation.met`: "Status page did not change
+/// within 7 days (deadline Mon 14 Dec 10:00 UTC; last change 7 Dec)", "Shop no longer meets
+/// price below 50: price 55.00 EUR is not below 50".
+pub fn expectation_sentence(event_type: EventType, data: &v1::ExpectationEvent) -> String {
+    let (name, e) = (&data.watch.name, &data.expectation);
+    let met = event_type == EventType::ExpectationMet;
+    if e.kind == "change" {
+        let mut notes = Vec::new();
+        if let Some(deadline) = &e.deadline {
+            notes.push(format!("{} {} UTC", if met { "next deadline" } else { "deadline" }, when(deadline)));
+        }
+        if !met {
+            notes.push(match &e.last_change {
+                Some(at) => format!("last change {}", day(at)),
+                None => "no change since its first check".to_owned(),
+            });
+        }
+        let notes = if notes.is_empty() { String::new() } else { format!(" ({})", notes.join("; ")) };
+        return match (met, e.rule.strip_prefix("a change ")) {
+            (true, _) => format!("{name} changed again as expected{notes}"),
+            (false, Some(within)) => format!("{name} did not change {within}{notes}"),
+            (false, None) => format!("{name} did not change as expected ({}){notes}", e.rule),
+        };
+    }
+    let mut sentence =
+        if met { format!("{name} meets {} again", e.rule) } else { format!("{name} no longer meets {}", e.rule) };
+    if !e.reasons.is_empty() {
+        sentence.push_str(": ");
+        sentence.push_str(&e.reasons.join("; "));
+    }
+    sentence
+}
+
+/// An RFC 3339 time as people read it in UTC: "Mon 14 Dec 10:00" (the text itself when it is
+/// not a time).
+pub fn when(rfc3339: &str) -> String {
+    chrono::DateTime::parse_from_rfc3339(rfc3339)
+        .map(|t| t.to_utc().format("%a %-d %b %H:%M").to_string())
+        .unwrap_or_else(|_| rfc3339.to_owned())
+}
+
+/// An RFC 3339 time's day in UTC: "7 Dec" (the text itself when it is not a time).
+pub fn day(rfc3339: &str) -> String {
+    chrono::DateTime::parse_from_rfc3339(rfc3339)
+        .map(|t| t.to_utc().format("%-d %b").to_string())
+        .unwrap_or_else(|_| rfc3339.to_owned())
 }
 
 #[cfg(test)]

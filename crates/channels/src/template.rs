@@ -22,7 +22,9 @@ pub const MAX_OUTPUT: usize = 64 * 1024;
 const FUEL: u64 = 200_000;
 
 /// The variables a template may read (dotted paths; `diff.lines` items are `op`, `text`,
-/// `words`).
+/// `words`; `digest.items` items are `id`, `type`, `time`, `watch`, `link`, `summary`, `added`,
+/// `removed`, `added_lines`, `removed_lines`; `digest.watches` items are `id`, `name`, `url`,
+/// `link`, `count`, `items`).
 pub const VARIABLES: &[&str] = &[
     "event",
     "event.id",
@@ -44,6 +46,22 @@ pub const VARIABLES: &[&str] = &[
     "check.error",
     "check.http_status",
     "check.consecutive_failures",
+    "expectation",
+    "expectation.kind",
+    "expectation.rule",
+    "expectation.holds",
+    "expectation.deadline",
+    "expectation.last_change",
+    "expectation.reasons",
+    "expectation.snapshot",
+    "digest",
+    "digest.count",
+    "digest.omitted",
+    "digest.period_start",
+    "digest.period_end",
+    "digest.summary",
+    "digest.items",
+    "digest.watches",
     "endpoint",
     "endpoint.id",
     "endpoint.url",

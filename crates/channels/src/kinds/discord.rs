@@ -6,7 +6,8 @@ use serde_json::{Value, json};
 use super::{EndpointKind, Kind, Message, Spec, Target, Transport, json_post, with_query};
 use crate::apprise::{ImportError, Imported, Parts, fail, is_token};
 use crate::context::{Context, cut_chars, cut_lines};
-use crate::message::{Parts as Said, parts};
+use crate::digest::{self, Style};
+use crate::message::{Parts as Said, parts, said};
 use crate::outgoing::Outgoing;
 
 /// Discord.
@@ -46,11 +47,13 @@ impl Kind for Discord {
 fn embed(context: &Context, parts: Said) -> Value {
     let description = match parts.text {
         Some(text) => cut_chars(&text, 4000),
-        None if context.diff.lines.is_empty() => cut_chars(&context.summary, 4000),
+        None if context.event.event_type == "digest" => digest::text(context, Style::Markdown, 4000),
+        None if context.diff.lines.is_empty() => cut_chars(&said(context), 4000),
         None => format!("```diff\n{}\n```", cut_lines(&context.changed_lines(), 60, 3900).replace("```", "'''")),
     };
     let color = match (context.diff.added, context.diff.removed) {
-        (0, 0) if context.event.event_type == "check.recovered" => 0x2e7d32,
+        (0, 0) if ["check.recovered", "expectation.met"].contains(&context.event.event_type.as_str()) => 0x2e7d32,
+        (0, 0) if context.event.event_type == "expectation.missed" => 0xc62828,
         (0, 0) if context.event.event_type.starts_with("check") || context.event.event_type.starts_with("selector") => {
             0xc62828
         }

@@ -8,7 +8,7 @@ use lettre::message::{Mailbox, MultiPart};
 
 use super::{EndpointKind, Field, Input, Kind, Message, Spec, Target, Transport};
 use crate::apprise::{ImportError, Imported, Parts, fail};
-use crate::context::{Context, cut_lines};
+use crate::context::{Context, Line, cut_lines};
 use crate::message::{Templates, escape_html};
 use crate::outgoing::Outgoing;
 use crate::settings::{Secrets, Settings};
@@ -126,6 +126,9 @@ fn message(
             let html = format!("{}<pre style=\"{PRE}\">{}</pre>{}", HEAD, escape_html(&text), FOOT);
             (text, html)
         }
+        None if context.event.event_type == "digest" => {
+            (crate::digest::email::text(context), crate::digest::email::html(context, &subject))
+        }
         None => (default_text(context), default_html(context, &subject)),
     };
     let mut builder = lettre::Message::builder()
@@ -147,7 +150,10 @@ fn message(
 /// What the email would say, for a preview: its subject, a blank line, its text part.
 fn preview(context: &Context, templates: Templates<'_>) -> Result<String, String> {
     let subject = subject(context, templates)?;
-    let text = templated_text(context, templates)?.unwrap_or_else(|| default_text(context));
+    let text = templated_text(context, templates)?.unwrap_or_else(|| match context.event.event_type.as_str() {
+        "digest" => crate::digest::email::text(context),
+        _ => default_text(context),
+    });
     Ok(format!("Subject: {subject}\n\n{text}"))
 }
 
@@ -173,12 +179,13 @@ fn default_subject(context: &Context) -> String {
                 crate::message::line_counts(context.diff.added, context.diff.removed)
             )
         }
+        "digest" => crate::message::default_title(context),
         _ => context.summary.clone(),
     }
 }
 
 fn default_text(context: &Context) -> String {
-    let mut text = format!("{}\n", context.summary);
+    let mut text = format!("{}\n", crate::message::said(context));
     if !context.watch.url.is_empty() {
         text.push_str(&format!("Page: {}\n", context.watch.url));
     }
@@ -195,18 +202,20 @@ fn default_text(context: &Context) -> String {
     text
 }
 
-const HEAD: &str = "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"color-scheme\" content=\"light\"></head><body style=\"font-family:system-ui,-apple-system,'Segoe UI',sans-serif;line-height:1.5;color:#1f2328;background:#ffffff;max-width:720px;margin:0 auto;padding:16px\">";
-const FOOT: &str = "<p style=\"color:#656d76;font-size:13px;margin-top:24px\">Sent by driftwatch</p></body></html>";
-const PRE: &str = "white-space:pre-wrap;font:13px/1.45 ui-monospace,SFMono-Regular,Menlo,monospace";
-const ADDED: &str = "background:#dafbe1;color:#116329";
-const REMOVED: &str = "background:#ffebe9;color:#82071e";
+pub(crate) const HEAD: &str = "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"color-scheme\" content=\"light\"></head><body style=\"font-family:system-ui,-apple-system,'Segoe UI',sans-serif;line-height:1.5;color:#1f2328;background:#ffffff;max-width:720px;margin:0 auto;padding:16px\">";
+pub(crate) const FOOT: &str =
+    "<p style=\"color:#656d76;font-size:13px;margin-top:24px\">Sent by driftwatch</p></body></html>";
+pub(crate) const PRE: &str = "white-space:pre-wrap;font:13px/1.45 ui-monospace,SFMono-Regular,Menlo,monospace";
+pub(crate) const ADDED: &str = "background:#dafbe1;color:#116329";
+pub(crate) const REMOVED: &str = "background:#ffebe9;color:#82071e";
 
 /// The HTML part: the title, the page, a button to the change, and the diff with added and
 /// removed words marked as the UI marks them (inline styles: mail clients drop style sheets).
 fn default_html(context: &Context, subject: &str) -> String {
     let mut html = String::from(HEAD);
     html.push_str(&format!("<h1 style=\"font-size:20px;margin:0 0 8px\">{}</h1>", escape_html(subject)));
-    html.push_str(&format!("<p style=\"margin:0 0 12px\">{}</p>", escape_html(&context.summary)));
+    let said = escape_html(&crate::message::said(context)).replace('\n', "<br>");
+    html.push_str(&format!("<p style=\"margin:0 0 12px\">{said}</p>"));
     if !context.watch.url.is_empty() {
         html.push_str(&format!(
             "<p style=\"margin:0 0 12px\">Page: <a href=\"{0}\">{0}</a></p>",
@@ -220,55 +229,64 @@ fn default_html(context: &Context, subject: &str) -> String {
         ));
     }
     let changed: Vec<_> = context.diff.lines.iter().filter(|l| l.op != "context").collect();
-    if !changed.is_empty() {
-        html.push_str(&format!(
-            "<table role=\"presentation\" style=\"border-collapse:collapse;width:100%;{PRE}\" cellpadding=\"0\" cellspacing=\"0\">"
-        ));
-        let mut chars = 0;
-        let mut shown = 0;
-        for line in &changed {
-            if shown >= MAX_LINES || chars > MAX_CHARS {
-                break;
-            }
-            let (sign, style, mark) = if line.op == "added" { ('+', ADDED, "ins") } else { ('-', REMOVED, "del") };
-            let content = if line.words.is_empty() {
-                escape_html(&line.text)
-            } else {
-                line.words
-                    .iter()
-                    .map(|w| {
-                        if w.changed {
-                            format!(
-                                "<{mark} style=\"{style};font-weight:600;text-decoration:none\">{}</{mark}>",
-                                escape_html(&w.text)
-                            )
-                        } else {
-                            escape_html(&w.text)
-                        }
-                    })
-                    .collect()
-            };
-            html.push_str(&format!(
-                "<tr><td style=\"{style};padding:1px 8px;white-space:pre-wrap;word-break:break-word\">{sign} {content}</td></tr>"
-            ));
-            chars += line.text.len();
-            shown += 1;
-        }
-        html.push_str("</table>");
-        let more = changed.len() - shown;
-        if more > 0 {
-            html.push_str(&format!(
-                "<p style=\"color:#656d76\">… and {more} more {}{}</p>",
-                driftwatch_core::text::noun_for(more, "line"),
-                if context.link.starts_with("http") {
-                    format!(": <a href=\"{}\">see them all</a>", escape_html(&context.link))
-                } else {
-                    String::new()
-                }
-            ));
-        }
-    }
+    html.push_str(&diff_table(&changed, &context.link, MAX_LINES, MAX_CHARS));
     html.push_str(FOOT);
+    html
+}
+
+/// The changed `lines` as a table, added and removed words marked as the UI marks them, at
+/// most `max_lines` lines and about `max_chars` characters; "… and N more lines" (linked to
+/// `link` when it is a web address) when cut. Empty without lines.
+pub(crate) fn diff_table(changed: &[&Line], link: &str, max_lines: usize, max_chars: usize) -> String {
+    if changed.is_empty() {
+        return String::new();
+    }
+    let mut html = format!(
+        "<table role=\"presentation\" style=\"border-collapse:collapse;width:100%;{PRE}\" cellpadding=\"0\" cellspacing=\"0\">"
+    );
+    let mut chars = 0;
+    let mut shown = 0;
+    for line in changed {
+        if shown >= max_lines || chars > max_chars {
+            break;
+        }
+        let (sign, style, mark) = if line.op == "added" { ('+', ADDED, "ins") } else { ('-', REMOVED, "del") };
+        let content = if line.words.is_empty() {
+            escape_html(&line.text)
+        } else {
+            line.words
+                .iter()
+                .map(|w| {
+                    if w.changed {
+                        format!(
+                            "<{mark} style=\"{style};font-weight:600;text-decoration:none\">{}</{mark}>",
+                            escape_html(&w.text)
+                        )
+                    } else {
+                        escape_html(&w.text)
+                    }
+                })
+                .collect()
+        };
+        html.push_str(&format!(
+            "<tr><td style=\"{style};padding:1px 8px;white-space:pre-wrap;word-break:break-word\">{sign} {content}</td></tr>"
+        ));
+        chars += line.text.len();
+        shown += 1;
+    }
+    html.push_str("</table>");
+    let more = changed.len() - shown;
+    if more > 0 {
+        html.push_str(&format!(
+            "<p style=\"color:#656d76\">… and {more} more {}{}</p>",
+            driftwatch_core::text::noun_for(more, "line"),
+            if link.starts_with("http") {
+                format!(": <a href=\"{}\">see them all</a>", escape_html(link))
+            } else {
+                String::new()
+            }
+        ));
+    }
     html
 }
 

@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use super::{EndpointKind, Field, Input, Kind, Message, Spec, Target, Transport, json_post, need};
 use crate::apprise::{ImportError, Imported, Parts, fail};
+use crate::digest::{self, Style};
 use crate::message::{default_text, escape_html, parts};
 use crate::outgoing::Outgoing;
 use crate::settings::{Secrets, Settings};
@@ -49,8 +50,14 @@ impl Kind for Matrix {
 
     fn message(&self, m: Message<'_>) -> Result<Vec<u8>, String> {
         let parts = parts(m.context, m.templates)?;
+        let (context_is_digest, templated) = (m.context.event.event_type == "digest", parts.text.is_some());
         let text = parts.text.unwrap_or_else(|| default_text(m.context, 16_000, 200));
-        let html = format!("<strong>{}</strong><br><pre>{}</pre>", escape_html(&parts.title), escape_html(&text));
+        let shown = match (context_is_digest, templated) {
+            // A digest's watches linked by name, a line per event.
+            (true, false) => digest::text(m.context, Style::Html, 16_000).replace('\n', "<br>"),
+            _ => format!("<pre>{}</pre>", escape_html(&text)),
+        };
+        let html = format!("<strong>{}</strong><br>{shown}", escape_html(&parts.title));
         let body = json!({
             "msgtype": "m.text",
             "body": format!("{}\n{text}", parts.title),

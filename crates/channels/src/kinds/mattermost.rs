@@ -8,7 +8,8 @@ use serde_json::json;
 use super::{Field, Input, Kind, Message, Spec, Target, Transport, json_post};
 use crate::apprise::{ImportError, Imported, Parts, fail};
 use crate::context::{cut_chars, cut_lines};
-use crate::message::parts;
+use crate::digest::{self, Style};
+use crate::message::{parts, said};
 use crate::outgoing::Outgoing;
 use crate::settings::{Secrets, Settings};
 
@@ -64,8 +65,15 @@ impl Kind for Mattermost {
         let mut text = format!("#### {}\n", cut_chars(&parts.title, 200).replace('\n', " "));
         match parts.text {
             Some(body) => text.push_str(&body),
+            None if context.event.event_type == "digest" => {
+                let room = MAX_POST.saturating_sub(text.chars().count() + 40);
+                text.push_str(&digest::text(context, Style::Markdown, room));
+                if context.link.starts_with("http") {
+                    text.push_str(&format!("\n\n[Open the changes]({})", context.link));
+                }
+            }
             None => {
-                text.push_str(&context.summary);
+                text.push_str(&said(context));
                 if context.link.starts_with("http") {
                     text.push_str(&format!("\n[Open the change]({})", context.link));
                 }

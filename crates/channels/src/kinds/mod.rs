@@ -24,7 +24,7 @@ use crate::outgoing::Outgoing;
 use crate::settings::{Secrets, Settings};
 
 pub(crate) mod discord;
-mod email;
+pub(crate) mod email;
 mod gotify;
 mod http;
 mod matrix;
@@ -379,3 +379,5 @@ pub(crate) fn need<'a>(secrets: &'a Secrets, key: &str, name: &str) -> Result<&'
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_events;

@@ -64,7 +64,8 @@ impl Kind for Pushover {
         let mut body = json!({"title": cut_chars(&parts.title, 250), "message": cut_chars(&message, 1024)});
         if context.link.starts_with("http") && context.link.chars().count() <= 512 {
             body["url"] = json!(context.link);
-            body["url_title"] = json!("Open the change");
+            let words = if context.event.event_type == "digest" { "Open the changes" } else { "Open the change" };
+            body["url_title"] = json!(words);
         }
         if let Some(priority) = settings.int("priority") {
             body["priority"] = json!(priority);

@@ -8,8 +8,9 @@ use serde_json::json;
 
 use super::{Kind, Message, Spec, Target, Transport, json_post};
 use crate::apprise::{ImportError, Imported, Parts};
-use crate::context::cut_chars;
-use crate::message::{condition_sentence, in_a_row, line_counts, parts, value_changes_sentence};
+use crate::context::{Context, cut_chars};
+use crate::digest::{self, Style};
+use crate::message::{condition_sentence, default_title, in_a_row, line_counts, parts, said, value_changes_sentence};
 use crate::outgoing::Outgoing;
 use driftwatch_core::text::count;
 
@@ -35,7 +36,12 @@ impl Kind for Slack {
     fn message(&self, m: Message<'_>) -> Result<Vec<u8>, String> {
         let parts = parts(m.context, m.templates)?;
         Ok(match parts.text {
-            None => slack_message(&m.context.payload.to_string()).into_bytes(),
+            None => match m.context.event.event_type.as_str() {
+                // Built from the context, whose links go into driftwatch when it has a public URL.
+                "digest" => slack_digest(m.context).to_string().into_bytes(),
+                "expectation.missed" | "expectation.met" => slack_text(&said(m.context)).to_string().into_bytes(),
+                _ => slack_message(&m.context.payload.to_string()).into_bytes(),
+            },
             Some(text) => {
                 json!({"text": cut_chars(&format!("{}\n{text}", parts.title), 3000)}).to_string().into_bytes()
             }
@@ -92,7 +98,13 @@ pub fn slack_message(payload: &str) -> String {
             slack_text(&text)
         }
         Some(v1::Payload::Condition(event)) => slack_text(&condition_sentence(event.event_type, &event.data)),
-        Some(v1::Payload::Expectation(_) | v1::Payload::Digest(_)) | None => slack_text("driftwatch event"),
+        Some(v1::Payload::Expectation(event)) => {
+            slack_text(&said(&Context::new(&event.data.event_id, event.event_type.as_str(), payload, "", None)))
+        }
+        Some(v1::Payload::Digest(event)) => {
+            slack_digest(&Context::new(&event.data.event_id, event.event_type.as_str(), payload, "", None))
+        }
+        None => slack_text("driftwatch event"),
     };
     message.to_string()
 }
@@ -131,6 +143,36 @@ fn slack_change(change: &v1::ChangeDetected) -> serde_json::Value {
         blocks.insert(2, json!({"type": "section", "text": {"type": "mrkdwn", "text": format!("*Values:* {moved}")}}));
     }
     message
+}
+
+/// Most blocks in a Slack message.
+const SLACK_BLOCKS: usize = 50;
+/// Most characters of a section block's text.
+const SLACK_SECTION: usize = 2900;
+
+/// A digest: its title as a header, the model's summary and the period, then a section per
+/// watch (its name linked, a line per event) within Slack's 50 blocks.
+fn slack_digest(context: &Context) -> serde_json::Value {
+    let title = default_title(context);
+    let section = |text: String| json!({"type": "section", "text": {"type": "mrkdwn", "text": text}});
+    let mut blocks = vec![json!({"type": "header", "text": {"type": "plain_text", "text": cut_chars(&title, 150)}})];
+    blocks.extend(digest::head(context, Style::Slack, SLACK_SECTION).into_iter().map(section));
+    let mut not_shown = context.digest.omitted;
+    for watch in &context.digest.watches {
+        // Room for the tail's block.
+        let block = (blocks.len() < SLACK_BLOCKS - 1).then(|| digest::watch_block(watch, Style::Slack, SLACK_SECTION));
+        match block.flatten() {
+            Some((text, shown)) => {
+                blocks.push(section(text));
+                not_shown += watch.count - shown;
+            }
+            None => not_shown += watch.count,
+        }
+    }
+    if let Some(tail) = digest::tail(not_shown, Style::Slack) {
+        blocks.push(json!({"type": "context", "elements": [{"type": "mrkdwn", "text": tail}]}));
+    }
+    json!({"text": cut_chars(&title, 3000), "blocks": blocks})
 }
 
 /// A one-line message.

@@ -5,7 +5,8 @@ use serde_json::{Value, json};
 use super::{Kind, Message, Spec, Target, Transport, json_post};
 use crate::apprise::{ImportError, Imported, Parts};
 use crate::context::{cut_chars, cut_lines};
-use crate::message::parts;
+use crate::digest::{self, Style};
+use crate::message::{parts, said};
 use crate::outgoing::Outgoing;
 
 /// Microsoft Teams.
@@ -32,10 +33,19 @@ impl Kind for Teams {
         let context = m.context;
         let mut body = vec![
             json!({"type": "TextBlock", "text": cut_chars(&parts.title, 200), "weight": "Bolder", "size": "Medium", "wrap": true}),
-            json!({"type": "TextBlock", "text": context.summary, "wrap": true, "isSubtle": true}),
+            json!({"type": "TextBlock", "text": cut_chars(&said(context), 2000), "wrap": true, "isSubtle": true}),
         ];
+        let digest = context.event.event_type == "digest";
         let detail = match parts.text {
             Some(text) => Some(cut_chars(&text, 10_000)),
+            None if digest => {
+                // The head (the model's summary, the period) is the text block above.
+                body.pop();
+                body.push(
+                    json!({"type": "TextBlock", "text": digest::text(context, Style::Markdown, 10_000), "wrap": true}),
+                );
+                None
+            }
             None => {
                 let lines = context.changed_lines();
                 (!lines.is_empty()).then(|| cut_lines(&lines, 60, 10_000))
@@ -51,7 +61,8 @@ impl Kind for Teams {
             "body": body,
         });
         if context.link.starts_with("http") {
-            card["actions"] = json!([{"type": "Action.OpenUrl", "title": "Open the change", "url": context.link}]);
+            let title = if digest { "Open the changes" } else { "Open the change" };
+            card["actions"] = json!([{"type": "Action.OpenUrl", "title": title, "url": context.link}]);
         }
         let message: Value = json!({
             "type": "message",

@@ -7,7 +7,8 @@ use serde_json::{Value, json};
 use super::{EndpointKind, Field, Input, Kind, Message, Spec, Target, Transport, json_post, need};
 use crate::apprise::{ImportError, Imported, Parts, decode, fail, is_token};
 use crate::context::{cut_chars, cut_lines};
-use crate::message::{escape_html, parts};
+use crate::digest::{self, Style};
+use crate::message::{escape_html, parts, said};
 use crate::outgoing::Outgoing;
 use crate::settings::{Secrets, Settings};
 
@@ -54,7 +55,8 @@ impl Kind for Telegram {
         let (parts, context) = (parts(m.context, m.templates)?, m.context);
         let mut text = format!("<b>{}</b>", escape_html(&cut_chars(&parts.title, 200)));
         if context.link.starts_with("http") {
-            text.push_str(&format!("\n<a href=\"{}\">Open the change</a>", escape_html(&context.link)));
+            let words = if context.event.event_type == "digest" { "Open the changes" } else { "Open the change" };
+            text.push_str(&format!("\n<a href=\"{}\">{words}</a>", escape_html(&context.link)));
         }
         // Visible characters so far: the title and the link's words.
         let used = cut_chars(&parts.title, 200).chars().count() + 20;
@@ -64,9 +66,13 @@ impl Kind for Telegram {
                 text.push('\n');
                 text.push_str(&escape_html(&cut_chars(&body, room)));
             }
+            None if context.event.event_type == "digest" => {
+                text.push('\n');
+                text.push_str(&digest::text(context, Style::Html, room));
+            }
             None if context.diff.lines.is_empty() => {
                 text.push('\n');
-                text.push_str(&escape_html(&cut_chars(&context.summary, room)));
+                text.push_str(&escape_html(&cut_chars(&said(context), room)));
             }
             None => {
                 text.push_str(&format!(

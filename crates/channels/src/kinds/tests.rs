@@ -8,16 +8,16 @@ use crate::settings::validate;
 use std::time::Duration;
 
 /// One kind as a test sets it up: a valid URL, settings and secrets, and where its request goes.
-struct Row {
-    kind: EndpointKind,
-    url: &'static str,
-    settings: Value,
-    secrets: Value,
+pub(super) struct Row {
+    pub(super) kind: EndpointKind,
+    pub(super) url: &'static str,
+    pub(super) settings: Value,
+    pub(super) secrets: Value,
     /// The method and URL of its request (empty for SMTP).
-    sends: (&'static str, &'static str),
+    pub(super) sends: (&'static str, &'static str),
 }
 
-fn rows() -> Vec<Row> {
+pub(super) fn rows() -> Vec<Row> {
     let row = |kind, url, settings, secrets, sends| Row { kind, url, settings, secrets, sends };
     let t30 = "t".repeat(30);
     let u30 = "u".repeat(30);
