@@ -4,7 +4,7 @@
 
 use std::str::FromStr as _;
 
-use chrono::{DateTime, Datelike as _, NaiveDate, NaiveTime, TimeDelta, TimeZone as _, Utc, Weekday};
+use chrono::{DateTime, Datelike as _, NaiveDate, NaiveTime, SubsecRound as _, TimeDelta, TimeZone as _, Utc, Weekday};
 use serde::{Deserialize, Serialize};
 
 use crate::{EventType, FieldError};
@@ -173,11 +173,13 @@ impl DigestPeriod {
     /// The first end of a period strictly after `after`; `None` when a cron expression never
     /// fires again.
     pub fn next_end(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        // Whole seconds: a period ends at 08:00:00, not at 08:00 and the fraction of `after`.
+        let after = after.trunc_subsecs(0);
         match self {
             DigestPeriod::Every(length) => Some(after + *length),
             DigestPeriod::Cron { cron, zone } => {
                 let local = zone.from_utc_datetime(&after.naive_utc());
-                cron.find_next_occurrence(&local, false).ok().map(|t| t.with_timezone(&Utc))
+                cron.find_next_occurrence(&local, false).ok().map(|t| t.with_timezone(&Utc).trunc_subsecs(0))
             }
         }
     }

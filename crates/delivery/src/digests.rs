@@ -114,4 +114,3 @@ pub(crate) fn quiet_until(json: Option<&str>, now: NaiveDateTime) -> Option<Naiv
     let quiet = QuietHours::parse(json?).ok()?.check().ok()?;
     quiet.release(now.and_utc()).map(|at| at.naive_utc())
 }
-

@@ -291,7 +291,13 @@ impl DeliveryWorker {
                 .store
                 .write(move |c| {
                     for (id, until) in &held {
-                        deliveries::hold(c, std::slice::from_ref(id), &owner, *until, driftwatch_core::HELD_QUIET_HOURS)?;
+                        deliveries::hold(
+                            c,
+                            std::slice::from_ref(id),
+                            &owner,
+                            *until,
+                            driftwatch_core::HELD_QUIET_HOURS,
+                        )?;
                     }
                     Ok(())
                 })

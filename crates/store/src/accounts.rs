@@ -136,7 +136,12 @@ pub fn revoke_token(conn: &mut DbConn, account_id: &str, id: &str, now: NaiveDat
 
 /// The account's quiet hours (JSON), which hold the deliveries of its endpoints that set none.
 pub fn quiet_hours(conn: &mut DbConn, account_id: &str) -> StoreResult<Option<String>> {
-    Ok(accounts::table.find(account_id).select(accounts::quiet_hours).first::<Option<String>>(conn).optional()?.flatten())
+    Ok(accounts::table
+        .find(account_id)
+        .select(accounts::quiet_hours)
+        .first::<Option<String>>(conn)
+        .optional()?
+        .flatten())
 }
 
 /// Sets (or with `None` removes) the account's quiet hours.

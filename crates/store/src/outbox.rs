@@ -398,7 +398,15 @@ fn enqueue_all_for_endpoints(
             let (account, to) = targets.get(&i.endpoint_id)?;
             let tags = i.event.watch_id.as_ref().and_then(|id| routes.get(id)).map_or("", |w| w.tags.as_str());
             (*account == i.event.account_id).then(|| {
-                delivery_row(render, &i.event, to, to.max_attempts.unwrap_or(i.default_max_attempts), tags, false, i.now)
+                delivery_row(
+                    render,
+                    &i.event,
+                    to,
+                    to.max_attempts.unwrap_or(i.default_max_attempts),
+                    tags,
+                    false,
+                    i.now,
+                )
             })
         })
         .collect();

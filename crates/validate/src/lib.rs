@@ -17,11 +17,11 @@ mod secrets;
 mod token;
 mod watch;
 
+pub use delivery_time::{Delivery, valid_delivery, valid_quiet_hours};
 pub use endpoint::{
     Channel, ChannelInput, Current, EndpointInput, EndpointPatch, RouteInput, endpoint_changes, from_apprise,
     may_rotate_secret, new_endpoint, valid_channel, valid_route,
 };
-pub use delivery_time::{Delivery, valid_delivery, valid_quiet_hours};
 pub use model::{ModelInput, ValidModel, account_model};
 pub use names::{SECRET_NAME_RULE, named_proxies, secret_name_ok, valid_proxy_value};
 pub use portable::{PortableWatch, from_watch};

@@ -112,8 +112,12 @@ pub async fn a_daily_digest_gathers_changes_into_one_message_per_kind(backend: B
         let watch = app.watch_with_baseline(&token, json!({"url": page.url, "name": name})).await;
         ids.push(watch["id"].as_str().expect("id").to_owned());
     }
-    for (i, text) in [(0, "<p>Lamp: 12 EUR</p>"), (1, "<p>Desk: 180 EUR</p>"), (0, "<p>Lamp: 9 EUR</p>"), (2, "<p>Chair: 70 EUR</p>")]
-    {
+    for (i, text) in [
+        (0, "<p>Lamp: 12 EUR</p>"),
+        (1, "<p>Desk: 180 EUR</p>"),
+        (0, "<p>Lamp: 9 EUR</p>"),
+        (2, "<p>Chair: 70 EUR</p>"),
+    ] {
         pages[i].1.set(text);
         assert_eq!(app.check(&token, &ids[i]).await["outcome"], "changed");
     }
@@ -130,18 +134,23 @@ pub async fn a_daily_digest_gathers_changes_into_one_message_per_kind(backend: B
     // An urgent type skips the digest: the price crosses below 50 and condition.met goes now.
     let kettle = PageServer::start(&shop("67.00")).await;
     let conditions = json!({"preset": "price_below", "amount": 50});
-    let watch = app.watch_with_baseline(&token, json!({"url": kettle.url, "options": {"conditions": conditions}})).await;
+    let watch =
+        app.watch_with_baseline(&token, json!({"url": kettle.url, "options": {"conditions": conditions}})).await;
     kettle.set(&shop("45.00"));
     app.check(&token, watch["id"].as_str().expect("id")).await;
     let urgent = receiver.wait_for(1).await;
     assert_eq!(urgent[0].json()["type"], "condition.met", "urgent events go at once");
-    assert!(smtp.messages().is_empty() && chat.received().len() <= 1, "only the urgent event went out");
+    // Each kind got that one message and nothing of the four changes.
+    assert!(smtp.wait_for(1, WAIT).await[0].parsed().subject.contains("conditions met"));
+    chat.wait_for(Provider::Discord, 1, WAIT).await;
+    assert_eq!((smtp.messages().len(), chat.received().len(), receiver.received().len()), (1, 1, 1));
 
     // 08:00 in Berlin: one digest per kind.
     clock.move_past(first_end);
     let got = receiver.wait_for(2).await;
+    let types: Vec<Value> = got.iter().map(|r| r.json()["type"].clone()).collect();
+    assert_eq!(types, ["condition.met", "digest"], "{types:?}");
     let body = got[1].json();
-    assert_eq!(body["type"], "digest", "{body}");
     assert_eq!(body["data"]["count"], 4, "{body}");
     assert_eq!(body["data"]["omitted"], 0, "{body}");
     let events = body["data"]["events"].as_array().expect("events");
@@ -150,7 +159,7 @@ pub async fn a_daily_digest_gathers_changes_into_one_message_per_kind(backend: B
     let names: Vec<&str> = events.iter().filter_map(|e| e["data"]["watch"]["name"].as_str()).collect();
     assert_eq!(names, ["Lamp", "Desk", "Lamp", "Chair"], "oldest first");
     assert_eq!(time(&body["data"]["period"]["end"]), first_end);
-    let email = smtp.wait_for(1, WAIT).await[0].parsed();
+    let email = smtp.wait_for(2, WAIT).await[1].parsed();
     assert!(email.subject.contains("digest"), "{}", email.subject);
     let text = email.text.unwrap_or_default();
     for name in ["Lamp", "Desk", "Chair"] {
@@ -231,8 +240,14 @@ pub async fn quiet_hours_hold_deliveries_until_they_end(backend: Backend) {
     let (own_id, _) =
         app.endpoint(&token, &own.url, json!({"quiet_hours": {"from": from, "to": to, "time_zone": "UTC"}})).await;
     // The account's hours cover now too; an endpoint without its own keeps them.
-    let (status, set) =
-        app.call(reqwest::Method::PUT, "/account/quiet_hours", &token, Some(json!({"quiet_hours": {"from": from, "to": to}}))).await;
+    let (status, set) = app
+        .call(
+            reqwest::Method::PUT,
+            "/account/quiet_hours",
+            &token,
+            Some(json!({"quiet_hours": {"from": from, "to": to}})),
+        )
+        .await;
     assert_eq!(status, StatusCode::OK, "{set}");
     let follows = Receiver::start(200).await;
     let (follows_id, _) = app.endpoint(&token, &follows.url, json!({})).await;
@@ -266,8 +281,9 @@ pub async fn quiet_hours_hold_deliveries_until_they_end(backend: Backend) {
     clock.move_past(release);
     assert_eq!(own.wait_for(1).await[0].json()["type"], "change.detected");
     follows.wait_for(1).await;
-    let sent = app.ok(&format!("/deliveries?endpoint_id={own_id}"), &token).await;
-    assert_eq!((sent["items"][0]["status"].as_str(), &sent["items"][0]["held"]), (Some("sent"), &Value::Null));
+    let id = app.ok(&format!("/deliveries?endpoint_id={own_id}"), &token).await["items"][0]["id"].clone();
+    let sent = app.wait_delivery(&token, id.as_str().expect("id"), "sent").await;
+    assert_eq!(sent["held"], Value::Null, "a sent delivery is held no more: {sent}");
 }
 
 /// What a digest or quiet hours cannot be is refused with the field named, in the API and the
@@ -278,17 +294,26 @@ pub async fn bad_timing_is_refused_by_name(backend: Backend) {
     let cases = [
         (json!({"delivery": {"mode": "digest", "cron": "* * * * * *"}}), "delivery.cron"),
         (json!({"delivery": {"mode": "digest", "cron": "0 0 30 2 *"}}), "delivery.cron"),
-        (json!({"delivery": {"mode": "digest", "cron": "0 8 * * *", "time_zone": "Mars/Olympus"}}), "delivery.time_zone"),
+        (
+            json!({"delivery": {"mode": "digest", "cron": "0 8 * * *", "time_zone": "Mars/Olympus"}}),
+            "delivery.time_zone",
+        ),
         (json!({"delivery": {"mode": "digest", "every": "1m"}}), "delivery.every"),
         (json!({"quiet_hours": {"from": "00:00", "to": "00:00"}}), "quiet_hours.to"),
-        (json!({"quiet_hours": {"from": "22:00", "to": "07:00", "time_zone": "Nowhere/City"}}), "quiet_hours.time_zone"),
+        (
+            json!({"quiet_hours": {"from": "22:00", "to": "07:00", "time_zone": "Nowhere/City"}}),
+            "quiet_hours.time_zone",
+        ),
     ];
     for (extra, field) in cases {
         let mut body = json!({"url": "http://127.0.0.1:9/hook"});
         body.as_object_mut().expect("object").extend(extra.as_object().expect("object").clone());
         let (status, problem) = app.post("/endpoints", &token, body).await;
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{problem}");
-        assert!(problem["errors"].as_array().is_some_and(|e| e.iter().any(|e| e["field"] == field)), "{field}: {problem}");
+        assert!(
+            problem["errors"].as_array().is_some_and(|e| e.iter().any(|e| e["field"] == field)),
+            "{field}: {problem}"
+        );
     }
     let (status, problem) = app
         .call(
@@ -316,7 +341,8 @@ pub async fn bad_timing_is_refused_by_name(backend: Backend) {
     let html = response.text().await.expect("page");
     assert!(html.contains(r#"id="e-digest_schedule""#), "the error stands beside the period: {html}");
     assert!(html.contains(r#"value="* * * * * *""#), "what was typed is kept");
-    let response = ada.submit("/account/quiet-hours", &[("quiet", "on"), ("quiet_from", "09:00"), ("quiet_to", "09:00")]).await;
+    let response =
+        ada.submit("/account/quiet-hours", &[("quiet", "on"), ("quiet_from", "09:00"), ("quiet_to", "09:00")]).await;
     assert_eq!(response.status(), 422);
     assert!(response.text().await.expect("page").contains(r#"id="e-quiet_to""#));
     assert_eq!(app.ok("/endpoints", &token).await["items"], json!([]), "nothing stored");

@@ -48,7 +48,9 @@ pub fn claim_for_redelivery(
                 .filter(deliveries::account_id.eq(account_id))
                 .filter(deliveries::id.eq(id))
                 .filter(deliveries::body_purged_at.is_null())
-                .filter(deliveries::status.ne_all([DeliveryStatus::Gathering.as_str(), DeliveryStatus::Digested.as_str()]))
+                .filter(
+                    deliveries::status.ne_all([DeliveryStatus::Gathering.as_str(), DeliveryStatus::Digested.as_str()]),
+                )
                 .filter(deliveries::endpoint_id.eq_any(enabled_endpoints))
                 .filter(deliveries::lease_until.is_null().or(deliveries::lease_until.lt(now))),
         )

@@ -198,7 +198,8 @@ fn page(
     let mut errors = HashMap::new();
     for e in invalid {
         let kind = form.kind.parse().unwrap_or(EndpointKind::Webhook);
-        let field = endpoint_timing::form_field(&e.field).map_or_else(|| endpoint_channel::form_field(kind, &e.field), str::to_owned);
+        let field = endpoint_timing::form_field(&e.field)
+            .map_or_else(|| endpoint_channel::form_field(kind, &e.field), str::to_owned);
         errors.entry(field).or_insert(e.message);
     }
     let types = SUBSCRIBABLE.iter().map(|t| (t.as_str(), form.event_types.iter().any(|s| s == t.as_str()))).collect();
@@ -427,7 +428,8 @@ async fn preview_page(
             errors.push(FieldError::new(field, e.to_string()));
         }
     }
-    let preview = if errors.is_empty() { Some(endpoint_channel::preview_of(state, viewer, kind, &channel).await?) } else { None };
+    let preview =
+        if errors.is_empty() { Some(endpoint_channel::preview_of(state, viewer, kind, &channel).await?) } else { None };
     let status = if errors.is_empty() { StatusCode::OK } else { StatusCode::UNPROCESSABLE_ENTITY };
     let page = EndpointFormPage { preview, ..full_page(state, viewer, endpoint_id, form, errors).await? };
     Ok(render(status, &page))
