@@ -50,10 +50,15 @@ pub fn count<N: Copy + std::fmt::Display + PartialEq + From<u8>>(n: N, noun: &st
 }
 
 /// `noun` as it reads after `n`: as given for one, else its English plural (`-es` after
-/// s, x, ch and sh; `-s` otherwise), for the words these messages count.
+/// s, x, ch and sh; `-ies` for a consonant and `y`; `-s` otherwise), for the words these
+/// messages count.
 pub fn noun_for<N: PartialEq + From<u8>>(n: N, noun: &str) -> String {
     if n == N::from(1) {
         noun.to_owned()
+    } else if let Some(stem) = noun.strip_suffix('y')
+        && stem.chars().last().is_some_and(|c| c.is_ascii_alphabetic() && !"aeiou".contains(c))
+    {
+        format!("{stem}ies")
     } else if ["s", "x", "ch", "sh"].iter().any(|end| noun.ends_with(end)) {
         format!("{noun}es")
     } else {
@@ -70,6 +75,8 @@ mod tests {
         assert_eq!(count(1usize, "line"), "1 line");
         assert_eq!(count(2usize, "line"), "2 lines");
         assert_eq!(count(0i64, "line"), "0 lines");
+        assert_eq!(count(2i64, "delivery"), "2 deliveries");
+        assert_eq!(count(2i64, "day"), "2 days");
         assert_eq!(count(1i32, "watch"), "1 watch");
         assert_eq!(count(3u64, "watch"), "3 watches");
         assert_eq!(noun_for(1usize, "change"), "change");

@@ -184,6 +184,11 @@ impl EndpointFormPage {
         self.errors.get(&format!("{kind}_fields"))
     }
 
+    /// Whether a digest or quiet-hours field has an error (its section then opens).
+    fn timing_error(&self) -> bool {
+        self.errors.keys().any(|k| k.starts_with("digest_") || k.starts_with("quiet_"))
+    }
+
     fn routed(&self, watch_id: &str) -> bool {
         self.form.channel.route_watches.iter().any(|w| w == watch_id)
     }

@@ -48,7 +48,9 @@ pub fn quiet_words(json: &str) -> String {
 /// A delivery mode in words.
 fn mode_words(mode: &DeliveryMode) -> String {
     match (&mode.cron, &mode.every) {
-        (Some(cron), _) => format!("a digest at `{cron}` ({})", mode.time_zone.as_deref().unwrap_or("UTC")),
+        (Some(cron), _) => {
+            format!("a digest on the schedule {cron} ({})", mode.time_zone.as_deref().unwrap_or("UTC"))
+        }
         (None, Some(every)) => format!("a digest every {every}"),
         (None, None) => "a digest".into(),
     }
