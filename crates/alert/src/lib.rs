@@ -139,13 +139,14 @@ pub const DIGEST_MAX_BYTES: usize = 1 << 20;
 /// The JSON body of a `digest` ([`v1::Digest`]) for `endpoint`, covering `since` to `until`:
 /// `count` events gathered, of which `events` (their stored bodies, oldest first) are carried
 /// while they fit in [`DIGEST_MAX_BYTES`]; the rest, and any body this crate cannot read, are
-/// counted as omitted.
+/// counted as omitted. `summary` is a model's summary of the period, when one was asked for.
 pub fn digest_payload(
     event_id: &str,
     endpoint: EndpointRef<'_>,
     (since, until): (DateTime<Utc>, DateTime<Utc>),
     count: usize,
     events: &[&str],
+    summary: Option<String>,
     at: DateTime<Utc>,
 ) -> String {
     let mut carried = Vec::new();
@@ -170,7 +171,7 @@ pub fn digest_payload(
         count,
         omitted: count.saturating_sub(carried.len()),
         events: carried,
-        summary: None,
+        summary: summary.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()),
     };
     body(EventType::Digest, at, data)
 }

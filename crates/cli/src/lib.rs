@@ -67,6 +67,10 @@ impl App {
         let metrics = Arc::new(driftwatch_metrics::Metrics::default());
         let worker = parts::delivery_worker(settings, &store, &clock, &metrics, &keyring)?;
         let judge = parts::judge(settings, &store, &clock, &metrics, &keyring, worker.clone());
+        worker.set_summarizer(Arc::new(parts::JudgeSummary {
+            judge: judge.clone(),
+            timeout: std::time::Duration::from_secs(settings.llm_timeout_seconds),
+        }));
         let runner = parts::runner(settings, &store, &clock, &metrics, worker.clone(), judge.clone(), &keyring)?;
         let browsers = runner.browsers().cloned();
         if let Some(why) = runner.browser_shortfall().await? {

@@ -267,3 +267,38 @@ pub(crate) async fn listen(
     }
     Ok(Web { addr, metrics_addr, setup_url })
 }
+
+/// A digest's summary through the account's language model (or the operator's), asked as a
+/// summary without an intent, within the verdicts' budget and cache.
+pub(crate) struct JudgeSummary {
+    /// The judge that asks.
+    pub(crate) judge: driftwatch_ai::Judge,
+    /// How long one answer may take.
+    pub(crate) timeout: std::time::Duration,
+}
+
+impl driftwatch_delivery::Summarize for JudgeSummary {
+    fn summarize<'a>(
+        &'a self,
+        account_id: &'a str,
+        title: &'a str,
+        text: &'a str,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<String>> + Send + 'a>> {
+        Box::pin(async move {
+            let ask = driftwatch_ai::Ask { intent: None, watch_name: title, url: "", unified: text };
+            match self.judge.ask(account_id, &ask, self.timeout).await {
+                Ok(driftwatch_ai::judge::Outcome::Answered(asked)) => {
+                    Some(asked.answer.summary).filter(|s| !s.trim().is_empty())
+                }
+                Ok(other) => {
+                    tracing::info!(account.id = %account_id, outcome = ?other, "a digest goes without a summary");
+                    None
+                }
+                Err(e) => {
+                    tracing::warn!(account.id = %account_id, error = %e, "a digest goes without a summary");
+                    None
+                }
+            }
+        })
+    }
+}

@@ -45,6 +45,10 @@ pub struct DeliveryMode {
     /// Send a "nothing changed" digest when a period gathered nothing.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub send_empty: bool,
+    /// Open each digest with a language model's summary of the period (the account's model, or
+    /// the operator's; without one, or when it fails, the digest goes without).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub summary: bool,
 }
 
 /// [`DeliveryMode::mode`].
@@ -81,6 +85,8 @@ pub struct Digesting {
     pub urgent: Vec<EventType>,
     /// Whether an empty period sends a note.
     pub send_empty: bool,
+    /// Whether a model summarises the period.
+    pub summary: bool,
 }
 
 fn zone(name: Option<&str>, field: &str) -> Result<chrono_tz::Tz, FieldError> {
@@ -148,7 +154,7 @@ impl DeliveryMode {
                 period
             }
         };
-        Ok(Some(Digesting { period, urgent, send_empty: self.send_empty }))
+        Ok(Some(Digesting { period, urgent, send_empty: self.send_empty, summary: self.summary }))
     }
 }
 

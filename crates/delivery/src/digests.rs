@@ -13,6 +13,24 @@ use tokio_util::sync::CancellationToken;
 
 use crate::DeliveryWorker;
 
+/// Summarises a digest's period for an account: `title` names the digest, `text` says what
+/// happened in it, event by event. `None` when there is no model, no budget, or no answer in
+/// time: the digest then goes without a summary.
+pub trait Summarize: Send + Sync + 'static {
+    /// The summary, or `None`.
+    fn summarize<'a>(
+        &'a self,
+        account_id: &'a str,
+        title: &'a str,
+        text: &'a str,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<String>> + Send + 'a>>;
+}
+
+/// Most characters of one event in the text a model summarises.
+const SUMMARY_EVENT_CHARS: usize = 2_000;
+/// Most characters of the whole text a model summarises.
+const SUMMARY_CHARS: usize = 24_000;
+
 /// Most events a digest reads to carry (the rest are counted as omitted).
 const DIGEST_CAP: usize = 500;
 
@@ -43,6 +61,25 @@ impl DeliveryWorker {
         }
     }
 
+    /// Wires in what summarises digests (the language model), once.
+    pub fn set_summarizer(&self, summarizer: std::sync::Arc<dyn Summarize>) {
+        let _ = self.inner.summarizer.set(summarizer);
+    }
+
+    /// A model's summary of what `endpoint` gathered up to `due`, when one is wired in and
+    /// anything was gathered.
+    async fn summary(&self, endpoint: &driftwatch_store::Endpoint, due: NaiveDateTime) -> Option<String> {
+        let summarizer = self.inner.summarizer.get()?.clone();
+        let id = endpoint.id.clone();
+        let gathered = self.inner.store.read(move |c| digests::peek(c, &id, due, DIGEST_CAP)).await.ok()?;
+        if gathered.is_empty() {
+            return None;
+        }
+        let text = summary_text(&gathered);
+        let title = format!("driftwatch digest of {} events", gathered.len());
+        summarizer.summarize(&endpoint.account_id, &title, &text).await
+    }
+
     /// Closes the digest periods that have ended; returns how many endpoints it looked at.
     pub async fn close_due_digests(&self) -> Result<usize, StoreError> {
         let now = self.now();
@@ -54,6 +91,10 @@ impl DeliveryWorker {
             let digesting = mode.as_ref().and_then(|m| m.check(now.and_utc()).ok().flatten());
             let next = digesting.as_ref().and_then(|d| d.period.following(at.and_utc(), now.and_utc()));
             let send_empty = digesting.as_ref().is_some_and(|d| d.send_empty);
+            let summary = match digesting.as_ref().is_some_and(|d| d.summary) {
+                true => self.summary(&endpoint, at).await,
+                false => None,
+            };
             let render = self.inner.store.render();
             let max_attempts = endpoint.max_attempts.unwrap_or(self.inner.config.retry.max_attempts as i32);
             let id = endpoint.id.clone();
@@ -61,7 +102,7 @@ impl DeliveryWorker {
                 .inner
                 .store
                 .write(move |c| {
-                    let build = |p: &Period<'_>| digest_event(p, send_empty, now);
+                    let build = |p: &Period<'_>| digest_event(p, send_empty, summary.clone(), now);
                     digests::close(
                         c,
                         &*render,
@@ -89,7 +130,7 @@ impl DeliveryWorker {
 }
 
 /// The digest event of a period, or `None` for an empty one that asked for no note.
-fn digest_event(period: &Period<'_>, send_empty: bool, now: NaiveDateTime) -> Option<Event> {
+fn digest_event(period: &Period<'_>, send_empty: bool, summary: Option<String>, now: NaiveDateTime) -> Option<Event> {
     if period.count == 0 && !send_empty {
         return None;
     }
@@ -102,9 +143,46 @@ fn digest_event(period: &Period<'_>, send_empty: bool, now: NaiveDateTime) -> Op
         (period.since.and_utc(), period.until.and_utc()),
         period.count,
         &bodies,
+        summary,
         now.and_utc(),
     );
     Some(Event::about_endpoint(id, endpoint, EventType::Digest, payload, now))
+}
+
+/// What a model reads to summarise a period: per event, its watch, its type and what changed
+/// (the diff's changed lines, cut), oldest first, within [`SUMMARY_CHARS`].
+fn summary_text(gathered: &[digests::Gathered]) -> String {
+    use driftwatch_alert::v1::Payload;
+    let mut text = String::new();
+    for g in gathered {
+        let part = match Payload::parse(&g.payload) {
+            Some(Payload::Change(e)) => {
+                let changed: Vec<&str> = e
+                    .data
+                    .diff
+                    .unified
+                    .lines()
+                    .filter(|l| {
+                        (l.starts_with('+') || l.starts_with('-')) && !l.starts_with("+++") && !l.starts_with("---")
+                    })
+                    .collect();
+                format!("## {} ({}) changed\n{}\n", e.data.watch.name, e.data.watch.url, changed.join("\n"))
+            }
+            Some(Payload::Condition(e)) => {
+                format!("## {}: {}\n{}\n", e.data.watch.name, g.event_type, e.data.reasons.join("; "))
+            }
+            Some(Payload::Check(e)) => format!("## {}: {}\n", e.data.watch.name, g.event_type),
+            Some(Payload::Expectation(e)) => {
+                format!("## {}: {} ({})\n", e.data.watch.name, g.event_type, e.data.expectation.rule)
+            }
+            _ => format!("## {}\n", g.event_type),
+        };
+        text.extend(part.chars().take(SUMMARY_EVENT_CHARS));
+        if text.chars().count() >= SUMMARY_CHARS {
+            break;
+        }
+    }
+    text
 }
 
 /// When the quiet hours in `json` (an endpoint's, else its account's) release a delivery due at

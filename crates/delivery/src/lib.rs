@@ -19,6 +19,7 @@ mod smtp;
 mod worker;
 
 pub use config::DeliveryConfig;
+pub use digests::Summarize;
 pub use policy::SendResult;
 pub use policy::{Decision, Outcome, RetryPolicy};
 pub use requests::{RedeliverError, RequestError};

@@ -36,6 +36,8 @@ pub(crate) struct Inner {
     pub(crate) recovery_wake: Notify,
     pub(crate) slots: Arc<Semaphore>,
     pub(crate) endpoints: Mutex<EndpointLoad>,
+    /// What summarises a digest's period, once `cli` has wired the language model in.
+    pub(crate) summarizer: std::sync::OnceLock<Arc<dyn crate::Summarize>>,
 }
 
 /// Most limited endpoints looked at per claim.
@@ -87,6 +89,7 @@ impl DeliveryWorker {
                 recovery_wake: Notify::new(),
                 slots,
                 endpoints: Mutex::new(EndpointLoad::default()),
+                summarizer: std::sync::OnceLock::new(),
             }),
         }
     }

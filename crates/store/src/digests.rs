@@ -71,6 +71,20 @@ pub enum Closed {
     },
 }
 
+/// The oldest `cap` events `endpoint_id` gathered up to `due`, read without closing anything
+/// (for a model's summary, asked before the period is closed).
+pub fn peek(conn: &mut DbConn, endpoint_id: &str, due: NaiveDateTime, cap: usize) -> StoreResult<Vec<Gathered>> {
+    Ok(deliveries::table
+        .filter(deliveries::endpoint_id.eq(endpoint_id))
+        .filter(deliveries::status.eq(DeliveryStatus::Gathering.as_str()))
+        .filter(deliveries::created_at.le(due))
+        .inner_join(events::table)
+        .order((deliveries::created_at.asc(), deliveries::id.asc()))
+        .limit(i64::try_from(cap).unwrap_or(i64::MAX))
+        .select((events::id, events::event_type, events::payload, deliveries::created_at))
+        .load(conn)?)
+}
+
 /// Most ids marked in one statement (PostgreSQL binds at most 65,535 parameters).
 const MARK_CHUNK: usize = 5_000;
 
@@ -108,12 +122,7 @@ pub fn close(
         };
         let ids: Vec<String> =
             gathered().order((deliveries::created_at.asc(), deliveries::id.asc())).select(deliveries::id).load(conn)?;
-        let events: Vec<Gathered> = gathered()
-            .inner_join(events::table)
-            .order((deliveries::created_at.asc(), deliveries::id.asc()))
-            .limit(i64::try_from(cap).unwrap_or(i64::MAX))
-            .select((events::id, events::event_type, events::payload, deliveries::created_at))
-            .load(conn)?;
+        let events = peek(conn, &endpoint.id, due, cap)?;
         let period = Period {
             endpoint,
             since: endpoint.digest_since.unwrap_or(endpoint.created_at),

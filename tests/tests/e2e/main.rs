@@ -66,6 +66,7 @@ on_both_backends!(
     reader_time::a_daily_digest_gathers_changes_into_one_message_per_kind,
     reader_time::quiet_hours_hold_deliveries_until_they_end,
     reader_time::bad_timing_is_refused_by_name,
+    reader_time::a_digest_opens_with_a_models_summary,
     ui_reader_time::digests_and_quiet_hours_in_the_browser,
     imports::a_changedetection_backup_moves_in_with_its_history,
     imports::a_bad_backup_is_refused_and_imports_nothing,

@@ -347,3 +347,36 @@ pub async fn bad_timing_is_refused_by_name(backend: Backend) {
     assert!(response.text().await.expect("page").contains(r#"id="e-quiet_to""#));
     assert_eq!(app.ok("/endpoints", &token).await["items"], json!([]), "nothing stored");
 }
+
+/// With `summary: true` and a model configured, a digest opens with the model's summary of the
+/// period (asked once, through the verdicts' budget); the model reads each event's watch and
+/// changed lines.
+pub async fn a_digest_opens_with_a_models_summary(backend: Backend) {
+    use driftwatch_test_support::llm::{ModelServer, Reply};
+    let model = ModelServer::start().await;
+    model.set_default(Reply::verdict(false, "", "The lamp got cheaper, twice."));
+    let clock = ClockFile::new();
+    let db = TestDb::new(backend);
+    let mut s = settings(&db, &clock);
+    s.llm_base_url = Some(model.base_url());
+    s.llm_model = Some("summarizer-1".into());
+    let app = TestApp::from_app(App::start(&s, Roles { web: true, background: true }).await.expect("starts"));
+    let token = app.account("acme").await;
+    let receiver = Receiver::start(200).await;
+    let digest_mode = json!({"mode": "digest", "every": "1d", "summary": true});
+    let (hook, _) = app.endpoint(&token, &receiver.url, json!({"delivery": digest_mode})).await;
+    let page = PageServer::start("<p>Lamp: 10 EUR</p>").await;
+    let watch = app.watch_with_baseline(&token, json!({"url": page.url, "name": "Lamp"})).await;
+    for text in ["<p>Lamp: 9 EUR</p>", "<p>Lamp: 8 EUR</p>"] {
+        page.set(text);
+        app.check(&token, watch["id"].as_str().expect("id")).await;
+    }
+    clock.move_past(time(&digest(&app, &token, &hook).await["next_at"]));
+    let body = receiver.wait_for(1).await[0].json();
+    assert_eq!(body["type"], "digest", "{body}");
+    assert_eq!(body["data"]["summary"], "The lamp got cheaper, twice.", "{body}");
+    let asked = model.chat_requests();
+    assert_eq!(asked.len(), 1, "asked once for the period");
+    let text = asked[0].user_text();
+    assert!(text.contains("Lamp") && text.contains("+Lamp: 8 EUR"), "the model read the changes: {text}");
+}

@@ -25,6 +25,8 @@ pub struct TimingForm {
     pub urgent: Vec<String>,
     /// Send a note for an empty period.
     pub send_empty: bool,
+    /// Open with a model's summary.
+    pub summary: bool,
     /// Whether the endpoint has quiet hours of its own.
     pub quiet: bool,
     /// `HH:MM`.
@@ -63,6 +65,7 @@ impl TimingForm {
             zone: get("digest_zone"),
             urgent: all("digest_urgent"),
             send_empty: !get("digest_send_empty").is_empty(),
+            summary: !get("digest_summary").is_empty(),
             quiet: !get("quiet").is_empty(),
             quiet_from: get("quiet_from"),
             quiet_to: get("quiet_to"),
@@ -82,6 +85,7 @@ impl TimingForm {
                 form.urgent = urgent;
             }
             form.send_empty = mode.send_empty;
+            form.summary = mode.summary;
         }
         if let Some(quiet) = e.quiet_hours.as_deref().and_then(|q| QuietHours::parse(q).ok()) {
             form.quiet = true;
@@ -109,6 +113,7 @@ impl TimingForm {
             time_zone: if is_length { None } else { zone },
             urgent: Some(self.urgent.clone()),
             send_empty: self.send_empty,
+            summary: self.summary,
         })
     }
 
