@@ -8,6 +8,7 @@
 //! [`Invalid`], in the order of the fields.
 
 mod endpoint;
+mod expect;
 mod model;
 mod names;
 mod portable;
