@@ -179,6 +179,67 @@ impl ChangeRule {
     }
 }
 
+/// Where a watch's expectation stands, as its health tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Standing {
+    /// A change is expected by the deadline, which has not passed (or the values were not
+    /// judged yet).
+    Waiting,
+    /// The deadline passed without a change (`expectation.missed` was raised).
+    Missed,
+    /// The values meet the expectation.
+    Holds,
+    /// The values do not meet the expectation (`expectation.missed` was raised).
+    Broken,
+}
+
+impl Standing {
+    /// The name used in the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Standing::Waiting => "waiting",
+            Standing::Missed => "missed",
+            Standing::Holds => "holds",
+            Standing::Broken => "broken",
+        }
+    }
+
+    /// Whether the expectation is let down now.
+    pub fn let_down(self) -> bool {
+        matches!(self, Standing::Missed | Standing::Broken)
+    }
+}
+
+impl Expect {
+    /// `change` when it expects a change, else `values`.
+    pub fn kind(&self) -> &'static str {
+        if self.change_within.is_some() || self.deadline.is_some() { "change" } else { "values" }
+    }
+
+    /// What is expected, in words (`a change within 7d`, `price < 50`).
+    pub fn describe(&self, now: DateTime<Utc>) -> String {
+        if let Some(rule) = self.change_rule(now) {
+            return rule.describe();
+        }
+        let Some(values) = &self.values else { return String::new() };
+        let words: Vec<String> =
+            values.rules.iter().map(|r| format!("{} {} {}", r.subject, r.op.as_str(), r.operand)).collect();
+        words.join(if values.match_ == crate::values::Match::Any { " or " } else { " and " })
+    }
+
+    /// Where it stands from a watch's state: a missed deadline first, then broken values,
+    /// else waiting for the deadline (or holding values).
+    pub fn standing(&self, missed: bool, holds: Option<bool>) -> Standing {
+        match (missed, holds) {
+            (true, _) => Standing::Missed,
+            (false, Some(false)) if self.values.is_some() => Standing::Broken,
+            (false, Some(true)) if self.kind() == "values" => Standing::Holds,
+            _ => Standing::Waiting,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -241,5 +302,17 @@ mod tests {
         // The change after the miss meets it and re-arms from the change.
         let change = at("2026-12-09T06:00:00Z");
         assert_eq!(rule.step(due, true, true, change), ChangeStep::Met(Some(at("2026-12-16T06:00:00Z"))));
+    }
+
+    #[test]
+    fn the_standing_puts_a_miss_first() {
+        let values = crate::values::Conditions::default();
+        let both = Expect { values: Some(values.clone()), ..within("7d") };
+        assert_eq!(both.standing(true, Some(false)), Standing::Missed);
+        assert_eq!(both.standing(false, Some(false)), Standing::Broken);
+        assert_eq!(both.standing(false, Some(true)), Standing::Waiting);
+        let only = Expect { values: Some(values), ..Expect::default() };
+        assert_eq!((only.kind(), only.standing(false, Some(true))), ("values", Standing::Holds));
+        assert_eq!(only.standing(false, None), Standing::Waiting);
     }
 }

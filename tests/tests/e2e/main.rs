@@ -14,6 +14,7 @@ mod api;
 mod browser;
 mod channels;
 mod delivery;
+mod expectations;
 mod imports;
 mod logins;
 mod mcp;
@@ -61,6 +62,10 @@ macro_rules! on_both_backends {
 }
 
 on_both_backends!(
+    expectations::a_missed_expectation_is_told_once_and_met_by_the_next_change,
+    expectations::an_expectation_deadline_shows_in_its_own_zone,
+    expectations::a_value_expectation_is_told_when_broken_and_restored,
+    expectations::bad_expectations_are_refused_by_field,
     imports::a_changedetection_backup_moves_in_with_its_history,
     imports::a_bad_backup_is_refused_and_imports_nothing,
     imports::the_import_page_previews_then_imports,
