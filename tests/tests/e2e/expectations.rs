@@ -163,6 +163,14 @@ pub async fn a_value_expectation_is_told_when_broken_and_restored(backend: Backe
     assert!(!data["reasons"].as_array().expect("reasons").is_empty(), "{missed}");
     let met = eventually("the met", || async { bodies_of(&receiver, "expectation.met").pop() }).await;
     assert_eq!(met["data"]["expectation"]["holds"], true, "{met}");
+
+    // The backtest finds the same over the stored readings.
+    let options = json!({"values": values, "expect": expect});
+    let (status, found) = app.post(&format!("/watches/{id}/backtest"), &token, json!({"options": options})).await;
+    assert_eq!(status, StatusCode::OK, "{found}");
+    let told: Vec<&str> =
+        found["expectations"].as_array().expect("expectations").iter().filter_map(|e| e["event"].as_str()).collect();
+    assert_eq!(told, ["expectation.missed", "expectation.met"], "{found}");
 }
 
 /// Bad expectations are refused with 422, naming the field.
