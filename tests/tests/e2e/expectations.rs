@@ -93,6 +93,8 @@ pub async fn a_missed_expectation_is_told_once_and_met_by_the_next_change(backen
     assert!(view["expectation"]["missed_at"].is_string(), "{view}");
     let html = session.get(&format!("/watches/{id}")).await.text().await.expect("page");
     assert!(html.contains("Overdue: expected a change within 2d"), "{html}");
+    let list = session.get("/").await.text().await.expect("the list");
+    assert!(list.contains("badge-overdue"), "the list's badge says so: {list}");
 
     // The page changes: met, and the deadline moves on from the change.
     page.set("<p>Opening hours: 10 to 6</p>");
