@@ -64,6 +64,7 @@ pub struct Watch {
 
 /// Where a watch's expectation stands.
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = WatchExpectation)]
 pub struct Expectation {
     /// `change` (the page must change by a deadline) or `values` (its values must meet
     /// conditions).
