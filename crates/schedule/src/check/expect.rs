@@ -76,6 +76,9 @@ impl Runner {
                 };
                 judged.events.push(self.expectation_event(watch, event_type, expectation, snapshot.clone(), now));
             }
+        }
+        if expect.kind() == "change" {
+            // A failed check keeps the deadline too: the next check still comes by it.
             judged.due = state.due_at.filter(|_| state.missed_at.is_none());
         }
         if let (Some(conditions), Some(facts)) = (&expect.values, compared.facts.as_ref())
