@@ -74,8 +74,19 @@ pub async fn a_missed_expectation_is_told_once_and_met_by_the_next_change(backen
     let html = session.get(&format!("/watches/{id}")).await.text().await.expect("page");
     assert!(html.contains(r#"id="expectation""#) && html.contains("Expected to change by"), "{html}");
 
-    // Two days and a bit on, nothing changed: one miss, told once.
+    // Two days and a bit on, the page fails: a failed check is neither a change nor a miss.
     std::fs::write(&clock, "+50h").expect("clock");
+    page.set_status(500);
+    eventually("a failed check past the deadline", || async {
+        let run = app.check(&token, id).await;
+        let at = chrono::DateTime::parse_from_rfc3339(run["started_at"].as_str().expect("started")).expect("time");
+        (run["outcome"] == "failed" && at > due).then_some(())
+    })
+    .await;
+    assert!(expectation_events(&app, &token, id).await.is_empty(), "a failed check tells nothing");
+
+    // It answers again, unchanged: one miss, told once.
+    page.set_status(200);
     check_until(&app, &token, id, &["expectation.missed"]).await;
     let got = receiver.wait_for(1).await;
     let missed = got.iter().map(|r| r.json()).find(|b| b["type"] == "expectation.missed").expect("the miss");
