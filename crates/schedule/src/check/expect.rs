@@ -9,7 +9,7 @@ use driftwatch_core::expect::{ChangeRule, ChangeStep, Expect};
 use driftwatch_core::{EventType, IdKind, RunOutcome, new_id};
 use driftwatch_store::checks::ExpectState;
 use driftwatch_store::{Event, StoreError, Watch, snapshots};
-use driftwatch_values::{Facts, evaluate};
+use driftwatch_values::evaluate;
 
 use super::Compared;
 use crate::runner::Runner;
@@ -84,17 +84,7 @@ impl Runner {
         if let (Some(conditions), Some(facts)) = (&expect.values, compared.facts.as_ref())
             && !(compared.outcome == RunOutcome::Unchanged && watch.expect_holds.is_some())
         {
-            let verdict = evaluate(
-                conditions,
-                &Facts {
-                    values: &facts.values,
-                    previous: facts.previous.as_ref(),
-                    text: &facts.text,
-                    added: &facts.added,
-                    removed: &facts.removed,
-                    change_size: facts.change_size,
-                },
-            );
+            let verdict = evaluate(conditions, &facts.facts());
             let crossed = match (watch.expect_holds, verdict.holds) {
                 (Some(true) | None, false) => Some(EventType::ExpectationMissed),
                 (Some(false), true) => Some(EventType::ExpectationMet),

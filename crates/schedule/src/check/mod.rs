@@ -137,6 +137,20 @@ struct CheckFacts {
     change_size: usize,
 }
 
+impl CheckFacts {
+    /// What conditions are judged on: these facts.
+    fn facts(&self) -> driftwatch_values::Facts<'_> {
+        driftwatch_values::Facts {
+            values: &self.values,
+            previous: self.previous.as_ref(),
+            text: &self.text,
+            added: &self.added,
+            removed: &self.removed,
+            change_size: self.change_size,
+        }
+    }
+}
+
 impl Compared {
     fn outcome(outcome: RunOutcome) -> Compared {
         Compared {
