@@ -113,6 +113,17 @@ pub fn condition_payload(
     body(event_type, at, v1::ConditionEvent { watch: watch.into(), ..data })
 }
 
+/// The JSON body of `expectation.missed` or `expectation.met` ([`v1::ExpectationEvent`]).
+pub fn expectation_payload(
+    event_type: EventType,
+    event_id: &str,
+    watch: WatchRef<'_>,
+    expectation: v1::Expectation,
+    at: DateTime<Utc>,
+) -> String {
+    body(event_type, at, v1::ExpectationEvent { event_id: event_id.to_owned(), watch: watch.into(), expectation })
+}
+
 /// The JSON body of an endpoint event (`endpoint.disabled`, `endpoint.test`; [`v1::EndpointEvent`]).
 pub fn endpoint_payload(
     event_type: EventType,

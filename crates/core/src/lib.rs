@@ -7,6 +7,7 @@
 mod clock;
 pub mod delivery_time;
 pub mod duration;
+pub mod expect;
 mod field_error;
 mod id;
 mod options;

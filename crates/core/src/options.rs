@@ -26,6 +26,19 @@ pub struct WatchOptions {
     /// When set, a language model judges each change against an intent and may summarise it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ai: Option<AiOptions>,
+    /// When set, what the page is expected to do: change by a deadline, or keep its values
+    /// meeting conditions; `expectation.missed` and `expectation.met` tell when it does not
+    /// and when it does again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expect: Option<crate::expect::Expect>,
+}
+
+impl WatchOptions {
+    /// Whether a check keeps the page's text and values to judge conditions on (the watch's
+    /// own conditions, or an expectation about its values).
+    pub fn judges_values(&self) -> bool {
+        self.conditions.is_some() || self.expect.as_ref().is_some_and(|e| e.values.is_some())
+    }
 }
 
 /// What a language model does with a watch's changes: judge each against `intent` (only an

@@ -34,6 +34,11 @@ pub struct Backtest {
     pub quiet: Vec<KeptQuiet>,
     /// What could not be recomputed from stored snapshots, said plainly.
     pub caveats: Vec<String>,
+    /// With an expectation (`options.expect`): when it would have raised
+    /// `expectation.missed` and `expectation.met`, oldest first (at most 50). Left out without
+    /// one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub expectations: Vec<crate::backtest_expect::WouldExpect>,
     /// With an intent (`options.ai.intent`, proposed or the watch's): the model's verdict on
     /// each listed would-be alert, how many alerts the intent would have left and what it would
     /// cost. Left out without an intent. Filled in by the caller, which has the model.
@@ -172,6 +177,11 @@ pub fn backtest(
                 });
             }
         }
+    }
+    if let Some(expect) = &proposed.expect {
+        let mut told = crate::backtest_expect::would_expect(expect, snapshots, &texts, &values);
+        told.truncate(MAX_LISTED);
+        found.expectations = told;
     }
     found.alerts = alerts.into_iter().rev().take(MAX_LISTED).collect();
     found.quiet = quiet.into_iter().rev().take(MAX_LISTED).collect();

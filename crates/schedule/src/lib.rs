@@ -6,6 +6,7 @@
 
 mod access;
 pub mod backtest;
+pub mod backtest_expect;
 mod check;
 mod fair;
 mod hosts;

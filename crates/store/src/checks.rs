@@ -30,6 +30,8 @@ pub struct CheckResult {
     pub conditions_met: Option<bool>,
     /// Checks in a row whose values were not all read, when that changed (`None` leaves it).
     pub value_failures: Option<i32>,
+    /// The watch's expectation state, when it changed (`None` leaves it).
+    pub expect: Option<ExpectState>,
     /// Events to deliver, each to every enabled endpoint of the owner (a change, a health
     /// change, or both).
     pub events: Vec<Event>,
@@ -53,6 +55,17 @@ pub struct CheckResult {
     pub watch_updated_at: NaiveDateTime,
     /// Now.
     pub now: NaiveDateTime,
+}
+
+/// Where a watch's expectation stands (`watches.expect_*`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ExpectState {
+    /// The change deadline armed.
+    pub due_at: Option<NaiveDateTime>,
+    /// When the change deadline was missed (not met since).
+    pub missed_at: Option<NaiveDateTime>,
+    /// Whether the value expectation held when last judged.
+    pub holds: Option<bool>,
 }
 
 /// Writes a check's result and releases the watch's lease. Returns the number of deliveries
@@ -228,8 +241,8 @@ fn record_in(conn: &mut DbConn, render: &dyn Render, result: &CheckResult) -> St
 }
 
 /// The rarer parts of a check, written row by row: the screenshot (before the snapshot that
-/// refers to it), an `auto` watch's browser memory, its values missing in a row and whether
-/// its conditions held.
+/// refers to it), an `auto` watch's browser memory, its values missing in a row, whether
+/// its conditions held and where its expectation stands.
 fn extras(conn: &mut DbConn, result: &CheckResult) -> StoreResult<()> {
     if let Some(shot) = &result.screenshot {
         crate::screenshots::put(conn, shot)?;
@@ -243,6 +256,20 @@ fn extras(conn: &mut DbConn, result: &CheckResult) -> StoreResult<()> {
         diesel::update(watches::table.filter(watches::id.eq(&result.watch_id)))
             .set(watches::value_failures.eq(failures))
             .execute(conn)?;
+    }
+    if let Some(state) = result.expect {
+        // As the conditions: unless the watch was changed meanwhile (which re-armed it).
+        diesel::update(
+            watches::table
+                .filter(watches::id.eq(&result.watch_id))
+                .filter(watches::updated_at.eq(result.watch_updated_at)),
+        )
+        .set((
+            watches::expect_due_at.eq(state.due_at),
+            watches::expect_missed_at.eq(state.missed_at),
+            watches::expect_holds.eq(state.holds),
+        ))
+        .execute(conn)?;
     }
     if let Some(met) = result.conditions_met {
         // Unless the conditions were changed meanwhile (which cleared the column for a fresh

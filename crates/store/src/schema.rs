@@ -90,6 +90,9 @@ diesel::table! {
         muted -> Bool,
         conditions_met -> Nullable<Bool>,
         value_failures -> Integer,
+        expect_due_at -> Nullable<Timestamp>,
+        expect_missed_at -> Nullable<Timestamp>,
+        expect_holds -> Nullable<Bool>,
     }
 }
 

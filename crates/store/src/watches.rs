@@ -421,6 +421,12 @@ pub struct WatchChanges {
     pub muted: Option<bool>,
     /// `Some(None)` when the conditions changed: the next check judges them afresh.
     pub conditions_met: Option<Option<bool>>,
+    /// A new expectation's first deadline (`Some(None)`: none).
+    pub expect_due_at: Option<Option<NaiveDateTime>>,
+    /// `Some(None)` when the expectation changed: not missed.
+    pub expect_missed_at: Option<Option<NaiveDateTime>>,
+    /// `Some(None)` when the expectation changed: its values are judged afresh.
+    pub expect_holds: Option<Option<bool>>,
 }
 
 /// Applies `changes` to the account's watch `id`; `None` when there is no such watch.

@@ -9,6 +9,7 @@
 
 mod delivery_time;
 mod endpoint;
+mod expect;
 mod model;
 mod names;
 mod portable;

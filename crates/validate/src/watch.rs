@@ -284,8 +284,10 @@ pub fn new_watch(
         (_, given) => given,
     };
     let time_zone = blank_to_none(input.time_zone);
-    errors.take(valid_timing(limits, interval, cron.as_deref(), time_zone.as_deref(), now));
-    let options = errors.take(valid_options(&input.options.unwrap_or_default(), limits));
+    let timing = errors.take(valid_timing(limits, interval, cron.as_deref(), time_zone.as_deref(), now));
+    let input_options = input.options.unwrap_or_default();
+    let expect_due_at = timing.and_then(|t| errors.take(crate::expect::valid_expect(&input_options, &t, now)));
+    let options = errors.take(valid_options(&input_options, limits));
     let tags = errors.take(valid_tags(&input.tags.unwrap_or_default()));
     errors.finish()?;
     let (Some(url), Some(name), Some(selector), Some(options), Some(tags)) = (url, name, selector, options, tags)
@@ -303,6 +305,7 @@ pub fn new_watch(
         options,
         tags: driftwatch_store::stored_tags(&tags),
         muted: input.muted.unwrap_or(false),
+        expect_due_at: expect_due_at.flatten().map(|t| t.naive_utc()),
         ..Watch::new(account_id, &url, now.naive_utc())
     })
 }
@@ -352,6 +355,7 @@ pub fn watch_changes(
         changes.selector = errors.take(valid_selector(selector));
     }
     let schedule_given = patch.interval_seconds.is_some() || patch.cron.is_some() || patch.time_zone.is_some();
+    let mut new_timing = None;
     if schedule_given {
         // Setting one kind of schedule replaces the other.
         let (interval, cron) = match (patch.interval_seconds, patch.cron) {
@@ -372,10 +376,19 @@ pub fn watch_changes(
             changes.cron = Some(cron);
             changes.time_zone = Some(zone);
             changes.next_run_at = Some(timing.next_after(now, &current.id).naive_utc());
+            new_timing = Some(timing);
         }
     }
+    let current_options = current.options();
+    let options = patch.options.as_ref().unwrap_or(&current_options);
     if let Some(options) = &patch.options {
         changes.options = errors.take(valid_options(options, limits));
+    }
+    // An expectation is read against the schedule: checked when either changes.
+    if schedule_given == new_timing.is_some() && (schedule_given || patch.options.is_some()) {
+        let timing = new_timing.unwrap_or_else(|| current.timing());
+        let due = errors.take(crate::expect::valid_expect(options, &timing, now));
+        crate::expect::rearm(&mut changes, options.expect != current_options.expect, due.flatten());
     }
     if let Some(tags) = &patch.tags {
         changes.tags = errors.take(valid_tags(tags)).map(|t| driftwatch_store::stored_tags(&t));
@@ -387,7 +400,7 @@ pub fn watch_changes(
         changes.last_modified = Some(None);
         changes.rebaseline = Some(true);
     }
-    let conditions_changed = patch.options.as_ref().is_some_and(|o| o.conditions != current.options().conditions);
+    let conditions_changed = patch.options.as_ref().is_some_and(|o| o.conditions != current_options.conditions);
     if conditions_changed || changes.url.is_some() {
         changes.conditions_met = Some(None);
     }

@@ -14,6 +14,7 @@ mod api;
 mod browser;
 mod channels;
 mod delivery;
+mod expectations;
 mod imports;
 mod logins;
 mod mcp;
@@ -68,6 +69,10 @@ on_both_backends!(
     reader_time::bad_timing_is_refused_by_name,
     reader_time::a_digest_opens_with_a_models_summary,
     ui_reader_time::digests_and_quiet_hours_in_the_browser,
+    expectations::a_missed_expectation_is_told_once_and_met_by_the_next_change,
+    expectations::an_expectation_deadline_shows_in_its_own_zone,
+    expectations::a_value_expectation_is_told_when_broken_and_restored,
+    expectations::bad_expectations_are_refused_by_field,
     imports::a_changedetection_backup_moves_in_with_its_history,
     imports::a_bad_backup_is_refused_and_imports_nothing,
     imports::the_import_page_previews_then_imports,

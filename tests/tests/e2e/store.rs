@@ -69,6 +69,7 @@ pub async fn concurrent_claims_never_overlap(backend: Backend) {
                 browser_since: None,
                 conditions_met: None,
                 value_failures: None,
+                expect: None,
                 events: vec![Event {
                     id: event_id,
                     account_id: account.id,

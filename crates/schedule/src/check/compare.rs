@@ -150,7 +150,7 @@ impl Runner {
             }
             PageText::Text(text, readings) => (text, readings),
         };
-        let kept_text = options.conditions.is_some().then(|| text.clone());
+        let kept_text = options.judges_values().then(|| text.clone());
         let values = readings.as_ref().map(|r| &r.values);
         let (comparison, previous) =
             self.hash_and_snapshot((watch, options, access, engine), &text, values, shot).await?;
@@ -234,7 +234,7 @@ impl Runner {
             event,
             // Kept quiet: said on the run and, for the timeline, on the snapshot.
             note: kept_quiet.as_ref().map(|why| format!("no alert: {why}")),
-            lines: cmp.options.conditions.is_some().then(|| crate::backtest::changed_lines(&change)),
+            lines: cmp.options.judges_values().then(|| crate::backtest::changed_lines(&change)),
             snapshot: Some(Snapshot { content: text, kept_quiet, ..current }),
             screenshot: cmp.shot,
             ..Compared::outcome(RunOutcome::Changed)

@@ -8,7 +8,7 @@ use driftwatch_alert::{WatchRef, condition_payload, v1};
 use driftwatch_core::values::AlertOn;
 use driftwatch_core::{EventType, IdKind, RunOutcome, WatchOptions, new_id};
 use driftwatch_store::{Event, Watch};
-use driftwatch_values::{Facts, Verdict, changes, evaluate};
+use driftwatch_values::{Verdict, changes, evaluate};
 
 use super::{CheckFacts, Compared};
 use crate::runner::Runner;
@@ -31,17 +31,7 @@ impl Runner {
         if compared.outcome == RunOutcome::Unchanged && known {
             return (None, None);
         }
-        let verdict = evaluate(
-            conditions,
-            &Facts {
-                values: &facts.values,
-                previous: facts.previous.as_ref(),
-                text: &facts.text,
-                added: &facts.added,
-                removed: &facts.removed,
-                change_size: facts.change_size,
-            },
-        );
+        let verdict = evaluate(conditions, &facts.facts());
         let crossed = match (watch.conditions_met, verdict.holds) {
             (Some(true), true) | (Some(false) | None, false) => None,
             (_, true) => Some(EventType::ConditionMet),

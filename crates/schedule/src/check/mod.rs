@@ -17,6 +17,7 @@ use crate::runner::Runner;
 mod compare;
 mod conditions;
 mod decide;
+mod expect;
 mod preview;
 mod read;
 mod session;
@@ -134,6 +135,20 @@ struct CheckFacts {
     added: String,
     removed: String,
     change_size: usize,
+}
+
+impl CheckFacts {
+    /// What conditions are judged on: these facts.
+    fn facts(&self) -> driftwatch_values::Facts<'_> {
+        driftwatch_values::Facts {
+            values: &self.values,
+            previous: self.previous.as_ref(),
+            text: &self.text,
+            added: &self.added,
+            removed: &self.removed,
+            change_size: self.change_size,
+        }
+    }
 }
 
 impl Compared {
@@ -285,6 +300,10 @@ impl Runner {
         let (conditions_met, crossing) = self.judge_conditions(&watch, &options, &mut compared);
         let verdict = self.verdict_for(&options, &mut compared);
         compared.note = join_notes(compared.note, read_note);
+        let expected = match &options.expect {
+            Some(expect) => self.judge_expectation(&watch, expect, &compared, self.now()).await?,
+            None => expect::Judged::default(),
+        };
         let run = Run {
             id: new_id(IdKind::Run),
             watch_id: watch.id.clone(),
@@ -313,6 +332,15 @@ impl Runner {
             login_required: compared.error_kind == Some("login_required"),
         };
         let decided = self.decide(&watch, run, trouble, compared.value_failure);
+        let next_run_at = self
+            .backoff()
+            .next_check(&watch.timing(), decided.run.finished_at.and_utc(), decided.consecutive_failures, &watch.id)
+            .naive_utc();
+        // Checked at its deadline too, so a miss is told when it happens.
+        let next_run_at = match expected.due {
+            Some(due) if due > decided.run.finished_at => next_run_at.min(due),
+            _ => next_run_at,
+        };
         let result = CheckResult {
             watch_id: watch.id.clone(),
             account_id: watch.account_id.clone(),
@@ -322,7 +350,9 @@ impl Runner {
             screenshot: compared.screenshot,
             browser_since,
             conditions_met,
-            events: compared.event.into_iter().chain(crossing).chain(decided.health_event).collect(),
+            events: (compared.event.into_iter().chain(crossing).chain(decided.health_event))
+                .chain(expected.events)
+                .collect(),
             undelivered: compared.undelivered.into_iter().chain(verdict.as_ref().map(|(e, _)| e.clone())).collect(),
             verdicts: verdict.into_iter().map(|(_, v)| v).collect(),
             health: decided.health.as_str().to_owned(),
@@ -330,10 +360,8 @@ impl Runner {
             max_attempts: self.config().max_attempts,
             consecutive_failures: decided.consecutive_failures,
             value_failures: decided.value_failures,
-            next_run_at: self
-                .backoff()
-                .next_check(&watch.timing(), decided.run.finished_at.and_utc(), decided.consecutive_failures, &watch.id)
-                .naive_utc(),
+            expect: expected.state,
+            next_run_at,
             watch_updated_at: watch.updated_at,
             now: decided.run.finished_at,
         };

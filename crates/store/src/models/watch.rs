@@ -62,6 +62,12 @@ pub struct Watch {
     pub conditions_met: Option<bool>,
     /// Checks in a row that read the page but not every one of its values.
     pub value_failures: i32,
+    /// The deadline of its change expectation (`None`: none armed).
+    pub expect_due_at: Option<NaiveDateTime>,
+    /// When its change expectation was missed (`None`: not missed since the last change).
+    pub expect_missed_at: Option<NaiveDateTime>,
+    /// Whether its value expectation held at the last check that judged it (`None`: never).
+    pub expect_holds: Option<bool>,
 }
 
 /// Extracted content of a watch at one moment; written only when it differs from the last.
@@ -183,6 +189,9 @@ impl Watch {
             muted: false,
             conditions_met: None,
             value_failures: 0,
+            expect_due_at: None,
+            expect_missed_at: None,
+            expect_holds: None,
         }
     }
 

@@ -91,7 +91,7 @@ pub fn range(from: &When, to: &When) -> (When, When) {
     (exact(from), exact(to))
 }
 
-/// The badge of a watch: paused wins, then its health.
+/// The badge of a watch: paused wins, then its health, then an expectation it let down.
 pub fn badge(watch: &Watch) -> &'static str {
     if watch.state == WatchState::Paused.as_str() {
         return "paused";
@@ -102,6 +102,9 @@ pub fn badge(watch: &Watch) -> &'static str {
         "value_missing" => "value_missing",
         "blocked" => "blocked",
         "login_required" => "login_required",
+        // Checks work, but the page let its expectation down.
+        _ if watch.expect_missed_at.is_some() => "overdue",
+        _ if watch.expect_holds == Some(false) => "unmet",
         _ => "ok",
     }
 }

@@ -53,10 +53,45 @@ pub struct Watch {
     tags: Vec<String>,
     /// Muted: checked and recorded, but nothing delivered.
     muted: bool,
+    /// Where its expectation (`options.expect`) stands; absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expectation: Option<Expectation>,
     /// Where its events go: the enabled endpoints routed to it (none while muted). Only in
     /// the answer for one watch.
     #[serde(skip_serializing_if = "Option::is_none")]
     delivered_to: Option<Vec<DeliveredTo>>,
+}
+
+/// Where a watch's expectation stands.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = WatchExpectation)]
+pub struct Expectation {
+    /// `change` (the page must change by a deadline) or `values` (its values must meet
+    /// conditions).
+    kind: &'static str,
+    /// What is expected, in words.
+    rule: String,
+    /// The deadline the page must change by (null when none is armed, or for values).
+    deadline: Option<DateTime<Utc>>,
+    /// `waiting`, `missed` (the deadline passed without a change), `holds` or `broken` (the
+    /// values do not meet it).
+    state: driftwatch_core::expect::Standing,
+    /// When the deadline was missed (null unless `missed`).
+    missed_at: Option<DateTime<Utc>>,
+}
+
+impl Expectation {
+    /// Where `w`'s expectation stands, when it has one.
+    pub fn of(w: &store::Watch, options: &driftwatch_core::WatchOptions, now: NaiveDateTime) -> Option<Expectation> {
+        let expect = options.expect.as_ref()?;
+        Some(Expectation {
+            kind: expect.kind(),
+            rule: expect.describe(now.and_utc()),
+            deadline: w.expect_due_at.filter(|_| expect.kind() == "change").map(utc),
+            state: expect.standing(w.expect_missed_at.is_some(), w.expect_holds),
+            missed_at: w.expect_missed_at.map(utc),
+        })
+    }
 }
 
 /// An endpoint a watch's events go to.
@@ -100,6 +135,7 @@ impl Watch {
         let options = w.options();
         let engine_in_use = w.engine_in_use(&options, now).as_str().to_owned();
         Watch {
+            expectation: Expectation::of(&w, &options, now),
             tags: w.tag_list().into_iter().map(str::to_owned).collect(),
             muted: w.muted,
             delivered_to: None,

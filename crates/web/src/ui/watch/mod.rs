@@ -31,10 +31,12 @@ use crate::ui::verdict::VerdictView;
 
 mod actions;
 mod engine;
+mod expectation;
 pub(super) mod session;
 
 pub use actions::{apply, check, confirm_delete, delete, export, mute, pause, release, resume, unmute, values_csv};
 use engine::{EngineView, engine_view};
+use expectation::{ExpectView, expect_view};
 
 /// Snapshots listed in the timeline.
 const TIMELINE: i64 = 50;
@@ -174,6 +176,8 @@ struct WatchPage {
     trouble: Option<engine::TroubleView>,
     /// The kept session, and the import of a `cookies.txt`.
     session: session::SessionView,
+    /// Its expectation's deadline and standing, when it has one.
+    expectation: Option<ExpectView>,
 }
 
 /// Query of the watch page.
@@ -406,6 +410,7 @@ fn page(
         viewport: fetch.screenshot == ScreenshotMode::Viewport,
         visual,
         engine,
+        expectation: expect_view(&watch, options, now, zone),
         delivered_to: loaded
             .routed
             .iter()

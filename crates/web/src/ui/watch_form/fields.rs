@@ -99,6 +99,8 @@ pub struct WatchForm {
     /// With conditions: send `change.detected` too for the change that makes them hold
     /// (`alert_on: conditions_and_changes`).
     pub(super) alert_on_changes: Option<String>,
+    /// What the page is expected to do (`options.expect`), a JSON object.
+    pub(super) expect_json: String,
     /// What matters, for a language model (`options.ai.intent`).
     pub(super) ai_intent: String,
     /// Add a short summary to each alert (`options.ai.summary`).
@@ -181,6 +183,7 @@ impl WatchForm {
             values_json: values.values_json,
             conditions_json: values.conditions_json,
             alert_on_changes: checked(values.alert_on_changes),
+            expect_json: options.expect.as_ref().and_then(|e| serde_json::to_string(e).ok()).unwrap_or_default(),
             ai_intent,
             ai_summary,
             ai_on_error,
@@ -259,6 +262,10 @@ impl WatchForm {
         self.proxy_options(&mut options);
         (options.values, options.conditions) = self.value_fields().read(errors);
         options.ai = self.ai_options(errors);
+        options.expect = super::values::parse_json(&self.expect_json, '{', "an object").unwrap_or_else(|message| {
+            errors.push(FieldError::new("options.expect", message));
+            None
+        });
         options
     }
 
@@ -401,6 +408,7 @@ pub(super) fn form_field(field: &str) -> &'static str {
         "options.ai.summary" => "ai_summary",
         "options.ai.on_error" => "ai_on_error",
         b if b.starts_with("options.ai") => "ai_intent",
+        b if b.starts_with("options.expect") => "expect_json",
         _ => "url",
     }
 }

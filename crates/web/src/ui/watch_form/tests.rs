@@ -266,3 +266,18 @@ fn alert_on_reads_back_as_its_checkbox() {
         assert!(errors.is_empty(), "{errors:?}");
     }
 }
+
+#[test]
+fn an_expectation_reads_back_through_the_form_and_bad_json_names_it() {
+    let expect = serde_json::json!({"deadline": {"cron": "0 10 * * MON", "time_zone": "Europe/Berlin"}});
+    let options: WatchOptions = serde_json::from_value(serde_json::json!({"expect": expect})).expect("options");
+    let mut watch = Watch::new("acc_1", "https://example.com/", chrono::NaiveDateTime::default());
+    watch.options = serde_json::to_string(&options).expect("json");
+    let form = WatchForm::of(&watch);
+    let mut errors = Vec::new();
+    assert_eq!(form.options(&mut errors).expect, options.expect, "saving the form keeps the expectation");
+    assert!(errors.is_empty(), "{errors:?}");
+    let form = WatchForm { expect_json: "[1]".into(), ..WatchForm::blank() };
+    form.options(&mut errors);
+    assert_eq!(errors.first().map(|e| form_field(&e.field)), Some("expect_json"), "{errors:?}");
+}

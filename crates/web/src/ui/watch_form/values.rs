@@ -290,7 +290,11 @@ fn negated(n: &Number) -> Option<Number> {
 
 /// A JSON field's content: `None` when empty; the error says where the text goes wrong, or
 /// what shape it should have (a list starts with `[`, an object with `{`).
-fn parse_json<T: serde::de::DeserializeOwned>(text: &str, opens: char, shape: &str) -> Result<Option<T>, String> {
+pub(super) fn parse_json<T: serde::de::DeserializeOwned>(
+    text: &str,
+    opens: char,
+    shape: &str,
+) -> Result<Option<T>, String> {
     let trimmed = text.trim();
     if trimmed.is_empty() {
         return Ok(None);
