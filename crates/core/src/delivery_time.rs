@@ -265,7 +265,7 @@ pub struct Quiet {
     zone: chrono_tz::Tz,
 }
 
-/// What [`Quiet::held`] stores in `deliveries.held`.
+/// What a delivery held by quiet hours has in `deliveries.held`.
 pub const HELD_QUIET_HOURS: &str = "quiet_hours";
 
 fn time_of_day(text: &str, field: &str) -> Result<NaiveTime, FieldError> {

@@ -1,8 +1,8 @@
 //! A digest: the events an endpoint gathered over a period, told in one message. Each gathered
 //! event is read back as it would be alone ([`Context`]), so a digest's line about it says what
 //! its own message would; the lines are grouped by watch, in order of first appearance.
-//! [`DigestVars`] is what templates see (`digest.*`); [`text`] is the chat kinds' message and
-//! [`email`] the email's parts.
+//! [`DigestVars`] is what templates see (`digest.*`); `text` is the chat kinds' message and
+//! `email` the email's parts.
 
 pub(crate) mod email;
 

@@ -277,35 +277,6 @@ pub fn preview(kind: EndpointKind, input: &ChannelInput, context: &Context, real
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn errors_land_beside_their_fields() {
-        use EndpointKind::{Email, Http, Ntfy, Telegram};
-        assert_eq!(form_field(Telegram, "settings.chat_id"), "telegram_chat_id");
-        assert_eq!(form_field(Telegram, "secrets.bot_token"), "telegram_bot_token");
-        assert_eq!(form_field(Email, "settings.to[1]"), "email_to");
-        assert_eq!(form_field(Http, "settings.headers.X-A"), "http_headers");
-        assert_eq!(form_field(Http, "secrets.headers.Authorization"), "http_secret_headers");
-        assert_eq!(form_field(Ntfy, "settings.colour"), "ntfy_fields");
-        assert_eq!(form_field(Http, "route.watches[0]"), "route_watches");
-        assert_eq!(form_field(Http, "body_template"), "body_template");
-    }
-
-    #[test]
-    fn empty_secret_fields_keep_what_is_stored() {
-        let mut form = ChannelForm::default();
-        form.values.insert("pushover_token".to_owned(), "t".repeat(30));
-        let stored = r#"{"token":"old","user_key":"kept"}"#;
-        let input = form.channel(EndpointKind::Pushover, Some(stored), &mut Vec::new());
-        assert_eq!(input.secrets, Some(json!({"token": "t".repeat(30), "user_key": "kept"})));
-        let untouched = ChannelForm::default().channel(EndpointKind::Pushover, Some(stored), &mut Vec::new());
-        assert_eq!(untouched.secrets, None, "nothing typed: the stored secrets stay as they are");
-    }
-}
-
 /// The message the form's endpoint would send for the account's latest change (or a sample).
 pub(super) async fn preview_of(
     state: &AppState,
@@ -340,4 +311,33 @@ pub(super) async fn preview_of(
         }
         None => preview(kind, input, &channels.sample(), false),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_land_beside_their_fields() {
+        use EndpointKind::{Email, Http, Ntfy, Telegram};
+        assert_eq!(form_field(Telegram, "settings.chat_id"), "telegram_chat_id");
+        assert_eq!(form_field(Telegram, "secrets.bot_token"), "telegram_bot_token");
+        assert_eq!(form_field(Email, "settings.to[1]"), "email_to");
+        assert_eq!(form_field(Http, "settings.headers.X-A"), "http_headers");
+        assert_eq!(form_field(Http, "secrets.headers.Authorization"), "http_secret_headers");
+        assert_eq!(form_field(Ntfy, "settings.colour"), "ntfy_fields");
+        assert_eq!(form_field(Http, "route.watches[0]"), "route_watches");
+        assert_eq!(form_field(Http, "body_template"), "body_template");
+    }
+
+    #[test]
+    fn empty_secret_fields_keep_what_is_stored() {
+        let mut form = ChannelForm::default();
+        form.values.insert("pushover_token".to_owned(), "t".repeat(30));
+        let stored = r#"{"token":"old","user_key":"kept"}"#;
+        let input = form.channel(EndpointKind::Pushover, Some(stored), &mut Vec::new());
+        assert_eq!(input.secrets, Some(json!({"token": "t".repeat(30), "user_key": "kept"})));
+        let untouched = ChannelForm::default().channel(EndpointKind::Pushover, Some(stored), &mut Vec::new());
+        assert_eq!(untouched.secrets, None, "nothing typed: the stored secrets stay as they are");
+    }
 }
