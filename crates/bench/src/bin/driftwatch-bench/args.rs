@@ -44,6 +44,16 @@ pub(crate) enum Command {
         #[arg(long)]
         ai: bool,
     },
+    /// An endpoint in digest mode gathers many change events, then its period is closed as the
+    /// digest loop closes it: gathering's rate, and the closing transaction's time.
+    Digest {
+        /// Events gathered before the period closes.
+        #[arg(long, default_value_t = 10_000)]
+        events: usize,
+        /// An empty database to use (default: a temporary SQLite file).
+        #[arg(long)]
+        database_url: Option<String>,
+    },
     /// A changedetection.io backup (made as cd makes one) read and imported as `driftwatch
     /// import` does: the read, the one transaction, snapshots a second.
     Import {

@@ -38,6 +38,10 @@ async fn run(command: Command) -> anyhow::Result<()> {
             let bench = driftwatch_bench::ChecksBench { watches, concurrency, idle_seconds, database_url, values, ai };
             println!("{}", driftwatch_bench::checks(&bench).await?);
         }
+        Command::Digest { events, database_url } => {
+            let bench = driftwatch_bench::DigestBench { events, database_url };
+            println!("{}", driftwatch_bench::digest(&bench).await?);
+        }
         Command::Import { watches, snapshots, database_url } => {
             let bench = driftwatch_bench::ImportBench { watches, snapshots, database_url };
             println!("{}", driftwatch_bench::import(&bench).await?);
