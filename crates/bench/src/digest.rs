@@ -113,7 +113,7 @@ pub async fn digest(bench: &DigestBench) -> anyhow::Result<DigestReport> {
         store
             .write(move |c| {
                 let items: Vec<(&Event, i32, chrono::NaiveDateTime)> = batch.iter().map(|e| (e, 5, now)).collect();
-                c.transaction(|c| outbox::enqueue_many(c, &PayloadOnly, &items).map(|_| ()))
+                driftwatch_store::transaction(c, |c| outbox::enqueue_many(c, &PayloadOnly, &items).map(|_| ()))
             })
             .await?;
     }

@@ -240,20 +240,45 @@ impl Digesting {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct QuietHours {
-    /// When a window starts, `HH:MM`.
-    #[schema(max_length = 5)]
+    /// When a window starts, `HH:MM` (24-hour).
+    #[schema(pattern = "^\\s*([01][0-9]|2[0-3]):[0-5][0-9]\\s*$")]
     pub from: String,
-    /// When it ends, `HH:MM`.
-    #[schema(max_length = 5)]
+    /// When it ends, `HH:MM` (24-hour); not the time it starts.
+    #[schema(pattern = "^\\s*([01][0-9]|2[0-3]):[0-5][0-9]\\s*$")]
     pub to: String,
     /// The days a window starts on (`mon` … `sun`, or `weekdays`, `weekends`); every day when
     /// unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<QuietDay>>, min_items = 1)]
     pub days: Option<Vec<String>>,
     /// The IANA zone the times are read in (UTC when unset).
     #[schema(max_length = 64)]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_zone: Option<String>,
+}
+
+/// A name [`QuietHours::days`] takes (as the API documents it; read without regard to case).
+#[derive(Debug, Clone, Copy, utoipa::ToSchema)]
+#[schema(rename_all = "lowercase")]
+pub enum QuietDay {
+    /// Monday.
+    Mon,
+    /// Tuesday.
+    Tue,
+    /// Wednesday.
+    Wed,
+    /// Thursday.
+    Thu,
+    /// Friday.
+    Fri,
+    /// Saturday.
+    Sat,
+    /// Sunday.
+    Sun,
+    /// Monday to Friday.
+    Weekdays,
+    /// Saturday and Sunday.
+    Weekends,
 }
 
 /// Checked quiet hours.
