@@ -68,6 +68,7 @@ on_both_backends!(
     reader_time::quiet_hours_hold_deliveries_until_they_end,
     reader_time::bad_timing_is_refused_by_name,
     reader_time::a_digest_opens_with_a_models_summary,
+    reader_time::an_empty_period_sends_a_note_when_asked,
     ui_reader_time::digests_and_quiet_hours_in_the_browser,
     expectations::a_missed_expectation_is_told_once_and_met_by_the_next_change,
     expectations::an_expectation_deadline_shows_in_its_own_zone,

@@ -380,3 +380,26 @@ pub async fn a_digest_opens_with_a_models_summary(backend: Backend) {
     let text = asked[0].user_text();
     assert!(text.contains("Lamp") && text.contains("+Lamp: 8 EUR"), "the model read the changes: {text}");
 }
+
+/// An endpoint that asked to be told when nothing happened gets a digest of nothing for an
+/// empty period; its Discord message says so.
+pub async fn an_empty_period_sends_a_note_when_asked(backend: Backend) {
+    let clock = ClockFile::new();
+    let db = TestDb::new(backend);
+    let app = TestApp::from_app(
+        App::start(&settings(&db, &clock), Roles { web: true, background: true }).await.expect("starts"),
+    );
+    let token = app.account("acme").await;
+    let receiver = Receiver::start(200).await;
+    let chat = ChatServer::start().await;
+    let quiet_day = json!({"mode": "digest", "every": "1d", "send_empty": true});
+    let (hook, _) = app.endpoint(&token, &receiver.url, json!({"delivery": quiet_day})).await;
+    app.endpoint(&token, &chat.url("/api/webhooks/1/key"), json!({"kind": "discord", "delivery": quiet_day})).await;
+    clock.move_past(time(&digest(&app, &token, &hook).await["next_at"]));
+    let body = receiver.wait_for(1).await[0].json();
+    assert_eq!((body["type"].as_str(), body["data"]["count"].as_u64()), (Some("digest"), Some(0)), "{body}");
+    assert_eq!(body["data"]["events"], json!([]), "{body}");
+    let posts = chat.wait_for(Provider::Discord, 1, WAIT).await;
+    let message = String::from_utf8_lossy(&posts[0].body).to_string();
+    assert!(message.contains("Nothing changed"), "{message}");
+}
