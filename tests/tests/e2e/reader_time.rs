@@ -100,7 +100,8 @@ pub async fn a_daily_digest_gathers_changes_into_one_message_per_kind(backend: B
     let opened = digest(&app, &token, &hook).await;
     assert_eq!(opened["gathering"], true, "{opened}");
     let first_end = time(&opened["next_at"]);
-    assert_eq!(first_end.format("%H:%M").to_string(), "07:00", "08:00 in Berlin in December: {opened}");
+    let berlin = first_end.with_timezone(&chrono_tz::Europe::Berlin);
+    assert_eq!(berlin.format("%H:%M:%S").to_string(), "08:00:00", "08:00 in Berlin: {opened}");
 
     let pages: Vec<(&str, PageServer)> = vec![
         ("Lamp", PageServer::start("<p>Lamp: 10 EUR</p>").await),

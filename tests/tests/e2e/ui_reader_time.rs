@@ -48,7 +48,12 @@ pub async fn digests_and_quiet_hours_in_the_browser(backend: Backend) {
 
     browser.goto(&format!("{root}/endpoints/{digest_id}")).await;
     let next = browser.text("#next-digest").await;
-    assert!(next.contains("08:00") || next.contains("07:00"), "when the digest goes: {next}");
+    let at = app.ok(&format!("/endpoints/{digest_id}/digest"), &token).await["next_at"].clone();
+    let at = chrono::DateTime::parse_from_rfc3339(at.as_str().expect("next_at")).expect("RFC 3339");
+    let berlin = at.with_timezone(&chrono_tz::Europe::Berlin);
+    assert_eq!(berlin.format("%H:%M").to_string(), "08:00", "08:00 in Berlin");
+    let shown = at.with_timezone(&chrono::Utc).format("%Y-%m-%d %H:%M:%S UTC").to_string();
+    assert!(next.starts_with("in ") && next.contains(&shown), "when the digest goes, in the viewer's zone: {next}");
     assert!(browser.text("#digest-waiting").await.starts_with("2 events"));
     assert!(browser.text("ul.waiting").await.contains("Lamp"));
     look(&browser, "endpoint-digest").await;
