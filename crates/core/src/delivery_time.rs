@@ -4,7 +4,9 @@
 
 use std::str::FromStr as _;
 
-use chrono::{DateTime, Datelike as _, NaiveDate, NaiveTime, SubsecRound as _, TimeDelta, TimeZone as _, Utc, Weekday};
+use chrono::{
+    DateTime, Datelike as _, NaiveDate, NaiveDateTime, NaiveTime, SubsecRound as _, TimeDelta, TimeZone as _, Utc,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::{EventType, FieldError};
@@ -357,20 +359,9 @@ impl QuietHours {
 
 impl Quiet {
     /// When a delivery due at `at` may go: `None` when `at` is outside the quiet hours, else the
-    /// end of the window it falls in (of the windows, when one runs into the next).
+    /// end of the window it falls in. Windows never run into each other: each is shorter than a
+    /// day (`from` and `to` differ), and one starts a day at most.
     pub fn release(&self, at: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        let mut end = self.window_end(at)?;
-        for _ in 0..8 {
-            match self.window_end(end) {
-                Some(later) if later > end => end = later,
-                _ => break,
-            }
-        }
-        Some(end)
-    }
-
-    /// The end of a window holding `at`, if one does.
-    fn window_end(&self, at: DateTime<Utc>) -> Option<DateTime<Utc>> {
         let local = self.zone.from_utc_datetime(&at.naive_utc()).date_naive();
         [local.pred_opt(), Some(local)].into_iter().flatten().find_map(|day| {
             if !self.days[day.weekday().num_days_from_monday() as usize] {
@@ -393,11 +384,14 @@ impl Quiet {
             .or_else(|| self.zone.from_local_datetime(&(local + TimeDelta::hours(1))).earliest())
             .map(|t| t.with_timezone(&Utc))
     }
+}
 
-    /// Days a window starts on, Monday first.
-    pub fn days(&self) -> impl Iterator<Item = Weekday> + '_ {
-        (0..7u8).filter(|&i| self.days[i as usize]).filter_map(|i| Weekday::try_from(i).ok())
-    }
+/// When the stored quiet hours `json` release a delivery due at `at`: `None` when they do not
+/// hold it, or cannot be read (what is stored was checked when it was saved). The outbox asks
+/// at enqueue and the delivery worker at claim.
+pub fn quiet_release(json: &str, at: NaiveDateTime) -> Option<NaiveDateTime> {
+    let quiet = QuietHours::parse(json).ok()?.check().ok()?;
+    quiet.release(at.and_utc()).map(|end| end.naive_utc())
 }
 
 #[cfg(test)]
@@ -434,9 +428,14 @@ mod tests {
     }
 
     #[test]
-    fn windows_that_touch_release_at_the_last_end() {
+    fn a_day_window_ends_the_same_day_and_stored_hours_read_back() {
         let q = quiet(r#"{"from": "00:00", "to": "23:59", "days": ["sat", "sun"]}"#);
         assert_eq!(q.release(utc("2026-12-12T10:00:00Z")), Some(utc("2026-12-12T23:59:00Z")));
+        assert_eq!(q.release(utc("2026-12-12T23:59:30Z")), None, "the minute between two windows is open");
+        let stored = r#"{"from":"22:00","to":"07:00"}"#;
+        let at = utc("2026-12-08T23:00:00Z").naive_utc();
+        assert_eq!(quiet_release(stored, at), Some(utc("2026-12-09T07:00:00Z").naive_utc()));
+        assert_eq!(quiet_release("not json", at), None);
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub mod timing;
 pub mod values;
 
 pub use clock::{Clock, SystemClock};
-pub use delivery_time::{DeliveryMode, DigestPeriod, Digesting, HELD_QUIET_HOURS, Quiet, QuietHours};
+pub use delivery_time::{DeliveryMode, DigestPeriod, Digesting, HELD_QUIET_HOURS, Quiet, QuietHours, quiet_release};
 pub use duration::{format_duration, parse_duration, parse_schedule};
 pub use field_error::FieldError;
 pub use id::{IdKind, id_at, id_floor, new_id};

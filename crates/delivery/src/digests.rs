@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use chrono::NaiveDateTime;
 use driftwatch_alert::EndpointRef;
-use driftwatch_core::{DeliveryMode, EventType, IdKind, QuietHours, new_id};
+use driftwatch_core::{DeliveryMode, EventType, IdKind, new_id};
 use driftwatch_store::digests::{self, Closed, Period};
 use driftwatch_store::{Event, StoreError};
 use tokio_util::sync::CancellationToken;
@@ -91,10 +91,8 @@ impl DeliveryWorker {
             let digesting = mode.as_ref().and_then(|m| m.check(now.and_utc()).ok().flatten());
             let next = digesting.as_ref().and_then(|d| d.period.following(at.and_utc(), now.and_utc()));
             let send_empty = digesting.as_ref().is_some_and(|d| d.send_empty);
-            let summary = match digesting.as_ref().is_some_and(|d| d.summary) {
-                true => self.summary(&endpoint, at).await,
-                false => None,
-            };
+            let summary =
+                if digesting.as_ref().is_some_and(|d| d.summary) { self.summary(&endpoint, at).await } else { None };
             let render = self.inner.store.render();
             let max_attempts = endpoint.max_attempts.unwrap_or(self.inner.config.retry.max_attempts as i32);
             let id = endpoint.id.clone();
@@ -183,12 +181,4 @@ fn summary_text(gathered: &[digests::Gathered]) -> String {
         }
     }
     text
-}
-
-/// When the quiet hours in `json` (an endpoint's, else its account's) release a delivery due at
-/// `now`; `None` when they do not hold it (or cannot be read: a stored value was checked when
-/// it was saved).
-pub(crate) fn quiet_until(json: Option<&str>, now: NaiveDateTime) -> Option<NaiveDateTime> {
-    let quiet = QuietHours::parse(json?).ok()?.check().ok()?;
-    quiet.release(now.and_utc()).map(|at| at.naive_utc())
 }

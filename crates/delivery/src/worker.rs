@@ -279,7 +279,8 @@ impl DeliveryWorker {
         }
         let now = self.now();
         let mut held: Vec<(String, NaiveDateTime)> = Vec::new();
-        let mut keep = |job: &Job| match crate::digests::quiet_until(job.quiet_hours.as_deref(), now) {
+        let mut keep = |job: &Job| match job.quiet_hours.as_deref().and_then(|q| driftwatch_core::quiet_release(q, now))
+        {
             Some(until) => {
                 held.push((job.delivery.id.clone(), until));
                 false

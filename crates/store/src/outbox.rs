@@ -4,7 +4,7 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use std::collections::HashMap;
 
-use driftwatch_core::{DeliveryMode, DeliveryStatus, HELD_QUIET_HOURS, IdKind, QuietHours, new_id};
+use driftwatch_core::{DeliveryMode, DeliveryStatus, HELD_QUIET_HOURS, IdKind, new_id};
 
 use crate::render::Render;
 use crate::schema::{accounts, deliveries, endpoints, events, watches};
@@ -48,9 +48,7 @@ impl Recipient {
     /// When quiet hours (the endpoint's, else its account's) release a delivery queued at
     /// `now`; `None` when they do not hold it.
     fn quiet_until(&self, now: NaiveDateTime) -> Option<NaiveDateTime> {
-        let json = self.quiet_hours.as_deref().or(self.account_quiet_hours.as_deref())?;
-        let quiet = QuietHours::parse(json).ok()?.check().ok()?;
-        quiet.release(now.and_utc()).map(|at| at.naive_utc())
+        driftwatch_core::quiet_release(self.quiet_hours.as_deref().or(self.account_quiet_hours.as_deref())?, now)
     }
 
     /// Whether an event of `event_type` about `watch` (none for endpoint events) goes here.

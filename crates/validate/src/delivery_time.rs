@@ -3,7 +3,6 @@
 //! as canonical JSON, and the digest period they open or close.
 
 use chrono::{DateTime, NaiveDateTime, Utc};
-use driftwatch_core::delivery_time::Mode;
 use driftwatch_core::{DeliveryMode, QuietHours};
 use driftwatch_store::Endpoint;
 
@@ -39,7 +38,7 @@ pub fn valid_delivery(
         let (due, since) = gathering.map_or((None, None), |(_, since)| (Some(naive), Some(since)));
         return Ok(Delivery { delivery: None, digest_due_at: due, digest_since: since });
     };
-    let stored = serde_json::to_string(&mode).ok().filter(|_| mode.as_ref().is_some_and(|m| m.mode == Mode::Digest));
+    let stored = mode.as_ref().and_then(|m| serde_json::to_string(m).ok());
     if let (Some(c), Some((due, since))) = (current, gathering)
         && c.delivery == stored
     {

@@ -29,13 +29,7 @@ impl QuietSection {
     /// The account's stored hours (JSON), shown in `zone` when it has none.
     pub fn of(stored: Option<&str>, zone: &str) -> QuietSection {
         let mut form = TimingForm::new_in(zone);
-        if let Some(q) = stored.and_then(|q| driftwatch_core::QuietHours::parse(q).ok()) {
-            let endpoint = driftwatch_store::Endpoint {
-                quiet_hours: serde_json::to_string(&q).ok(),
-                ..driftwatch_store::Endpoint::webhook("", "", chrono::NaiveDateTime::default())
-            };
-            form = TimingForm::of(&endpoint, zone);
-        }
+        form.with_quiet(stored);
         QuietSection { form, errors: HashMap::new() }
     }
 

@@ -87,14 +87,19 @@ impl TimingForm {
             form.send_empty = mode.send_empty;
             form.summary = mode.summary;
         }
-        if let Some(quiet) = e.quiet_hours.as_deref().and_then(|q| QuietHours::parse(q).ok()) {
-            form.quiet = true;
-            form.quiet_from = quiet.from;
-            form.quiet_to = quiet.to;
-            form.quiet_days = quiet.days.unwrap_or_else(|| DAYS.iter().map(|(d, _)| (*d).to_owned()).collect());
-            form.quiet_zone = quiet.time_zone.unwrap_or_else(|| "UTC".into());
-        }
+        form.with_quiet(e.quiet_hours.as_deref());
         form
+    }
+
+    /// Shows the stored quiet hours `json` (ticked), when there are any.
+    pub fn with_quiet(&mut self, json: Option<&str>) {
+        if let Some(quiet) = json.and_then(|q| QuietHours::parse(q).ok()) {
+            self.quiet = true;
+            self.quiet_from = quiet.from;
+            self.quiet_to = quiet.to;
+            self.quiet_days = quiet.days.unwrap_or_else(|| DAYS.iter().map(|(d, _)| (*d).to_owned()).collect());
+            self.quiet_zone = quiet.time_zone.unwrap_or_else(|| "UTC".into());
+        }
     }
 
     /// The delivery mode asked for (`None`: at once).
