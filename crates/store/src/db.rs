@@ -1,6 +1,6 @@
 //! Connections, the pool and migrations for both backends.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use diesel::connection::SimpleConnection as _;
 use diesel::prelude::*;
@@ -101,11 +101,56 @@ pub struct Manager {
     busy_timeout: Duration,
 }
 
+/// How long a pooled connection may sit idle and still be handed out without a ping. A
+/// connection used moments ago is known to work (a failed query marks it broken on its way
+/// back); only one that sat idle long enough for a server restart or a network timeout to have
+/// closed it is pinged at checkout. The ping is a round trip per checkout on PostgreSQL.
+const PING_AFTER_IDLE: Duration = Duration::from_secs(5);
+
+/// A pooled connection and when it was last given back to the pool.
+pub struct Pooled {
+    conn: DbConn,
+    returned: Instant,
+}
+
+impl std::ops::Deref for Pooled {
+    type Target = DbConn;
+
+    fn deref(&self) -> &DbConn {
+        &self.conn
+    }
+}
+
+impl std::ops::DerefMut for Pooled {
+    fn deref_mut(&mut self) -> &mut DbConn {
+        &mut self.conn
+    }
+}
+
 impl r2d2::ManageConnection for Manager {
-    type Connection = DbConn;
+    type Connection = Pooled;
     type Error = diesel::r2d2::Error;
 
-    fn connect(&self) -> Result<DbConn, Self::Error> {
+    fn connect(&self) -> Result<Pooled, Self::Error> {
+        self.open().map(|conn| Pooled { conn, returned: Instant::now() })
+    }
+
+    fn is_valid(&self, pooled: &mut Pooled) -> Result<(), Self::Error> {
+        if pooled.returned.elapsed() < PING_AFTER_IDLE {
+            return Ok(());
+        }
+        pooled.conn.ping().map_err(diesel::r2d2::Error::QueryError)
+    }
+
+    /// Called as the connection goes back to the pool: it is idle from now.
+    fn has_broken(&self, pooled: &mut Pooled) -> bool {
+        pooled.returned = Instant::now();
+        pooled.conn.is_broken()
+    }
+}
+
+impl Manager {
+    fn open(&self) -> Result<DbConn, diesel::r2d2::Error> {
         match &self.url {
             DatabaseUrl::Postgres(url) => {
                 diesel::PgConnection::establish(url).map(DbConn::Pg).map_err(diesel::r2d2::Error::ConnectionError)
@@ -125,14 +170,6 @@ impl r2d2::ManageConnection for Manager {
                 Ok(DbConn::Sqlite(conn))
             }
         }
-    }
-
-    fn is_valid(&self, conn: &mut DbConn) -> Result<(), Self::Error> {
-        conn.ping().map_err(diesel::r2d2::Error::QueryError)
-    }
-
-    fn has_broken(&self, conn: &mut DbConn) -> bool {
-        conn.is_broken()
     }
 }
 
