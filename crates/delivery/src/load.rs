@@ -17,12 +17,21 @@ pub(crate) struct EndpointLoad {
 }
 
 impl EndpointLoad {
-    /// Endpoints this node must not claim for: at the per-node cap.
+    /// Endpoints this node does not claim for now: those with less than a quarter of the
+    /// per-node cap free (at least one). A busy endpoint is claimed for a few deliveries at a
+    /// time as its attempts finish, rather than once per finished attempt: it has most of its
+    /// cap in flight meanwhile, so its deliveries wait no longer for it.
     pub(crate) fn saturated(&self, cap: usize) -> Vec<String> {
+        let least = (cap / 4).max(1);
         let mut ids: Vec<String> =
-            self.in_flight.iter().filter(|(_, n)| **n >= cap).map(|(id, _)| id.clone()).collect();
+            self.in_flight.iter().filter(|(_, n)| cap.saturating_sub(**n) < least).map(|(id, _)| id.clone()).collect();
         ids.sort();
         ids
+    }
+
+    /// Endpoints with deliveries in flight on this node, and how many each.
+    pub(crate) fn busy(&self) -> Vec<(String, i64)> {
+        self.in_flight.iter().map(|(id, n)| (id.clone(), *n as i64)).collect()
     }
 
     pub(crate) fn start(&mut self, endpoint_id: &str) {

@@ -129,6 +129,9 @@ impl DeliveryWorker {
         let tracker = TaskTracker::new();
         tracker.spawn(self.clone().run_recoveries(shutdown.clone()));
         tracker.spawn(self.clone().run_digests(shutdown.clone()));
+        if inner.store.can_listen() {
+            tracker.spawn(self.clone().hear_other_nodes(shutdown.clone()));
+        }
         tracing::info!(node = %inner.config.node_id, concurrency = inner.config.concurrency, "delivery worker started");
         let concurrency = inner.config.concurrency.max(1) as i64;
         // Claim in batches: waiting for a quarter of the slots to free up costs little latency
@@ -164,6 +167,42 @@ impl DeliveryWorker {
         tracing::info!("delivery worker stopped");
     }
 
+    /// Wakes the loop whenever any node queues deliveries (PostgreSQL's LISTEN, on a connection
+    /// of its own), reconnecting after a failure; the poll stays the safety net meanwhile.
+    async fn hear_other_nodes(self, shutdown: CancellationToken) {
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut pause = Duration::from_secs(1);
+        while !shutdown.is_cancelled() {
+            let (worker, flag) = (self.clone(), Arc::clone(&stop));
+            let since = std::time::Instant::now();
+            let mut listening = tokio::task::spawn_blocking(move || {
+                let store = worker.inner.store.clone();
+                store.listen(driftwatch_store::OUTBOX_CHANNEL, &flag, &|| worker.wake())
+            });
+            let ended = tokio::select! {
+                ended = &mut listening => ended,
+                () = shutdown.cancelled() => {
+                    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                    let _ = listening.await;
+                    return;
+                }
+            };
+            if since.elapsed() > Duration::from_secs(60) {
+                pause = Duration::from_secs(1); // it had been listening: a new failure
+            }
+            match ended {
+                Ok(Err(e)) => tracing::warn!(error = %e, retry_in = ?pause, "listening for queued deliveries failed"),
+                Err(e) => tracing::warn!(error = %e, retry_in = ?pause, "the listener stopped"),
+                Ok(Ok(())) => return,
+            }
+            tokio::select! {
+                () = tokio::time::sleep(pause) => {}
+                () = shutdown.cancelled() => return,
+            }
+            pause = (pause * 2).min(Duration::from_secs(30));
+        }
+    }
+
     /// Claims up to `wanted` deliveries and starts the ones their endpoints can take now;
     /// returns how many were claimed and how many started. Endpoints without a limit of their
     /// own come through the outbox claim (capped per node); limited ones through
@@ -175,6 +214,7 @@ impl DeliveryWorker {
         let (jobs, paced) = self.hold_quiet(jobs, paced, &owner).await?;
         let (mut dispatched, give_back) = self.dispatch(jobs, tracker).await;
         dispatched += self.dispatch_paced(paced, tracker).await;
+        self.inner.config.metrics.claimed(claimed as u64, (claimed as usize - dispatched) as u64);
         self.give_back(give_back, owner).await?;
         Ok((claimed, dispatched))
     }
@@ -192,16 +232,19 @@ impl DeliveryWorker {
             max_deliveries: wanted,
             max_endpoints: LIMITED_PER_CLAIM,
         };
-        let (skip, after, limited_first) = {
+        let (skip, busy, after, limited_first) = {
             let mut load = self.load();
             load.limited_first = !load.limited_first;
-            (load.saturated(config.per_endpoint_concurrency), load.limited_cursor.clone(), load.limited_first)
+            let skip = load.saturated(config.per_endpoint_concurrency);
+            (skip, load.busy(), load.limited_cursor.clone(), load.limited_first)
         };
+        let per_endpoint = config.per_endpoint_concurrency as i64;
         let claimer = owner.to_owned();
         let (jobs, limited) = self
             .inner
             .store
             .write(move |c| {
+                let room = |busy| deliveries::Room { per_endpoint, in_flight: busy };
                 let limited = |c: &mut _, budget: i64| {
                     deliveries::claim_limited(c, &claimer, now, &LimitedCaps { max_deliveries: budget, ..caps }, &after)
                 };
@@ -209,13 +252,13 @@ impl DeliveryWorker {
                     let claim = limited(c, wanted)?;
                     let left = wanted - claim.jobs.len() as i64;
                     let jobs = if left > 0 {
-                        deliveries::claim_due(c, &claimer, now, until, left, &skip)?
+                        deliveries::claim_due(c, &claimer, now, until, left, &skip, &room(&busy))?
                     } else {
                         Vec::new()
                     };
                     Ok((jobs, Some(claim)))
                 } else {
-                    let jobs = deliveries::claim_due(c, &claimer, now, until, wanted, &skip)?;
+                    let jobs = deliveries::claim_due(c, &claimer, now, until, wanted, &skip, &room(&busy))?;
                     let left = wanted - jobs.len() as i64;
                     Ok((jobs, if left > 0 { Some(limited(c, left)?) } else { None }))
                 }

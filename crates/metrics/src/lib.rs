@@ -105,6 +105,8 @@ pub struct Metrics {
     check_duration: Histogram,
     attempts: Family<OutcomeLabel, Counter>,
     attempt_duration: Histogram,
+    claimed: Counter,
+    given_back: Counter,
     http_requests: Family<HttpLabels, Counter>,
     http_duration: Family<RouteLabels, Histogram>,
     scheduler_lag: Gauge<f64, AtomicU64>,
@@ -152,6 +154,8 @@ impl Metrics {
             check_duration: duration_histogram(),
             attempts: Family::default(),
             attempt_duration: duration_histogram(),
+            claimed: Counter::default(),
+            given_back: Counter::default(),
             http_requests: Family::default(),
             http_duration: Family::new_with_constructor(duration_histogram),
             scheduler_lag: Gauge::default(),
@@ -187,6 +191,16 @@ impl Metrics {
             "delivery_attempt_duration_seconds",
             "Duration of one delivery attempt's HTTP request",
             metrics.attempt_duration.clone(),
+        );
+        registry.register(
+            "deliveries_claimed",
+            "Deliveries the worker leased from the outbox to send",
+            metrics.claimed.clone(),
+        );
+        registry.register(
+            "deliveries_given_back",
+            "Leased deliveries given back unsent (their endpoint busy, limited or disabled since)",
+            metrics.given_back.clone(),
         );
         registry.register(
             "http_requests",
@@ -276,6 +290,17 @@ impl Metrics {
     pub fn attempt_finished(&self, outcome: &'static str, elapsed: Duration) {
         self.attempts.get_or_create(&OutcomeLabel { outcome }).inc();
         self.attempt_duration.observe(elapsed.as_secs_f64());
+    }
+
+    /// Counts deliveries leased by one claim, and how many of them went back unsent.
+    pub fn claimed(&self, claimed: u64, given_back: u64) {
+        self.claimed.inc_by(claimed);
+        self.given_back.inc_by(given_back);
+    }
+
+    /// Deliveries claimed and given back since the start: (claimed, given back).
+    pub fn claims(&self) -> (u64, u64) {
+        (self.claimed.get(), self.given_back.get())
     }
 
     /// Counts a language-model call that ended with `outcome` (`ok` or the error kind) after

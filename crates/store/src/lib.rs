@@ -23,6 +23,7 @@ pub mod events;
 pub mod idempotency;
 pub mod logins;
 pub mod maintenance;
+mod notify;
 pub mod outbox;
 pub mod overview;
 mod predicates;
@@ -46,6 +47,7 @@ use std::sync::Arc;
 pub use batch::BatchWriter;
 pub use db::{Backend, DatabaseUrl, DbConn, Pool, PoolOptions, redact};
 pub use models::*;
+pub use notify::OUTBOX_CHANNEL;
 
 /// Everything a store call can fail with.
 #[derive(Debug, thiserror::Error)]

@@ -148,6 +148,8 @@ on_both_backends!(
     watches::check_now_joins_a_running_check,
     watches::tags_search_and_bulk_actions,
     scale::three_workers_send_each_delivery_once,
+    scale::an_idle_node_hears_of_work_queued_elsewhere,
+    scale::a_claim_takes_only_what_each_endpoint_has_room_for,
     scale::limits_hold_across_three_nodes,
     scale::a_limit_gained_behind_the_flags_still_holds,
     delivery::retries_follow_the_schedule_then_dead_letter,

@@ -1,6 +1,8 @@
 //! Several worker nodes on one database drain a large outbox, sending each delivery once.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+
+use chrono::TimeDelta;
 
 use diesel::Connection as _;
 use driftwatch::{App, Roles};
@@ -217,4 +219,121 @@ pub async fn a_limit_gained_behind_the_flags_still_holds(backend: Backend) {
     let at_once = most_within(&arrivals, Duration::from_millis(290));
     assert!(at_once <= 1, "max_in_flight 1: {at_once} requests within one request's 300 ms");
     assert_eq!(capped.received().len(), 6, "each once");
+}
+
+/// A delivery queued by another node (here the test, writing to the outbox as another node's
+/// API or checks would, waking nothing in this process) is claimed at once by an idle node: on
+/// PostgreSQL the outbox's trigger notifies every listening worker, so the node's poll (an hour
+/// here) is not what it waits for. SQLite is one node, woken in-process; nothing listens there.
+pub async fn an_idle_node_hears_of_work_queued_elsewhere(backend: Backend) {
+    let db = TestDb::new(backend);
+    let store = Store::open(&db.url, &PoolOptions { max_size: 2, ..PoolOptions::default() }).expect("open");
+    store.migrate().await.expect("migrate");
+    if !store.can_listen() {
+        assert_eq!(backend, Backend::Sqlite, "only SQLite has no other nodes to hear from");
+        return;
+    }
+    let receiver = Receiver::start(200).await;
+    let url = receiver.url.clone();
+    let (account_id, endpoint_id) = store
+        .write(move |c| {
+            let now = SystemClock.now().naive_utc();
+            let account = accounts::create_account(c, "acme", now)?;
+            let endpoint = Endpoint::webhook(&account.id, &url, now);
+            endpoints::insert_endpoint(c, &endpoint)?;
+            Ok((account.id, endpoint.id))
+        })
+        .await
+        .expect("seed");
+    let mut settings = test_settings(&db);
+    settings.poll_interval = driftwatch::HumanDuration(std::time::Duration::from_secs(3600));
+    let node = App::start(&settings, Roles { web: false, background: true }).await.expect("node starts");
+    eventually("the node to listen for queued deliveries", || {
+        let store = store.clone();
+        async move { (store.read(listeners).await.expect("listeners") == 1).then_some(()) }
+    })
+    .await;
+    // Idle: nothing is due, so the worker sleeps until its poll. Queue one delivery, then another
+    // once the first arrived (the node is idle again by then), each heard of by notification.
+    for n in 1..=2 {
+        let (account, endpoint) = (account_id.clone(), endpoint_id.clone());
+        store.write(move |c| c.transaction(|c| queue(c, &account, &endpoint, 1))).await.expect("queue");
+        let received = receiver.wait_for(n).await;
+        assert_eq!(received.len(), n, "delivered without waiting for the poll");
+    }
+    node.shutdown().await;
+}
+
+/// Sessions of this database listening on the outbox's channel.
+fn listeners(c: &mut driftwatch_store::DbConn) -> driftwatch_store::StoreResult<i64> {
+    use diesel::RunQueryDsl as _;
+    let driftwatch_store::DbConn::Pg(pg) = c else { return Ok(0) };
+    let query = format!(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN {}'",
+        driftwatch_store::OUTBOX_CHANNEL
+    );
+    Ok(diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(&format!("({query})"))).get_result(pg)?)
+}
+
+/// A claim takes no more for an endpoint than the node has room for (its per-endpoint cap less
+/// what it has in flight there), so nothing is leased only to be given back; each endpoint's
+/// share is its oldest due deliveries, and the rest stay for the next claim or another node.
+pub async fn a_claim_takes_only_what_each_endpoint_has_room_for(backend: Backend) {
+    let db = TestDb::new(backend);
+    let store = Store::open(&db.url, &PoolOptions { max_size: 2, ..PoolOptions::default() }).expect("open");
+    store.migrate().await.expect("migrate");
+    let now = SystemClock.now().naive_utc();
+    let (busy, idle) = store
+        .write(move |c| {
+            let account = accounts::create_account(c, "acme", now)?;
+            let mut ids = Vec::new();
+            for k in 0..2 {
+                let endpoint = Endpoint::webhook(&account.id, &format!("http://127.0.0.1:9/{k}"), now);
+                endpoints::insert_endpoint(c, &endpoint)?;
+                ids.push(endpoint.id.clone());
+            }
+            c.transaction(|c| {
+                queue(c, &account.id, &ids[0], 40)?;
+                queue(c, &account.id, &ids[1], 40)
+            })?;
+            Ok((ids[0].clone(), ids[1].clone()))
+        })
+        .await
+        .expect("seed");
+    let claim = |owner: &'static str, in_flight: Vec<(String, i64)>| {
+        let store = store.clone();
+        async move {
+            store
+                .write(move |c| {
+                    let room = deliveries::Room { per_endpoint: 16, in_flight: &in_flight };
+                    let now = SystemClock.now().naive_utc();
+                    deliveries::claim_due(c, owner, now, now + TimeDelta::minutes(5), 100, &[], &room)
+                })
+                .await
+                .expect("claim")
+        }
+    };
+    // Ten in flight to the busy endpoint: six more of it, sixteen of the idle one. A quote in
+    // an id of the in-flight map is only data.
+    let first = claim("one", vec![(busy.clone(), 10), ("end_x' OR '1'='1".into(), 3)]).await;
+    let count = |jobs: &[deliveries::Job], id: &str| jobs.iter().filter(|j| j.endpoint.id == id).count();
+    assert_eq!((count(&first, &busy), count(&first, &idle)), (6, 16), "each endpoint's room");
+    // Nothing in flight now: the next claim takes the following sixteen of each, no overlap.
+    let second = claim("two", Vec::new()).await;
+    assert_eq!((count(&second, &busy), count(&second, &idle)), (16, 16));
+    let ids: HashSet<&str> = first.iter().chain(&second).map(|j| j.delivery.id.as_str()).collect();
+    assert_eq!(ids.len(), 6 + 16 + 16 + 16, "no delivery claimed twice");
+    // Each endpoint's share was its oldest: the first claim's are due before the second's.
+    let due = |jobs: &[deliveries::Job], id: &str| -> Vec<(chrono::NaiveDateTime, String)> {
+        let mut due: Vec<_> = jobs
+            .iter()
+            .filter(|j| j.endpoint.id == id)
+            .map(|j| (j.delivery.next_attempt_at, j.delivery.id.clone()))
+            .collect();
+        due.sort();
+        due
+    };
+    for id in [&busy, &idle] {
+        assert!(due(&first, id).last() < due(&second, id).first(), "{id}: oldest first");
+    }
 }

@@ -10,6 +10,35 @@ use crate::predicates::pending;
 use crate::schema::{deliveries, endpoints};
 use crate::{DbConn, StoreResult};
 
+/// How many deliveries a claim may take per endpoint: this node sends at most `per_endpoint` to
+/// one endpoint at a time, and already sends `in_flight` to some. A claim takes no more than
+/// what is left, so it never leases a delivery only to give it back.
+#[derive(Debug, Clone, Copy)]
+pub struct Room<'a> {
+    /// Most deliveries in flight to one endpoint.
+    pub per_endpoint: i64,
+    /// Endpoints with deliveries in flight, and how many.
+    pub in_flight: &'a [(String, i64)],
+}
+
+impl Room<'_> {
+    /// No cap: every due delivery may be claimed.
+    pub const ANY: Room<'static> = Room { per_endpoint: i64::MAX, in_flight: &[] };
+
+    /// The in-flight counts as a JSON object, one parameter on both backends.
+    fn in_flight_json(&self) -> String {
+        let map: serde_json::Map<String, serde_json::Value> =
+            self.in_flight.iter().map(|(id, n)| (id.clone(), (*n).into())).collect();
+        serde_json::Value::Object(map).to_string()
+    }
+
+    /// How many due rows one claim of `limit` looks at: enough that a backlog of one endpoint
+    /// ahead of the others leaves room for theirs, few enough to stay a short walk of the index.
+    fn candidates(limit: i64) -> i64 {
+        limit.saturating_mul(4).clamp(1, 4_000)
+    }
+}
+
 /// Leases up to `limit` due deliveries to `owner` until `lease_until` and returns them with
 /// their bodies and endpoints, oldest due first. One statement leases and returns the rows
 /// (`UPDATE … RETURNING`), so no delivery is claimed twice; on PostgreSQL `SKIP LOCKED` lets
@@ -18,9 +47,10 @@ use crate::{DbConn, StoreResult};
 /// Deliveries wait, unclaimed and without spending attempts, while their endpoint is disabled
 /// or its circuit is open, and while their endpoint is in `skip_endpoints` (this worker's
 /// endpoints at their per-node concurrency cap). The skipped ids are bound as one parameter: an
-/// array on PostgreSQL, a JSON array on SQLite. Endpoints with a limit that holds across nodes
-/// (`max_in_flight`, `rate_limit_per_second`, or a circuit past its open period waiting for its
-/// probe) are left to [`super::claim_limited`].
+/// array on PostgreSQL, a JSON array on SQLite. Of the oldest due rows (a few times `limit`),
+/// each endpoint gets no more than its `room` (a window function ranks them per endpoint).
+/// Endpoints with a limit that holds across nodes (`max_in_flight`, `rate_limit_per_second`, or
+/// a circuit past its open period waiting for its probe) are left to [`super::claim_limited`].
 pub fn claim_due(
     conn: &mut DbConn,
     owner: &str,
@@ -28,8 +58,10 @@ pub fn claim_due(
     lease_until: NaiveDateTime,
     limit: i64,
     skip_endpoints: &[String],
+    room: &Room<'_>,
 ) -> StoreResult<Vec<Job>> {
     use diesel::sql_types::{Array, BigInt, Text, Timestamp};
+    let (candidates, in_flight) = (Room::candidates(limit), room.in_flight_json());
     let mut rows: Vec<ClaimedRow> = match conn {
         // Walking `deliveries_due` in due order stops after `limit` rows and marks the index
         // entries of finished rows dead as it passes them; a bitmap scan (which the planner
@@ -44,6 +76,9 @@ pub fn claim_due(
                 .bind::<Timestamp, _>(now)
                 .bind::<BigInt, _>(limit)
                 .bind::<Array<Text>, _>(skip_endpoints)
+                .bind::<BigInt, _>(candidates)
+                .bind::<BigInt, _>(room.per_endpoint)
+                .bind::<Text, _>(&in_flight)
                 .load(pg)
         })?,
         DbConn::Sqlite(sqlite) => {
@@ -54,6 +89,9 @@ pub fn claim_due(
                 .bind::<Timestamp, _>(now)
                 .bind::<BigInt, _>(limit)
                 .bind::<Text, _>(skip)
+                .bind::<BigInt, _>(candidates)
+                .bind::<BigInt, _>(room.per_endpoint)
+                .bind::<Text, _>(&in_flight)
                 .load(sqlite)?
         }
     };
@@ -67,28 +105,41 @@ pub fn claim_due(
 }
 
 /// The claim on PostgreSQL: `$1` owner, `$2` lease expiry, `$3` now, `$4` limit, `$5` the
-/// endpoints to skip (an array).
+/// endpoints to skip (an array), `$6` the due rows looked at, `$7` the cap per endpoint, `$8`
+/// the deliveries in flight per endpoint (a JSON object).
 ///
 /// The due ids are gathered once (`ARRAY(…)`, an init plan) and then updated through the
 /// primary key, so the planner cannot pick a hash join over the whole outbox for the update.
+/// The rows looked at are locked (`SKIP LOCKED`) for the statement's short transaction, those
+/// over their endpoint's room included.
 pub(super) const CLAIM_PG: &str = "UPDATE deliveries SET lease_owner = $1, lease_until = $2, held = NULL WHERE id = ANY(ARRAY(\
-    SELECT id FROM deliveries \
+    SELECT ranked.id FROM (SELECT due.id, due.endpoint_id, due.next_attempt_at, \
+    row_number() OVER (PARTITION BY due.endpoint_id ORDER BY due.next_attempt_at, due.id) AS nth FROM (\
+    SELECT id, endpoint_id, next_attempt_at FROM deliveries \
     WHERE status IN ('queued', 'failed') AND next_attempt_at <= $3 \
     AND (lease_until IS NULL OR lease_until < $3) AND body_purged_at IS NULL \
     AND limited = FALSE AND endpoint_id NOT IN (SELECT id FROM endpoints WHERE enabled = false) \
     AND endpoint_id <> ALL($5) \
-    ORDER BY next_attempt_at LIMIT $4 FOR NO KEY UPDATE SKIP LOCKED)) RETURNING *";
+    ORDER BY next_attempt_at LIMIT $6 FOR NO KEY UPDATE SKIP LOCKED) due) ranked \
+    LEFT JOIN jsonb_each_text($8::jsonb) AS busy ON busy.key = ranked.endpoint_id \
+    WHERE ranked.nth <= $7 - COALESCE(busy.value::bigint, 0) \
+    ORDER BY ranked.next_attempt_at LIMIT $4)) RETURNING *";
 
 /// The claim on SQLite, with the same parameters (`$5` a JSON array). SQLite has one writer at
 /// a time, so the single statement is already exclusive; without statistics its planner would
 /// rather sort every pending row than walk the due index, so the index is named.
 pub(super) const CLAIM_SQLITE: &str = "UPDATE deliveries SET lease_owner = ?1, lease_until = ?2, held = NULL WHERE id IN (\
-    SELECT id FROM deliveries INDEXED BY deliveries_due \
+    SELECT ranked.id FROM (SELECT due.id, due.endpoint_id, due.next_attempt_at, \
+    row_number() OVER (PARTITION BY due.endpoint_id ORDER BY due.next_attempt_at, due.id) AS nth FROM (\
+    SELECT id, endpoint_id, next_attempt_at FROM deliveries INDEXED BY deliveries_due \
     WHERE status IN ('queued', 'failed') AND next_attempt_at <= ?3 \
     AND (lease_until IS NULL OR lease_until < ?3) AND body_purged_at IS NULL \
     AND limited = FALSE AND endpoint_id NOT IN (SELECT id FROM endpoints WHERE enabled = false) \
     AND endpoint_id NOT IN (SELECT value FROM json_each(?5)) \
-    ORDER BY next_attempt_at LIMIT ?4) RETURNING *";
+    ORDER BY next_attempt_at LIMIT ?6) due) ranked \
+    LEFT JOIN json_each(?8) AS busy ON busy.key = ranked.endpoint_id \
+    WHERE ranked.nth <= ?7 - COALESCE(busy.value, 0) \
+    ORDER BY ranked.next_attempt_at LIMIT ?4) RETURNING *";
 
 /// Gives claimed deliveries back without attempting them (their endpoint is busy, paced or
 /// half-open), optionally not before `not_before`. Only the lease holder can.

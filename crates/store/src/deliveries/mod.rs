@@ -15,7 +15,7 @@ mod limited;
 mod plans;
 pub(crate) mod redeliver;
 
-pub use claim::{claim_due, hold, next_wake, release};
+pub use claim::{Room, claim_due, hold, next_wake, release};
 pub use complete::{AttemptRecord, Completion, complete_all};
 pub use history::{
     DeliveryFilter, count_by_status, delivery_body, get_delivery, last_attempts, list_attempts, list_deliveries,

@@ -38,6 +38,9 @@ pub fn explain_claim(conn: &mut DbConn, now: NaiveDateTime) -> StoreResult<Strin
                 .bind::<Timestamp, _>(now)
                 .bind::<BigInt, _>(100)
                 .bind::<Array<Text>, _>(&skip)
+                .bind::<BigInt, _>(400)
+                .bind::<BigInt, _>(16)
+                .bind::<Text, _>("{}")
                 .load(pg)?;
             diesel::QueryResult::Ok(lines.into_iter().map(|l| l.line).collect::<Vec<_>>().join("\n"))
         })?,
@@ -48,6 +51,9 @@ pub fn explain_claim(conn: &mut DbConn, now: NaiveDateTime) -> StoreResult<Strin
                 .bind::<Timestamp, _>(now)
                 .bind::<BigInt, _>(100)
                 .bind::<Text, _>("[]")
+                .bind::<BigInt, _>(400)
+                .bind::<BigInt, _>(16)
+                .bind::<Text, _>("{}")
                 .load(sqlite)?;
             lines.into_iter().map(|l| l.detail).collect::<Vec<_>>().join("\n")
         }
