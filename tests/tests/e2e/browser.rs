@@ -27,8 +27,10 @@ pub use axe::Violation;
 pub use capture::Scheme;
 use driver::{Driver, Tools};
 
-/// How long element lookups wait for the element to appear.
-const ELEMENT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long element lookups wait for the element to appear: long enough for a page answered by a
+/// database and drawn by a Chromium that share two loaded cores with the rest of the suite (a
+/// wait returns as soon as the element is there; this only bounds a failure).
+const ELEMENT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long opening the browser session may take (Chromium's first start is the slow part).
 const SESSION_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -91,7 +93,7 @@ impl Browser {
         self.client.current_url().await.expect("current url")
     }
 
-    /// Waits (up to 10 seconds) for an element matching `css` and returns it.
+    /// Waits (up to [`ELEMENT_TIMEOUT`]) for an element matching `css` and returns it.
     pub async fn wait_for(&self, css: &str) -> Element {
         match self.client.wait().at_most(ELEMENT_TIMEOUT).for_element(Locator::Css(css)).await {
             Ok(element) => element,
@@ -148,7 +150,7 @@ impl Browser {
         }
     }
 
-    /// Waits (up to 10 seconds) until the element matching `css` contains `needle` (after an
+    /// Waits (up to [`ELEMENT_TIMEOUT`]) until the element matching `css` contains `needle` (after an
     /// action whose answer page replaces one that had the same element); returns its text.
     pub async fn wait_for_text(&self, css: &str, needle: &str) -> String {
         let deadline = tokio::time::Instant::now() + ELEMENT_TIMEOUT;
