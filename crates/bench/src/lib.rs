@@ -13,6 +13,7 @@ mod hostile;
 mod import;
 mod mcp;
 mod pages;
+mod progress;
 mod retention;
 
 pub use api::{ApiBench, ApiReport, api};

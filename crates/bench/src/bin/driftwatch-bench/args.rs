@@ -13,7 +13,9 @@ pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,
     /// What to log to standard error, as a tracing filter (`info`, `driftwatch_delivery=debug`).
-    #[arg(long, global = true, env = "DRIFTWATCH_LOG", default_value = "info")]
+    /// Warnings only by default: a run shows its progress and then its figures, not a line per
+    /// request and delivery.
+    #[arg(long, global = true, env = "DRIFTWATCH_BENCH_LOG", default_value = "warn")]
     pub(crate) log: String,
 }
 
@@ -102,6 +104,16 @@ pub(crate) enum Command {
         /// Clients side by side.
         #[arg(long, default_value_t = 64)]
         clients: usize,
+        /// Endpoints the events go to, in turn (fan-out across endpoints).
+        #[arg(long, default_value_t = 1)]
+        endpoints: usize,
+        /// Offer this many events a second (open loop) instead of as many as the API takes;
+        /// `--count` is then rate x `--seconds`.
+        #[arg(long)]
+        rate: Option<f64>,
+        /// How long `--rate` is offered.
+        #[arg(long, default_value_t = 20.0)]
+        seconds: f64,
         /// An empty database to use (default: a temporary SQLite file).
         #[arg(long)]
         database_url: Option<String>,

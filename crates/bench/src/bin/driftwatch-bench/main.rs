@@ -25,8 +25,8 @@ fn init_tracing(wanted: &str) {
     let directives =
         if wanted.contains("chromiumoxide") { wanted.to_owned() } else { format!("{wanted},chromiumoxide=off") };
     let filter = EnvFilter::try_new(&directives).unwrap_or_else(|e| {
-        eprintln!("--log `{directives}` is not a valid filter ({e}); logging at info");
-        EnvFilter::new("info,chromiumoxide=off")
+        eprintln!("--log `{directives}` is not a valid filter ({e}); logging warnings");
+        EnvFilter::new("warn,chromiumoxide=off")
     });
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
 }
@@ -67,8 +67,8 @@ async fn run(command: Command) -> anyhow::Result<()> {
             let bench = driftwatch_bench::BrowserBench { renders, concurrency, full_page, search_path };
             println!("{}", driftwatch_bench::browser(&bench).await?);
         }
-        Command::Api { count, clients, database_url } => {
-            let bench = driftwatch_bench::ApiBench { count, clients, database_url };
+        Command::Api { count, clients, endpoints, rate, seconds, database_url } => {
+            let bench = driftwatch_bench::ApiBench { count, clients, endpoints, rate, seconds, database_url };
             println!("{}", driftwatch_bench::api(&bench).await?);
         }
         Command::Delivery {
