@@ -33,11 +33,25 @@ pub(crate) struct Inner {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) config: DeliveryConfig,
     pub(crate) wake: Notify,
+    /// Set by [`DeliveryWorker::wake`]: deliveries were queued since the loop last claimed.
+    pub(crate) queued: std::sync::atomic::AtomicBool,
     pub(crate) recovery_wake: Notify,
     pub(crate) slots: Arc<Semaphore>,
     pub(crate) endpoints: Mutex<EndpointLoad>,
     /// What summarises a digest's period, once `cli` has wired the language model in.
     pub(crate) summarizer: std::sync::OnceLock<Arc<dyn crate::Summarize>>,
+}
+
+/// What one claim did.
+struct Claimed {
+    /// Deliveries leased.
+    claimed: i64,
+    /// Of those, started.
+    dispatched: usize,
+    /// Whether it may have left due deliveries behind (cut at its limit, busy endpoints
+    /// skipped, an endpoint's room filled, limited endpoints served): then a finished attempt
+    /// is reason to claim again.
+    maybe_more: bool,
 }
 
 /// Most limited endpoints looked at per claim.
@@ -86,6 +100,7 @@ impl DeliveryWorker {
                 clock,
                 config,
                 wake: Notify::new(),
+                queued: std::sync::atomic::AtomicBool::new(false),
                 recovery_wake: Notify::new(),
                 slots,
                 endpoints: Mutex::new(EndpointLoad::default()),
@@ -101,6 +116,13 @@ impl DeliveryWorker {
 
     /// Asks the loop to look at the outbox now (new deliveries were queued).
     pub fn wake(&self) {
+        self.inner.queued.store(true, std::sync::atomic::Ordering::Release);
+        self.inner.wake.notify_one();
+    }
+
+    /// Tells the loop an attempt finished and freed its slot: it claims again only if its last
+    /// claim may have left deliveries due behind (see [`Claimed::maybe_more`]).
+    fn freed(&self) {
         self.inner.wake.notify_one();
     }
 
@@ -137,16 +159,31 @@ impl DeliveryWorker {
         // Claim in batches: waiting for a quarter of the slots to free up costs little latency
         // and saves many tiny claim queries.
         let threshold = (concurrency / 4).max(1);
+        // Whether the outbox may hold due deliveries this loop has not claimed: at the start,
+        // after a claim that may have left some, and when a timer ran out (retries, leases).
+        let (mut maybe_more, mut timed_out) = (true, true);
         while !shutdown.is_cancelled() {
             let free = inner.slots.available_permits() as i64;
             let in_flight = concurrency - free;
             if free >= threshold || (free > 0 && in_flight == 0) {
-                let wanted = free.min(inner.config.batch_size);
-                match self.claim_and_dispatch(wanted, &tracker).await {
-                    // There may be more due right now, unless this batch all went back.
-                    Ok((claimed, dispatched)) if claimed == wanted && dispatched > 0 => continue,
-                    Ok(_) => {}
-                    Err(e) => tracing::error!(error = %e, "claiming deliveries failed"),
+                // A finished attempt alone is no reason to ask the database again when the last
+                // claim took everything due: that empty claim was one query per delivery.
+                let queued = inner.queued.swap(false, std::sync::atomic::Ordering::AcqRel);
+                if queued || maybe_more || timed_out {
+                    let wanted = free.min(inner.config.batch_size);
+                    match self.claim_and_dispatch(wanted, &tracker).await {
+                        Ok(claim) => {
+                            maybe_more = claim.maybe_more;
+                            // There may be more due right now, unless this batch all went back.
+                            if claim.claimed == wanted && claim.dispatched > 0 {
+                                continue;
+                            }
+                        }
+                        Err(e) => {
+                            maybe_more = true;
+                            tracing::error!(error = %e, "claiming deliveries failed");
+                        }
+                    }
                 }
             }
             // With attempts in flight, each completion wakes the loop; a short timer covers
@@ -156,9 +193,10 @@ impl DeliveryWorker {
             } else {
                 self.idle_wait().await
             };
+            timed_out = false;
             tokio::select! {
                 () = inner.wake.notified() => {}
-                () = tokio::time::sleep(wait) => {}
+                () = tokio::time::sleep(wait) => timed_out = true,
                 () = shutdown.cancelled() => {}
             }
         }
@@ -207,22 +245,22 @@ impl DeliveryWorker {
     /// returns how many were claimed and how many started. Endpoints without a limit of their
     /// own come through the outbox claim (capped per node); limited ones through
     /// `claim_limited`, which counts across the cluster and plans each send's time.
-    async fn claim_and_dispatch(&self, wanted: i64, tracker: &TaskTracker) -> Result<(i64, usize), StoreError> {
+    async fn claim_and_dispatch(&self, wanted: i64, tracker: &TaskTracker) -> Result<Claimed, StoreError> {
         let owner = format!("{}:{}", self.inner.config.node_id, new_id(IdKind::Delivery));
-        let (jobs, paced) = self.claim(&owner, wanted).await?;
+        let (jobs, paced, maybe_more) = self.claim(&owner, wanted).await?;
         let claimed = (jobs.len() + paced.len()) as i64;
         let (jobs, paced) = self.hold_quiet(jobs, paced, &owner).await?;
         let (mut dispatched, give_back) = self.dispatch(jobs, tracker).await;
         dispatched += self.dispatch_paced(paced, tracker).await;
         self.inner.config.metrics.claimed(claimed as u64, (claimed as usize - dispatched) as u64);
         self.give_back(give_back, owner).await?;
-        Ok((claimed, dispatched))
+        Ok(Claimed { claimed, dispatched, maybe_more })
     }
 
     /// Claims up to `wanted` deliveries for `owner` in one write: the outbox claim (endpoints
     /// without limits, skipping those at this node's cap) and the limited claim, which take
     /// turns going first so a backlog on either side never starves the other.
-    async fn claim(&self, owner: &str, wanted: i64) -> Result<(Vec<Job>, Vec<PacedJob>), StoreError> {
+    async fn claim(&self, owner: &str, wanted: i64) -> Result<(Vec<Job>, Vec<PacedJob>, bool), StoreError> {
         let config = &self.inner.config;
         let now = self.now();
         let until = self.lease_until(now);
@@ -239,6 +277,7 @@ impl DeliveryWorker {
             (skip, load.busy(), load.limited_cursor.clone(), load.limited_first)
         };
         let per_endpoint = config.per_endpoint_concurrency as i64;
+        let (skipped, in_flight) = (!skip.is_empty(), busy.clone());
         let claimer = owner.to_owned();
         let (jobs, limited) = self
             .inner
@@ -271,7 +310,16 @@ impl DeliveryWorker {
             }
             None => Vec::new(),
         };
-        Ok((jobs, paced))
+        // What the claim may have left due: it was cut at `wanted`, skipped busy endpoints, took
+        // all the room an endpoint had, or served limited endpoints (whose completions decide).
+        let mut taken: std::collections::HashMap<&str, i64> = std::collections::HashMap::new();
+        for job in &jobs {
+            *taken.entry(job.endpoint.id.as_str()).or_default() += 1;
+        }
+        let room = |id: &str| per_endpoint - in_flight.iter().find(|(e, _)| e == id).map_or(0, |(_, n)| *n);
+        let filled = taken.iter().any(|(id, n)| *n >= room(id));
+        let maybe_more = (jobs.len() + paced.len()) as i64 >= wanted || skipped || filled || !paced.is_empty();
+        Ok((jobs, paced, maybe_more))
     }
 
     /// Admits each job of the outbox claim in turn and sends those admitted, each in a task of
@@ -303,7 +351,7 @@ impl DeliveryWorker {
                 worker.attempt(job, AttemptTrigger::Scheduled).await;
                 worker.load().finish(&endpoint_id);
                 drop(permit);
-                worker.wake();
+                worker.freed();
             });
         }
         (dispatched, give_back)
