@@ -106,6 +106,13 @@ def postgres_cpu_seconds(database: str | None) -> tuple[float, float]:
     return total, mine
 
 
+def machine_busy_seconds() -> float:
+    """CPU-seconds the whole machine spent busy (all cores), from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return (sum(v[:8]) - v[3] - v[4]) / CLK_TCK  # without idle and iowait
+
+
 def own_cpu_seconds() -> float:
     t = os.times()
     return t.user + t.system
@@ -489,6 +496,7 @@ async def one_run(args: argparse.Namespace, round_no: int) -> dict[str, float]:
         dw_cpu0 = cpu_seconds(dw.proc.pid)
         pg0 = postgres_cpu_seconds(dw.db_name) if args.database == "postgres" else None
         own0 = own_cpu_seconds()
+        busy0 = machine_busy_seconds()
         t_start = time.monotonic()
         if open_loop:
             fig["offered/s"] = await api.open_loop(args.rate, args.seconds, 0, c)
@@ -501,6 +509,8 @@ async def one_run(args: argparse.Namespace, round_no: int) -> dict[str, float]:
         t_last = receiver.arrivals[-1][0]
         dw_cpu = cpu_seconds(dw.proc.pid) - dw_cpu0
         own = own_cpu_seconds() - own0
+        busy = machine_busy_seconds() - busy0
+        t_end = time.monotonic()
         if pg0 is not None:
             pg1 = postgres_cpu_seconds(dw.db_name)
             pg_all, pg_mine = pg1[0] - pg0[0], pg1[1] - pg0[1]
@@ -545,6 +555,9 @@ async def one_run(args: argparse.Namespace, round_no: int) -> dict[str, float]:
             fig["postgres CPU ms/delivery (this db)"] = pg_mine * 1000 / n
             fig["postgres CPU ms/delivery (all)"] = pg_all * 1000 / n
         fig["harness CPU ms/delivery"] = own * 1000 / n
+        # Noise: what the rest of the machine was doing meanwhile, in cores (of os.cpu_count()).
+        ours = dw_cpu + own + (pg_all if pg0 is not None else 0.0)
+        fig["other processes, cores busy"] = max(0.0, busy - ours) / (t_end - t_start)
         # 2xx statuses other than 202 would be odd: say so.
         for status, count in api.statuses.items():
             if status != 202:
@@ -568,7 +581,7 @@ def fmt(name: str, v: float) -> str:
         return f"{v:,.0f}"
     if name == "delivered/raw":
         return f"{v:.3f}"
-    if "CPU" in name:
+    if "CPU" in name or "cores" in name:
         return f"{v:.3f}"
     if v >= 100:
         return f"{v:,.0f}"
@@ -611,7 +624,7 @@ def table_rounds(title: str, figs: list[dict[str, float]]) -> str:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--driftwatch", required=True, help="the driftwatch binary to measure")
+    p.add_argument("--driftwatch", help="the driftwatch binary to measure")
     p.add_argument("--database", choices=["sqlite", "postgres"], default="sqlite")
     p.add_argument("--pg-url", default="postgres://postgres@127.0.0.1:5432/test",
                    help="a PostgreSQL server to create (and drop) a fresh database on, per round")
@@ -632,7 +645,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--logs", metavar="DIR", default=os.path.join(tempfile.gettempdir(), "driftwatch-harness"),
                    help="where driftwatch's output (stderr and stdout) is kept, one file a round")
     p.add_argument("--json", metavar="FILE", help="append each round's figures to FILE as one JSON line")
+    p.add_argument("--summarise", metavar="FILE",
+                   help="print the rounds table (median, range) of every setup in a --json FILE, and exit: "
+                        "for rounds run as separate, interleaved invocations")
     args = p.parse_args(argv)
+    if args.summarise:
+        return args
+    if not args.driftwatch:
+        p.error("--driftwatch is required")
     if not os.access(args.driftwatch, os.X_OK):
         p.error(f"{args.driftwatch} is not an executable")
     args.driftwatch = os.path.abspath(args.driftwatch)
@@ -640,6 +660,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         if "=" not in e:
             p.error(f"--env {e}: expected NAME=VALUE")
     return args
+
+
+def summarise(path: str) -> int:
+    runs: dict[str, list[dict[str, float]]] = {}
+    with open(path) as f:
+        for line in f:
+            if line.strip():
+                d = json.loads(line)
+                title = d.pop("title")
+                for k in ("round", "args"):
+                    d.pop(k, None)
+                runs.setdefault(title, []).append(d)
+    for title, figs in runs.items():
+        print(table_rounds(f"{title}: {len(figs)} rounds", figs) + "\n")
+    return 0
 
 
 async def main(args: argparse.Namespace) -> int:
@@ -662,6 +697,8 @@ async def main(args: argparse.Namespace) -> int:
 
 if __name__ == "__main__":
     a = parse_args()
+    if a.summarise:
+        sys.exit(summarise(a.summarise))
     try:
         sys.exit(asyncio.run(main(a)))
     except HarnessError as e:
