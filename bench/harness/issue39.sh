@@ -4,7 +4,8 @@
 # (c) open loop 200 events/s for 30 s; ROUNDS rounds of each, the binaries interleaved
 # (before, after, before, after) so the machine's noise hits both alike.
 #   bench/harness/issue39.sh OUT_DIR BEFORE_BINARY [AFTER_BINARY]
-# Writes OUT_DIR/{before,after}-<database>-<case>.txt (the raw output) and .json, then the tables.
+# Writes OUT_DIR/{before,after}-<database>-<case>.txt (the raw output) and .json, driftwatch's
+# output in OUT_DIR/logs/, then prints the tables.
 set -eu
 out=$1 before=$2 after=${3:-}
 rounds=${ROUNDS:-2}
@@ -25,7 +26,7 @@ for db in sqlite postgres; do
         [ -n "$bin" ] || continue
         echo "== $which $db $case round $r ($(date -u +%H:%M:%S))" >&2
         # shellcheck disable=SC2086
-        "$py" "$harness" --driftwatch "$bin" --database "$db" $load --json "$out/$which-$db-$case.json" \
+        "$py" "$harness" --driftwatch "$bin" --database "$db" $load --json "$out/$which-$db-$case.json" --logs "$out/logs" \
           >>"$out/$which-$db-$case.txt" 2>&1 || echo "   failed: see $out/$which-$db-$case.txt" >&2
       done
       r=$((r + 1))
