@@ -40,3 +40,10 @@ bench count="20000":
     cargo run --release -p driftwatch-bench -- delivery --count {{count}} --database-url "$(echo {{pg_url}} | sed 's|/[^/]*$|/driftwatch_bench|')"
     psql "{{pg_url}}" -qc "DROP DATABASE IF EXISTS driftwatch_bench" -c "CREATE DATABASE driftwatch_bench"
     cargo run --release -p driftwatch-bench -- checks --watches 10000 --database-url "$(echo {{pg_url}} | sed 's|/[^/]*$|/driftwatch_bench|')"
+
+# The outside-in API delivery harness (bench/harness/api.py; `--help` lists its options): test
+# events through a real `driftwatch serve` to an aiohttp receiver, beside the raw client's rate.
+# e.g. `just harness --driftwatch target/release/driftwatch --database postgres --rounds 2`
+harness *args:
+    test -x target/harness-venv/bin/python || (python3 -m venv target/harness-venv && target/harness-venv/bin/pip install -q -r bench/harness/requirements.txt)
+    target/harness-venv/bin/python bench/harness/api.py {{args}}
