@@ -2,7 +2,7 @@
 //! render them (each in a fresh context, disposed afterwards), at a few concurrency levels.
 //!
 //! Three pages are served on loopback (see [`pages`]): a static article, a page whose body a
-//! script builds, and a product page of about 15 KB whose price a script writes after a
+//! script builds, and a product page of about 8 KB whose price a script writes after a
 //! `fetch()` of JSON, rendered with the watch's selector and the default wait. Every render
 //! must hold what only its page's script writes, or it counts as failed (and the run fails).
 //! For each concurrency level a fresh browser renders each page with the screenshot off and of the
@@ -42,6 +42,8 @@ pub struct BrowserBench {
     pub pages: Vec<PageKind>,
     /// How long the fetch page's JSON takes to answer.
     pub api_delay: Duration,
+    /// Flags added to Chromium's command line.
+    pub chromium_args: Vec<String>,
 }
 
 /// The figures of one row: one page, one screenshot mode, one concurrency level.
@@ -84,6 +86,8 @@ pub struct BrowserReport {
     pub page_bytes: [usize; 3],
     /// How long the fetch page's JSON took to answer.
     pub api_delay: Duration,
+    /// Flags added to Chromium's command line.
+    pub chromium_args: Vec<String>,
     /// Every row, by concurrency, page and screenshot.
     pub rows: Vec<BrowserRow>,
     /// Per concurrency level: browsers started (1 when it never restarted) and processes in
@@ -112,6 +116,9 @@ impl std::fmt::Display for BrowserReport {
             self.page_bytes[2],
             self.api_delay.as_millis()
         )?;
+        if !self.chromium_args.is_empty() {
+            writeln!(f, "chromium flags     {}", self.chromium_args.join(" "))?;
+        }
         writeln!(
             f,
             "renders            {} per row after {WARM_UP} warm-up, each in a fresh context; a fresh browser per concurrency level",
@@ -340,6 +347,7 @@ pub async fn browser(bench: &BrowserBench) -> anyhow::Result<BrowserReport> {
             // One browser for the whole level: its CPU and memory are measured by process group.
             recycle_after: u32::MAX,
             search_path: bench.search_path.clone(),
+            extra_args: bench.chromium_args.clone(),
             ..BrowserConfig::default()
         });
         anyhow::ensure!(browsers.available(), "{}", browsers.unavailable_reason());
@@ -414,6 +422,7 @@ pub async fn browser(bench: &BrowserBench) -> anyhow::Result<BrowserReport> {
         renders,
         page_bytes,
         api_delay: bench.api_delay,
+        chromium_args: bench.chromium_args.clone(),
         rows,
         browsers: browsers_seen,
     })

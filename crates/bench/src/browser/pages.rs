@@ -2,7 +2,7 @@
 //!
 //! - `static`: an article of 20 paragraphs, no scripts.
 //! - `js`: a product list and its total, built by an inline script.
-//! - `fetch`: a product page of about 15 KB (description, specification table, reviews, a
+//! - `fetch`: a product page of about 8 KB (description, specification table, reviews, a
 //!   stylesheet and an image) whose `#price` is empty in the HTML until a script has fetched
 //!   `/api/price.json` from the same server, as a shop's page does; the watch's selector is
 //!   `#price` and the price is written nowhere but in the JSON.
@@ -106,7 +106,7 @@ pub(super) fn script_page() -> String {
     .to_owned()
 }
 
-/// The fetch page: about 15 KB of product page whose `#price` a script writes once
+/// The fetch page: about 8 KB of product page whose `#price` a script writes once
 /// `/api/price.json` has answered.
 pub(super) fn fetch_page() -> String {
     let mut html = String::from(concat!(
@@ -218,9 +218,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_fetch_page_is_about_15_kb_and_holds_its_price_only_in_the_json() {
+    fn the_fetch_page_is_about_8_kb_and_holds_its_price_only_in_the_json() {
         let page = fetch_page();
-        assert!((13_000..=17_000).contains(&page.len()), "{} bytes", page.len());
+        assert!((7_000..=10_000).contains(&page.len()), "{} bytes", page.len());
         assert!(!page.contains("1,249.90"));
         assert!(price_json().contains("1,249.90"));
         assert!(PageKind::Fetch.marker().contains(PRICE));

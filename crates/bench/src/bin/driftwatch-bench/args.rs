@@ -156,6 +156,9 @@ pub(crate) enum Command {
         /// How long the fetch page's JSON takes to answer, milliseconds.
         #[arg(long, default_value_t = 0)]
         api_delay_ms: u64,
+        /// A flag added to Chromium's command line (repeatable), to try one out.
+        #[arg(long, allow_hyphen_values = true)]
+        chromium_arg: Vec<String>,
     },
     /// Durable delivery rate and enqueue-to-2xx latency, next to the raw HTTP rate.
     Delivery {
