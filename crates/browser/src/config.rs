@@ -37,6 +37,9 @@ pub struct BrowserConfig {
     pub full_page_max_height: u32,
     /// The rendered document's HTML larger than this fails the check.
     pub max_html_bytes: usize,
+    /// Flags added to a local Chromium's command line after driftwatch's own (to try one
+    /// out, as `driftwatch-bench browser --chromium-arg` does); none by default.
+    pub extra_args: Vec<String>,
 }
 
 impl Default for BrowserConfig {
@@ -55,6 +58,7 @@ impl Default for BrowserConfig {
             max_screenshot_bytes: 4 * 1024 * 1024,
             full_page_max_height: 10_000,
             max_html_bytes: 5 * 1024 * 1024,
+            extra_args: Vec::new(),
         }
     }
 }

@@ -217,7 +217,7 @@ impl Browsers {
         let (process, ws_url) = match (&config.remote, &self.inner.executable) {
             (Some(remote), _) => (None, remote.clone()),
             (None, Some(executable)) => {
-                let process = Process::start(executable, &proxy.background_url(), config.window)
+                let process = Process::start(executable, &proxy.background_url(), config.window, &config.extra_args)
                     .await
                     .map_err(|e| RenderError::Browser(format!("cannot start Chromium: {e}")))?;
                 let url = process.ws_url.clone();

@@ -47,8 +47,13 @@ pub(crate) struct Process {
 impl Process {
     /// Starts Chromium headless with a throwaway profile and every background service off;
     /// `proxy` carries the browser's own traffic (loopback included: `<-loopback>`; pages'
-    /// traffic goes through the proxy of each render's context).
-    pub(crate) async fn start(executable: &Path, proxy: &str, window: (u32, u32)) -> std::io::Result<Process> {
+    /// traffic goes through the proxy of each render's context); `extra` flags come last.
+    pub(crate) async fn start(
+        executable: &Path,
+        proxy: &str,
+        window: (u32, u32),
+        extra: &[String],
+    ) -> std::io::Result<Process> {
         let profile = tempfile::Builder::new().prefix("driftwatch-chromium-").tempdir()?;
         let mut command = Command::new(executable);
         command
@@ -89,6 +94,7 @@ impl Process {
             .arg(format!("--proxy-server={proxy}"))
             .arg(format!("--window-size={},{}", window.0, window.1))
             .arg(format!("--user-data-dir={}", profile.path().display()))
+            .args(extra)
             .arg("about:blank")
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -149,8 +149,8 @@ pub(crate) enum Command {
         #[arg(long)]
         database_url: Option<String>,
     },
-    /// Pages rendered in headless Chromium (a static page and a scripted one, screenshot off
-    /// and of the viewport), each in a fresh context: renders per second, CPU per render of
+    /// Pages rendered in headless Chromium (a static page, a scripted one and one whose price a
+    /// script fetches; screenshot off and of the viewport), each in a fresh context: renders per second, CPU per render of
     /// driftwatch and of the browser, and the browser's peak memory.
     Browser {
         /// Renders measured per page and screenshot mode, after 3 warm-up renders.
@@ -162,6 +162,15 @@ pub(crate) enum Command {
         /// Also measure full-page screenshots.
         #[arg(long)]
         full_page: bool,
+        /// The pages rendered, comma-separated: static, js, fetch (default: all).
+        #[arg(long, value_delimiter = ',')]
+        pages: Vec<String>,
+        /// How long the fetch page's JSON takes to answer, milliseconds.
+        #[arg(long, default_value_t = 0)]
+        api_delay_ms: u64,
+        /// A flag added to Chromium's command line (repeatable), to try one out.
+        #[arg(long, allow_hyphen_values = true)]
+        chromium_arg: Vec<String>,
     },
     /// Durable delivery rate and enqueue-to-2xx latency, next to the raw HTTP rate.
     Delivery {

@@ -62,10 +62,26 @@ async fn run(command: Command) -> anyhow::Result<()> {
             let bench = driftwatch_bench::HostileBench { case, watches, interval, seconds, database_url };
             println!("{}", driftwatch_bench::hostile_bench(&bench).await?);
         }
-        Command::Browser { renders, concurrency, full_page } => {
+        Command::Browser { renders, concurrency, full_page, pages, api_delay_ms, chromium_arg } => {
             let search_path = std::env::var_os("PATH");
-            let bench = driftwatch_bench::BrowserBench { renders, concurrency, full_page, search_path };
-            println!("{}", driftwatch_bench::browser(&bench).await?);
+            let pages = pages
+                .iter()
+                .map(|p| driftwatch_bench::PageKind::from_name(p).ok_or_else(|| anyhow::anyhow!("no page {p:?}")))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let api_delay = std::time::Duration::from_millis(api_delay_ms);
+            let chromium_args = chromium_arg;
+            let bench = driftwatch_bench::BrowserBench {
+                renders,
+                concurrency,
+                full_page,
+                search_path,
+                pages,
+                api_delay,
+                chromium_args,
+            };
+            let report = driftwatch_bench::browser(&bench).await?;
+            println!("{report}");
+            anyhow::ensure!(report.failures() == 0, "{} renders failed (see above)", report.failures());
         }
         Command::Api { count, clients, endpoints, rate, seconds, database_url } => {
             let bench = driftwatch_bench::ApiBench { count, clients, endpoints, rate, seconds, database_url };

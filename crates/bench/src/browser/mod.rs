@@ -1,9 +1,11 @@
 //! `driftwatch-bench browser`: pages rendered in a real headless Chromium, as browser checks
 //! render them (each in a fresh context, disposed afterwards), at a few concurrency levels.
 //!
-//! Two pages are served on loopback: a static article (20 paragraphs, no scripts) and a page
-//! whose body a script builds (50 products and their total, with a small stylesheet). For each
-//! concurrency level a fresh browser renders each page with the screenshot off and of the
+//! Three pages are served on loopback (see [`pages`]): a static article, a page whose body a
+//! script builds, and a product page of about 8 KB whose price a script writes after a
+//! `fetch()` of JSON, rendered with the watch's selector and the default wait. Every render
+//! must hold what only its page's script writes, or it counts as failed (and the run fails).
+//! For each concurrency level a fresh browser renders each page with the screenshot off and of the
 //! viewport (and of the full page when asked); per row: renders per second, render time,
 //! driftwatch's CPU and the browser's per render, and the browser's peak memory.
 
@@ -14,6 +16,9 @@ use std::time::{Duration, Instant};
 use driftwatch_browser::{BrowserConfig, Browsers, RenderError, RenderRequest, Rendered};
 use driftwatch_core::{FetchSpec, ScreenshotMode};
 use driftwatch_net::TargetPolicy;
+
+mod pages;
+pub use pages::PageKind;
 
 /// How long one render may take before it counts as failed.
 const RENDER_TIMEOUT: Duration = Duration::from_secs(60);
@@ -33,39 +38,12 @@ pub struct BrowserBench {
     pub full_page: bool,
     /// Where to look for Chromium: a `PATH` value, read by the caller.
     pub search_path: Option<std::ffi::OsString>,
-}
-
-/// The page rendered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PageKind {
-    /// An article of 20 paragraphs, no scripts.
-    Static,
-    /// A product list and total built by a script, with a small stylesheet.
-    Script,
-}
-
-impl PageKind {
-    fn name(self) -> &'static str {
-        match self {
-            PageKind::Static => "static",
-            PageKind::Script => "js",
-        }
-    }
-
-    fn path(self) -> &'static str {
-        match self {
-            PageKind::Static => "/static",
-            PageKind::Script => "/js",
-        }
-    }
-
-    /// What the rendered document must hold: for the script page, what only the script writes.
-    fn marker(self) -> &'static str {
-        match self {
-            PageKind::Static => "<p id=\"end\">",
-            PageKind::Script => "<div id=\"total\">Total: ",
-        }
-    }
+    /// The pages rendered (all when empty).
+    pub pages: Vec<PageKind>,
+    /// How long the fetch page's JSON takes to answer.
+    pub api_delay: Duration,
+    /// Flags added to Chromium's command line.
+    pub chromium_args: Vec<String>,
 }
 
 /// The figures of one row: one page, one screenshot mode, one concurrency level.
@@ -104,13 +82,24 @@ pub struct BrowserReport {
     pub chromium: String,
     /// Renders measured per row.
     pub renders: usize,
-    /// Bytes of the static page and of the script page, as served.
-    pub page_bytes: [usize; 2],
+    /// Bytes of the static, script and fetch pages, as served.
+    pub page_bytes: [usize; 3],
+    /// How long the fetch page's JSON took to answer.
+    pub api_delay: Duration,
+    /// Flags added to Chromium's command line.
+    pub chromium_args: Vec<String>,
     /// Every row, by concurrency, page and screenshot.
     pub rows: Vec<BrowserRow>,
     /// Per concurrency level: browsers started (1 when it never restarted) and processes in
     /// its group at the end.
     pub browsers: Vec<(usize, u64, usize)>,
+}
+
+impl BrowserReport {
+    /// Renders that failed, over every row.
+    pub fn failures(&self) -> usize {
+        self.rows.iter().map(|r| r.failures).sum()
+    }
 }
 
 impl std::fmt::Display for BrowserReport {
@@ -121,6 +110,15 @@ impl std::fmt::Display for BrowserReport {
             "pages              static {} bytes (20 paragraphs, no scripts), js {} bytes (50 products and a total built by a script)",
             self.page_bytes[0], self.page_bytes[1]
         )?;
+        writeln!(
+            f,
+            "                   fetch {} bytes (price written by a script after fetch() of JSON answering in {} ms; selector #price, default wait)",
+            self.page_bytes[2],
+            self.api_delay.as_millis()
+        )?;
+        if !self.chromium_args.is_empty() {
+            writeln!(f, "chromium flags     {}", self.chromium_args.join(" "))?;
+        }
         writeln!(
             f,
             "renders            {} per row after {WARM_UP} warm-up, each in a fresh context; a fresh browser per concurrency level",
@@ -178,47 +176,8 @@ impl std::fmt::Display for BrowserReport {
     }
 }
 
-/// The static page: an article of 20 paragraphs, no scripts.
-fn static_page() -> String {
-    let mut html = String::from(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>Release notes</title></head><body><article><h1>Release notes</h1>",
-    );
-    for i in 1..=20 {
-        let id = if i == 20 { " id=\"end\"" } else { "" };
-        html.push_str(&format!(
-            "<p{id}>Paragraph {i}. The service now checks pages on a schedule of their own and keeps every version it \
-             has seen, so that a change can be shown next to the text it replaced. Watches that fail are retried \
-             with a growing delay, and the people who follow them are told once, not on every failed check. This \
-             paragraph is here to give the page the length of an ordinary article.</p>"
-        ));
-    }
-    html.push_str("</article></body></html>");
-    html
-}
-
-/// The script page: the body is empty until a script fills in 50 products and their total.
-fn script_page() -> String {
-    concat!(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>Shop</title><style>",
-        "body{font-family:sans-serif;margin:2em;color:#222}h1{font-size:1.6em}",
-        "ul{list-style:none;padding:0;columns:2}.item{display:flex;justify-content:space-between;",
-        "border-bottom:1px solid #ddd;padding:4px 8px}.price{font-weight:bold;color:#063}",
-        "#total{font-size:1.4em;margin-top:1em;padding:8px;background:#eef}",
-        "</style></head><body><h1>Products</h1><ul id=\"list\"></ul><div id=\"total\"></div><script>",
-        "const list = document.getElementById('list'); let total = 0;",
-        "for (let i = 1; i <= 50; i++) {",
-        " const price = Math.round(((i * 7.31) % 50 + 5) * 100) / 100; total += price;",
-        " const li = document.createElement('li'); li.className = 'item';",
-        " li.innerHTML = '<span>Product ' + i + '</span><span class=\"price\">' + price.toFixed(2) + ' EUR</span>';",
-        " list.appendChild(li); }",
-        "document.getElementById('total').textContent = 'Total: ' + total.toFixed(2) + ' EUR';",
-        "</script></body></html>"
-    )
-    .to_owned()
-}
-
 /// `/proc/self/task/<tid>/stat` of the calling thread.
-fn thread_stat() -> String {
+pub(super) fn thread_stat() -> String {
     let tid = std::fs::read_link("/proc/thread-self")
         .ok()
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
@@ -229,30 +188,6 @@ fn thread_stat() -> String {
 /// Seconds of CPU a thread has used, from its `stat` path.
 fn thread_cpu(stat: &str) -> f64 {
     crate::stat_cpu_seconds(&std::fs::read_to_string(stat).unwrap_or_default())
-}
-
-/// Serves both pages on loopback from a thread of its own (so its CPU can be told apart);
-/// returns the base URL and the thread's `stat` path.
-fn page_server(static_body: String, script_body: String) -> anyhow::Result<(String, String)> {
-    let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    std_listener.set_nonblocking(true)?;
-    let addr = std_listener.local_addr()?;
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::Builder::new().name("bench-pages".into()).spawn(move || {
-        let _ = tx.send(thread_stat());
-        let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
-        runtime.block_on(async move {
-            let html = [("content-type", "text/html; charset=utf-8")];
-            let (s, j) = (axum::body::Bytes::from(static_body), axum::body::Bytes::from(script_body));
-            let app = axum::Router::new()
-                .route("/static", axum::routing::get(move || std::future::ready((html, s.clone()))))
-                .route("/js", axum::routing::get(move || std::future::ready((html, j.clone()))));
-            if let Ok(listener) = tokio::net::TcpListener::from_std(std_listener) {
-                let _ = axum::serve(listener, app).await;
-            }
-        });
-    })?;
-    Ok((format!("http://{addr}"), rx.recv()?))
 }
 
 /// Samples the memory of the process group in `group` every [`SAMPLE_EVERY`] on a thread of its
@@ -352,7 +287,7 @@ async fn run(
             let mut results = Vec::new();
             while next.fetch_add(1, Ordering::Relaxed) < count {
                 let started = Instant::now();
-                let result = browsers.render(RenderRequest::new(&url, &spec, None, RENDER_TIMEOUT)).await;
+                let result = browsers.render(RenderRequest::new(&url, &spec, page.selector(), RENDER_TIMEOUT)).await;
                 results.push(verify(page, spec.screenshot, result).map(|bytes| (started.elapsed(), bytes)));
             }
             results
@@ -393,9 +328,10 @@ fn chromium_version(search_path: Option<&std::ffi::OsStr>) -> String {
 
 /// Runs the benchmark.
 pub async fn browser(bench: &BrowserBench) -> anyhow::Result<BrowserReport> {
-    let (static_body, script_body) = (static_page(), script_page());
-    let page_bytes = [static_body.len(), script_body.len()];
-    let (base, server_stat) = page_server(static_body, script_body)?;
+    let bodies = pages::Bodies::new();
+    let page_bytes = bodies.pages.clone().map(|p| p.len());
+    let (base, server_stat) = pages::page_server(&bodies, bench.api_delay)?;
+    let kinds = if bench.pages.is_empty() { PageKind::ALL.to_vec() } else { bench.pages.clone() };
     let mut screenshots = vec![ScreenshotMode::Off, ScreenshotMode::Viewport];
     if bench.full_page {
         screenshots.push(ScreenshotMode::FullPage);
@@ -411,12 +347,13 @@ pub async fn browser(bench: &BrowserBench) -> anyhow::Result<BrowserReport> {
             // One browser for the whole level: its CPU and memory are measured by process group.
             recycle_after: u32::MAX,
             search_path: bench.search_path.clone(),
+            extra_args: bench.chromium_args.clone(),
             ..BrowserConfig::default()
         });
         anyhow::ensure!(browsers.available(), "{}", browsers.unavailable_reason());
         let mut sampler: Option<MemorySampler> = None;
         let level = async {
-            for page in [PageKind::Static, PageKind::Script] {
+            for &page in &kinds {
                 for &screenshot in &screenshots {
                     let url = format!("{base}{}", page.path());
                     let spec = FetchSpec { screenshot, ..FetchSpec::default() };
@@ -484,6 +421,8 @@ pub async fn browser(bench: &BrowserBench) -> anyhow::Result<BrowserReport> {
         chromium: chromium_version(bench.search_path.as_deref()),
         renders,
         page_bytes,
+        api_delay: bench.api_delay,
+        chromium_args: bench.chromium_args.clone(),
         rows,
         browsers: browsers_seen,
     })
