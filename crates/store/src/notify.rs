@@ -25,7 +25,7 @@ impl Store {
     }
 
     /// Blocks, listening on `channel` on a connection of its own, and calls `notified` once per
-    /// read that found notifications, until `stop` is set (seen within [`READ_EVERY`]). Returns
+    /// read that found notifications, until `stop` is set (seen within 10 ms). Returns
     /// at once on SQLite; an error when the connection fails (the caller reconnects).
     pub fn listen(&self, channel: &str, stop: &AtomicBool, notified: &dyn Fn()) -> StoreResult<()> {
         let DatabaseUrl::Postgres(url) = &*self.url else { return Ok(()) };
