@@ -15,23 +15,37 @@ use crate::sender::Sender;
 impl DeliveryWorker {
     /// Sends one claimed delivery and records the attempt under its lease.
     pub(crate) async fn attempt(&self, job: Job, trigger: AttemptTrigger) {
+        self.attempt_then(job, trigger, || {}).await;
+    }
+
+    /// [`Self::attempt`], calling `answered` once the request is over (answered, failed or not
+    /// sendable) and before the attempt is recorded: what limits requests in flight can let the
+    /// next one go while the record waits for its batch to commit. The delivery's lease holds
+    /// until then, so nothing else claims it, and a crash before the commit sends it again.
+    /// Returns whether the attempt scheduled a retry.
+    pub(crate) async fn attempt_then(&self, job: Job, trigger: AttemptTrigger, answered: impl FnOnce() + Send) -> bool {
         let span = tracing::info_span!(
             "delivery",
             delivery.id = %job.delivery.id,
             endpoint.id = %job.endpoint.id,
             attempt = job.delivery.attempts + 1
         );
-        self.attempt_in_span(job, trigger).instrument(span).await;
+        self.attempt_in_span(job, trigger, answered).instrument(span).await
     }
 
     /// prepare -> send -> decide -> record.
-    async fn attempt_in_span(&self, job: Job, trigger: AttemptTrigger) {
-        let Some(attempt) = Prepared::new(job, trigger) else { return };
+    async fn attempt_in_span(&self, job: Job, trigger: AttemptTrigger, answered: impl FnOnce() + Send) -> bool {
+        let Some(attempt) = Prepared::new(job, trigger) else {
+            answered();
+            return false;
+        };
         let started_at = self.inner.clock.now();
         let result = attempt.send(&self.inner.sender, started_at.timestamp()).await;
+        answered();
         self.inner.config.metrics.attempt_finished(outcome_class(&result), result.duration);
         let (record, decision) = self.decide(&attempt, &result, started_at);
-        self.record(record, &decision, &result, &attempt.delivery).await;
+        let recorded = self.record(record, &decision, &result, &attempt.delivery).await;
+        recorded && decision.status == DeliveryStatus::Failed
     }
 
     /// What the attempt's result means: the delivery's next state (retry, sent or dead), what it
@@ -98,7 +112,14 @@ impl DeliveryWorker {
     /// Hands the attempt to the batching writer and waits until it is committed (or the lease
     /// turned out lost), then writes the attempt's audit line: one per attempt, with the
     /// delivery, endpoint and event, the attempt number, status, duration and outcome.
-    async fn record(&self, record: AttemptRecord, decision: &Decision, result: &SendResult, delivery: &Delivery) {
+    /// Returns whether the record was committed under the delivery's lease.
+    async fn record(
+        &self,
+        record: AttemptRecord,
+        decision: &Decision,
+        result: &SendResult,
+        delivery: &Delivery,
+    ) -> bool {
         let (delivery_id, endpoint_id, number) =
             (record.delivery_id.clone(), record.endpoint_id.clone(), record.attempt.attempt_number);
         let recorded = self.inner.completions.submit(record).await;
@@ -137,6 +158,7 @@ impl DeliveryWorker {
                 "delivery attempt not recorded; the lease will expire and it will be retried"
             ),
         }
+        matches!(recorded, Ok(true))
     }
 }
 

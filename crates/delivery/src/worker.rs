@@ -347,11 +347,20 @@ impl DeliveryWorker {
             dispatched += 1;
             let worker = self.clone();
             tracker.spawn(async move {
-                let endpoint_id = job.endpoint.id.clone();
-                worker.attempt(job, AttemptTrigger::Scheduled).await;
-                worker.load().finish(&endpoint_id);
-                drop(permit);
-                worker.freed();
+                // The slot and the endpoint's count are the request's: freed when it is over,
+                // not when its record commits (that waits for a batch, on SQLite behind the
+                // queue's writes), so the cap limits requests, not requests and commits.
+                let (endpoint_id, freer) = (job.endpoint.id.clone(), worker.clone());
+                let answered = move || {
+                    freer.load().finish(&endpoint_id);
+                    drop(permit);
+                    freer.freed();
+                };
+                // A retry it scheduled is in the outbox once the record commits: look again then
+                // (the loop may have gone to sleep until a later time meanwhile).
+                if worker.attempt_then(job, AttemptTrigger::Scheduled, answered).await {
+                    worker.freed();
+                }
             });
         }
         (dispatched, give_back)
