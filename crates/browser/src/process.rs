@@ -44,6 +44,11 @@ pub(crate) struct Process {
     _watchdog: Option<Child>,
 }
 
+/// The longest TMPDIR Chromium is left with: its singleton socket,
+/// `$TMPDIR/org.chromium.Chromium.XXXXXX/SingletonSocket`, adds 46 bytes and a Unix socket's
+/// path has at most 107.
+const MAX_CHROMIUM_TMPDIR: usize = 107 - 46;
+
 impl Process {
     /// Starts Chromium headless with a throwaway profile and every background service off;
     /// `proxy` carries the browser's own traffic (loopback included: `<-loopback>`; pages'
@@ -101,6 +106,11 @@ impl Process {
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .process_group(0);
+        if std::env::temp_dir().as_os_str().len() > MAX_CHROMIUM_TMPDIR {
+            // Chromium puts its singleton socket under TMPDIR and exits at start when that
+            // socket's path is longer than a Unix socket's 107 bytes; the profile stays put.
+            command.env("TMPDIR", "/tmp");
+        }
         if running_as_root() {
             // Chromium refuses to start as root with its sandbox on.
             command.arg("--no-sandbox");

@@ -41,8 +41,16 @@ const SCRIPTED: &str = "<html><body><p id=\"x\"></p><script>x.textContent = 'ren
 /// `serve` in `dir` after one watch rendered in Chromium: the server, and the marker on every
 /// Chromium process's command line (the throwaway profile lives under this `TMPDIR`).
 async fn serve_after_a_render(dir: &std::path::Path) -> (driftwatch_test_support::KillOnDrop, String) {
+    serve_after_a_render_in(dir, "tmp").await
+}
+
+/// [`serve_after_a_render`] with `TMPDIR` at `dir/tmp_name`.
+async fn serve_after_a_render_in(
+    dir: &std::path::Path,
+    tmp_name: &str,
+) -> (driftwatch_test_support::KillOnDrop, String) {
     let token = common::account_and_token(dir);
-    let tmp = dir.join("tmp");
+    let tmp = dir.join(tmp_name);
     std::fs::create_dir(&tmp).expect("tmp");
     let marker = tmp.to_str().expect("utf-8 path").to_owned();
     let site = PageServer::start(SCRIPTED).await;
@@ -70,6 +78,18 @@ async fn no_chromium_process_outlives_serve() {
     assert!(status.success(), "serve exits cleanly on SIGTERM: {status}");
     let left = processes_mentioning(&marker);
     assert!(left.is_empty(), "Chromium processes outlived serve: {left:?}");
+}
+
+/// Chromium's singleton socket lives under TMPDIR; a long TMPDIR (here over 107 bytes with
+/// the socket's name) must not keep it from starting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_tmpdir_keeps_nothing_from_rendering() {
+    if !chromium() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_child, marker) = serve_after_a_render_in(dir.path(), &"t".repeat(80)).await;
+    assert!(marker.len() + "/org.chromium.Chromium.XXXXXX/SingletonSocket".len() > 107, "{marker}");
 }
 
 /// SIGKILL gives `serve` no chance to close its browser: Chromium's watchdog must.
