@@ -133,7 +133,19 @@ impl Browsers {
             None => None,
         };
         let guard = chained.as_ref().map_or_else(|| instance.proxy.url(), |p| p.url());
-        let result = render::render(&instance, &self.inner.config, &request, &guard, deadline).await;
+        let mut result = render::render(&instance, &self.inner.config, &request, &guard, deadline).await;
+        if let Err(RenderError::Crashed(why)) = &result {
+            // Once more in a fresh context, within what is left of the render's time: a renderer
+            // killed from outside (or by a page's passing spike) rarely dies twice.
+            tracing::warn!(url = request.url, why = why.as_str(), "a page crashed its renderer; rendering it again");
+            let first = why.clone();
+            result = render::render(&instance, &self.inner.config, &request, &guard, deadline).await.map(|mut r| {
+                r.note.get_or_insert_with(|| {
+                    format!("the page crashed the browser's renderer ({first}) and rendered on the second try")
+                });
+                r
+            });
+        }
         self.inner.renders.fetch_add(1, Ordering::Relaxed);
         if let Err(RenderError::Browser(why)) = &result {
             instance.break_down(why);

@@ -6,7 +6,9 @@ use std::time::Duration;
 use chromiumoxide::Page;
 use chromiumoxide::cdp::browser_protocol::network::{CookieParam, Headers, LoaderId, SetExtraHttpHeadersParams};
 use chromiumoxide::cdp::browser_protocol::page::{EventLifecycleEvent, NavigateParams};
-use chromiumoxide::cdp::browser_protocol::target::{CreateBrowserContextParams, CreateTargetParams};
+use chromiumoxide::cdp::browser_protocol::target::{
+    CreateBrowserContextParams, CreateTargetParams, EventTargetCrashed, EventTargetCreated,
+};
 use chromiumoxide::cdp::js_protocol::runtime::EvaluateParams;
 use chromiumoxide::error::CdpError;
 use chromiumoxide::listeners::EventStream;
@@ -140,11 +142,15 @@ pub enum RenderError {
     /// The browser failed (crashed, hung, disconnected); it is restarted.
     #[error("browser failed: {0}")]
     Browser(String),
+    /// The page's renderer process died (the page ran it out of memory, or something killed
+    /// it); the browser itself is fine and the render is tried once more in a fresh context.
+    #[error("the page crashed the browser's renderer ({0})")]
+    Crashed(String),
 }
 
 impl RenderError {
     /// A short name for the kind of failure, stored with the run: `browser`, `step`,
-    /// `timeout`, `status`, `target`, `load`, `wait`, `too_large`, `login_required`.
+    /// `timeout`, `status`, `target`, `load`, `wait`, `too_large`, `login_required`, `crashed`.
     pub fn kind(&self) -> &'static str {
         match self {
             RenderError::Unavailable(_) | RenderError::Browser(_) => "browser",
@@ -156,6 +162,7 @@ impl RenderError {
             RenderError::Step { .. } => "step",
             RenderError::LoginRequired(_) => "login_required",
             RenderError::TooLarge(_) => "too_large",
+            RenderError::Crashed(_) => "crashed",
         }
     }
 
@@ -232,11 +239,56 @@ async fn in_context(
     context: chromiumoxide::cdp::browser_protocol::browser::BrowserContextId,
     give_up: Instant,
 ) -> Result<Rendered, RenderError> {
+    // A renderer that dies mid-render answers nothing more: without this the render would
+    // wait out its whole time and be reported as slow. Crashes name only a target, so the
+    // targets opened in this render's context are noted as they are created.
+    let mut created = instance.browser.event_listener::<EventTargetCreated>().await.map_err(browser)?;
+    let mut crashes = instance.browser.event_listener::<EventTargetCrashed>().await.map_err(browser)?;
+    let ours = context.clone();
+    let crashed = async move {
+        let mut targets = Vec::new();
+        loop {
+            tokio::select! {
+                // A target's creation is always heard before its crash.
+                biased;
+                Some(new) = created.next() => {
+                    if new.target_info.browser_context_id.as_ref() == Some(&ours) {
+                        targets.push(new.target_info.target_id.clone());
+                    }
+                }
+                Some(crash) = crashes.next() => {
+                    if targets.contains(&crash.target_id) {
+                        return RenderError::Crashed(format!("{}, code {}", crash.status, crash.error_code));
+                    }
+                }
+                else => return std::future::pending().await,
+            }
+        }
+    };
+    let work = async {
+        let page = open_page(instance, request.spec, url, context.clone()).await?;
+        on_page(instance, config, request, url, &page, context, give_up).await
+    };
+    tokio::select! {
+        done = work => done,
+        crash = crashed => Err(crash),
+    }
+}
+
+/// The render's work once its page is open.
+async fn on_page(
+    instance: &Instance,
+    config: &BrowserConfig,
+    request: &RenderRequest<'_>,
+    url: &Url,
+    page: &Page,
+    context: chromiumoxide::cdp::browser_protocol::browser::BrowserContextId,
+    give_up: Instant,
+) -> Result<Rendered, RenderError> {
     let spec = request.spec;
-    let page = open_page(instance, spec, url, context.clone()).await?;
     let kept = spec.session.as_ref().filter(|s| s.keep);
     let script = match (kept, request.session) {
-        (Some(_), Some(state)) => session::restore(instance, &page, &context, state).await?,
+        (Some(_), Some(state)) => session::restore(instance, page, &context, state).await?,
         _ => None,
     };
     let wait = spec.wait.as_ref().map_or(WaitKind::Load, |w| w.kind());
@@ -244,17 +296,17 @@ async fn in_context(
     // says that the scripts are done.
     let filled = request.selector.filter(|s| spec.wait.is_none() && !s.trim().is_empty());
     let listen = filled.is_some() || matches!(wait, WaitKind::NetworkIdle);
-    let (status, loader, lifecycle) = load(&page, url, listen).await?;
+    let (status, loader, lifecycle) = load(page, url, listen).await?;
     match filled {
-        Some(selector) => wait_for_text_or_idle(&page, selector, loader, lifecycle, give_up).await?,
-        None => wait_after_load(&page, wait, loader, lifecycle, give_up).await?,
+        Some(selector) => wait_for_text_or_idle(page, selector, loader, lifecycle, give_up).await?,
+        None => wait_after_load(page, wait, loader, lifecycle, give_up).await?,
     }
-    session::forget_script(&page, script).await?;
+    session::forget_script(page, script).await?;
     let logged_in = kept.and_then(|s| s.logged_in.as_deref());
-    let steps_ran = session::steps_or_login(&page, &spec.steps, logged_in, request.secrets, give_up).await?;
-    let mut rendered = capture(&page, config, spec.screenshot, status).await?;
+    let steps_ran = session::steps_or_login(page, &spec.steps, logged_in, request.secrets, give_up).await?;
+    let mut rendered = capture(page, config, spec.screenshot, status).await?;
     if kept.is_some() {
-        rendered.session = Some(session::collect(instance, &page, &context).await?);
+        rendered.session = Some(session::collect(instance, page, &context).await?);
         rendered.logged_in_by_steps = steps_ran;
     }
     Ok(rendered)

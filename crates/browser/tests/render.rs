@@ -34,11 +34,13 @@ async fn serve(routes: Vec<(&'static str, &'static str, String)>) -> (String, Ar
     let addr = listener.local_addr().expect("addr");
     let hits = Arc::new(AtomicUsize::new(0));
     let counter = hits.clone();
+    let held = Arc::new(AtomicUsize::new(0));
     tokio::spawn(async move {
         loop {
             let Ok((mut socket, _)) = listener.accept().await else { return };
             let routes = routes.clone();
             let counter = counter.clone();
+            let held = held.clone();
             tokio::spawn(async move {
                 use tokio::io::{AsyncReadExt, AsyncWriteExt};
                 let mut buf = vec![0u8; 8192];
@@ -58,6 +60,10 @@ async fn serve(routes: Vec<(&'static str, &'static str, String)>) -> (String, Ar
                 let path = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
                 if path == "/slow" {
                     // Never answers in a test's time: the render hangs on it.
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                }
+                if path == "/held" && held.fetch_add(1, Ordering::SeqCst) == 0 {
+                    // The first ask hangs like /slow; later ones are answered.
                     tokio::time::sleep(Duration::from_secs(60)).await;
                 }
                 let (status, kind, body) = match routes.iter().find(|(p, _, _)| *p == path) {
@@ -233,6 +239,71 @@ async fn a_browser_killed_mid_render_fails_that_render_and_the_next_one_works() 
     browsers.shutdown(Duration::from_secs(5)).await;
     until("every Chromium process to be gone", || driftwatch_browser::group_members(second).is_empty()).await;
     assert!(browsers.render(request(&price, &spec)).await.is_err(), "no renders after shutdown");
+}
+
+/// The renderer processes of the browser whose main process is `pid`.
+fn renderers(pid: u32) -> Vec<u32> {
+    driftwatch_browser::group_members(pid)
+        .into_iter()
+        .filter(|p| {
+            std::fs::read(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("--type=renderer"))
+        })
+        .collect()
+}
+
+/// Kills every renderer of the browser whose main process is `pid`; how many it killed.
+fn kill_renderers(pid: u32) -> usize {
+    let found = renderers(pid);
+    for renderer in &found {
+        let _ = std::process::Command::new("kill").args(["-KILL", &renderer.to_string()]).status();
+    }
+    found.len()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_renderer_is_named_and_tried_once_more_in_the_same_browser() {
+    let Some(browsers) = browsers(TargetPolicy { allow_private: true }) else { return };
+    let page = "<p id=\"x\"></p><script>fetch('/held').then(r => r.text()).then(t => x.textContent = t)</script>";
+    let (base, hits) =
+        serve(vec![("/page", "text/html", page.into()), ("/held", "text/plain", "held price".into())]).await;
+    let (url, spec) = (format!("{base}/page"), FetchSpec::default());
+    // A minute: far more than the test needs, so only the crash, noticed, ends the first try.
+    let render = || {
+        let (browsers, url, spec) = (browsers.clone(), url.clone(), spec.clone());
+        tokio::spawn(async move {
+            browsers.render(RenderRequest::new(&url, &spec, Some("#x"), Duration::from_secs(60))).await
+        })
+    };
+
+    // The first try hangs on /held; its renderer is killed; the second try is answered.
+    let rendering = render();
+    until("the page to ask for /held", || hits.load(Ordering::SeqCst) >= 2).await;
+    let pid = browsers.stats().await.pid.expect("a local browser runs");
+    assert!(kill_renderers(pid) > 0, "the page has a renderer");
+    let rendered = rendering.await.expect("joined").expect("the second try renders");
+    assert!(rendered.html.contains("held price"), "{}", rendered.html);
+    let note = rendered.note.unwrap_or_default();
+    assert!(note.contains("crashed the browser's renderer") && note.contains("second try"), "{note}");
+    assert_eq!(browsers.stats().await.pid, Some(pid), "a renderer's crash leaves the browser running");
+
+    // A renderer that dies on every try fails the render as a crash, not as a slow page.
+    let slow = format!("{base}/slow");
+    let (b, s) = (browsers.clone(), spec.clone());
+    let rendering =
+        tokio::spawn(async move { b.render(RenderRequest::new(&slow, &s, None, Duration::from_secs(60))).await });
+    let mut killed = 0;
+    while !rendering.is_finished() {
+        killed += kill_renderers(pid);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    match rendering.await.expect("joined") {
+        Err(e) => assert_eq!(e.kind(), "crashed", "{e} (killed {killed} renderers)"),
+        Ok(r) => panic!("a page whose renderer always dies cannot render: {}", r.html),
+    }
+    let rendered = browsers.render(request(&format!("{base}/page"), &spec)).await.expect("the browser renders on");
+    assert!(rendered.note.is_none(), "{:?}", rendered.note);
+    browsers.shutdown(Duration::from_secs(5)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
