@@ -188,8 +188,8 @@ pub struct Run {
     engine: Option<String>,
     /// The kind of failure: `target`, `timeout`, `connect`, `status`, `too_large`, `fetch`,
     /// `extract`, `selector_missing`, `rules`, `empty`, `browser`, `load`, `wait`, `step`,
-    /// `blocked` (a bot wall: `error` names who put it up and what gave it away), `proxy`,
-    /// `login_required`.
+    /// `crashed` (the page crashed the browser's renderer twice), `blocked` (a bot wall: `error`
+    /// names who put it up and what gave it away), `proxy`, `login_required`.
     error_kind: Option<String>,
     /// Start time.
     started_at: DateTime<Utc>,
