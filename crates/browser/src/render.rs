@@ -4,7 +4,12 @@
 use std::time::Duration;
 
 use chromiumoxide::Page;
-use chromiumoxide::cdp::browser_protocol::network::{CookieParam, Headers, LoaderId, SetExtraHttpHeadersParams};
+use chromiumoxide::cdp::browser_protocol::fetch::{
+    EnableParams as FetchEnableParams, EventRequestPaused, FailRequestParams, RequestPattern, RequestStage,
+};
+use chromiumoxide::cdp::browser_protocol::network::{
+    CookieParam, ErrorReason, Headers, LoaderId, ResourceType, SetExtraHttpHeadersParams,
+};
 use chromiumoxide::cdp::browser_protocol::page::{EventLifecycleEvent, NavigateParams};
 use chromiumoxide::cdp::browser_protocol::target::{
     CreateBrowserContextParams, CreateTargetParams, EventTargetCrashed, EventTargetCreated,
@@ -296,6 +301,9 @@ async fn on_page(
     // says that the scripts are done.
     let filled = request.selector.filter(|s| spec.wait.is_none() && !s.trim().is_empty());
     let listen = filled.is_some() || matches!(wait, WaitKind::NetworkIdle);
+    if matches!(spec.screenshot, ScreenshotMode::Off) {
+        skip_unseen(page).await?;
+    }
     let (status, loader, lifecycle) = load(page, url, listen).await?;
     match filled {
         Some(selector) => wait_for_text_or_idle(page, selector, loader, lifecycle, give_up).await?,
@@ -346,6 +354,28 @@ async fn open_page(
         page.set_cookies(cookies).await.map_err(browser)?;
     }
     Ok(page)
+}
+
+/// With no screenshot, images, fonts and media change nothing that is read (a selector's text,
+/// the document, a step's element): the page's requests for them are refused as they are made,
+/// each for one DevTools message instead of a download and a decode. The refusals stop with
+/// the page.
+async fn skip_unseen(page: &Page) -> Result<(), RenderError> {
+    let mut paused = page.event_listener::<EventRequestPaused>().await.map_err(browser)?;
+    let patterns = [ResourceType::Image, ResourceType::Font, ResourceType::Media]
+        .map(|kind| RequestPattern::builder().resource_type(kind).request_stage(RequestStage::Request).build())
+        .to_vec();
+    page.execute(FetchEnableParams::builder().patterns(patterns).build()).await.map_err(browser)?;
+    let page = page.clone();
+    tokio::spawn(async move {
+        while let Some(request) = paused.next().await {
+            let refuse = FailRequestParams::new(request.request_id.clone(), ErrorReason::BlockedByClient);
+            if page.execute(refuse).await.is_err() {
+                return;
+            }
+        }
+    });
+    Ok(())
 }
 
 /// Lifecycle events of the page, listened to before loading when the wait needs them.

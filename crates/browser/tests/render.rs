@@ -241,6 +241,31 @@ async fn a_browser_killed_mid_render_fails_that_render_and_the_next_one_works() 
     assert!(browsers.render(request(&price, &spec)).await.is_err(), "no renders after shutdown");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_screenshot_images_fonts_and_media_are_not_fetched() {
+    let Some(browsers) = browsers(TargetPolicy { allow_private: true }) else { return };
+    let svg = r#"<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>"#;
+    let (assets, asked) =
+        serve(vec![("/pic.svg", "image/svg+xml", svg.into()), ("/font.woff2", "font/woff2", "x".into())]).await;
+    let page = format!(
+        "<style>@font-face {{ font-family: F; src: url({assets}/font.woff2) }} p {{ font-family: F }}</style>\
+         <img src=\"{assets}/pic.svg\"><video src=\"{assets}/clip.mp4\" preload=\"auto\"></video>{PRICE_PAGE}<p>text</p>"
+    );
+    let (base, _) = serve(vec![("/page", "text/html", page)]).await;
+    let url = format!("{base}/page");
+
+    let plain = FetchSpec::default();
+    let rendered = browsers.render(request(&url, &plain)).await.expect("render without a screenshot");
+    assert!(rendered.html.contains("42 EUR") && rendered.html.contains("pic.svg"), "{}", rendered.html);
+    assert_eq!(asked.load(Ordering::SeqCst), 0, "no image, font or video is asked for");
+
+    let shot = FetchSpec { screenshot: ScreenshotMode::Viewport, ..FetchSpec::default() };
+    let rendered = browsers.render(request(&url, &shot)).await.expect("render with a screenshot");
+    assert!(rendered.screenshot.is_some());
+    assert!(asked.load(Ordering::SeqCst) >= 2, "a screenshot shows the image and the font: they are fetched");
+    browsers.shutdown(Duration::from_secs(5)).await;
+}
+
 /// The renderer processes of the browser whose main process is `pid`.
 fn renderers(pid: u32) -> Vec<u32> {
     driftwatch_browser::group_members(pid)
