@@ -37,6 +37,7 @@ impl DeliveryWorker {
     async fn attempt_in_span(&self, job: Job, trigger: AttemptTrigger, answered: impl FnOnce() + Send) -> bool {
         let Some(attempt) = Prepared::new(job, trigger) else {
             answered();
+            self.inner.wake_moved.store(true, std::sync::atomic::Ordering::Release);
             return false;
         };
         let started_at = self.inner.clock.now();
@@ -45,6 +46,11 @@ impl DeliveryWorker {
         self.inner.config.metrics.attempt_finished(outcome_class(&result), result.duration);
         let (record, decision) = self.decide(&attempt, &result, started_at);
         let recorded = self.record(record, &decision, &result, &attempt.delivery).await;
+        if !(recorded && decision.status == DeliveryStatus::Sent) {
+            // A retry, a dead letter (its circuit), a record that failed (its lease): the next
+            // due time may be sooner than the idle loop last read.
+            self.inner.wake_moved.store(true, std::sync::atomic::Ordering::Release);
+        }
         recorded && decision.status == DeliveryStatus::Failed
     }
 

@@ -35,6 +35,10 @@ pub(crate) struct Inner {
     pub(crate) wake: Notify,
     /// Set by [`DeliveryWorker::wake`]: deliveries were queued since the loop last claimed.
     pub(crate) queued: std::sync::atomic::AtomicBool,
+    /// Set when this node did something that may bring the next due time closer (scheduled a
+    /// retry, gave deliveries back or held them, served a limited endpoint, failed to claim):
+    /// the idle loop then reads the next due time afresh instead of reusing its last reading.
+    pub(crate) wake_moved: std::sync::atomic::AtomicBool,
     pub(crate) recovery_wake: Notify,
     pub(crate) slots: Arc<Semaphore>,
     pub(crate) endpoints: Mutex<EndpointLoad>,
@@ -56,6 +60,11 @@ struct Claimed {
 
 /// Most limited endpoints looked at per claim.
 const LIMITED_PER_CLAIM: i64 = 32;
+
+/// How long the idle loop reuses its reading of the next due time while nothing this node did
+/// moved it: at a trickle it goes idle after every delivery, and the reading is four queries.
+/// What another node does is heard by LISTEN (new deliveries) or within this time.
+const WAKE_READING_REUSE: Duration = Duration::from_secs(1);
 
 /// Longest sleep of the loop while attempts are in flight.
 const BUSY_POLL: Duration = Duration::from_millis(200);
@@ -101,6 +110,7 @@ impl DeliveryWorker {
                 config,
                 wake: Notify::new(),
                 queued: std::sync::atomic::AtomicBool::new(false),
+                wake_moved: std::sync::atomic::AtomicBool::new(true),
                 recovery_wake: Notify::new(),
                 slots,
                 endpoints: Mutex::new(EndpointLoad::default()),
@@ -162,6 +172,8 @@ impl DeliveryWorker {
         // Whether the outbox may hold due deliveries this loop has not claimed: at the start,
         // after a claim that may have left some, and when a timer ran out (retries, leases).
         let (mut maybe_more, mut timed_out) = (true, true);
+        // The last reading of the next due time: when it was taken and how long it said to wait.
+        let mut reading: Option<(std::time::Instant, Duration)> = None;
         while !shutdown.is_cancelled() {
             let free = inner.slots.available_permits() as i64;
             let in_flight = concurrency - free;
@@ -181,6 +193,7 @@ impl DeliveryWorker {
                         }
                         Err(e) => {
                             maybe_more = true;
+                            inner.wake_moved.store(true, std::sync::atomic::Ordering::Release);
                             tracing::error!(error = %e, "claiming deliveries failed");
                         }
                     }
@@ -191,7 +204,18 @@ impl DeliveryWorker {
             let wait = if concurrency - inner.slots.available_permits() as i64 > 0 {
                 inner.config.poll_interval.min(BUSY_POLL)
             } else {
-                self.idle_wait().await
+                let moved = inner.wake_moved.swap(false, std::sync::atomic::Ordering::AcqRel);
+                let reuse = WAKE_READING_REUSE.min(inner.config.poll_interval);
+                match reading {
+                    Some((at, wait)) if !moved && at.elapsed() < reuse => {
+                        wait.saturating_sub(at.elapsed()).max(Duration::from_millis(5))
+                    }
+                    _ => {
+                        let wait = self.idle_wait().await;
+                        reading = Some((std::time::Instant::now(), wait));
+                        wait
+                    }
+                }
             };
             timed_out = false;
             tokio::select! {
@@ -250,8 +274,13 @@ impl DeliveryWorker {
         let (jobs, paced, maybe_more) = self.claim(&owner, wanted).await?;
         let claimed = (jobs.len() + paced.len()) as i64;
         let (jobs, paced) = self.hold_quiet(jobs, paced, &owner).await?;
+        let limited = !paced.is_empty();
         let (mut dispatched, give_back) = self.dispatch(jobs, tracker).await;
         dispatched += self.dispatch_paced(paced, tracker).await;
+        if limited || dispatched < claimed as usize {
+            // Paced, held or given back: their times are the next due times now.
+            self.inner.wake_moved.store(true, std::sync::atomic::Ordering::Release);
+        }
         self.inner.config.metrics.claimed(claimed as u64, (claimed as usize - dispatched) as u64);
         self.give_back(give_back, owner).await?;
         Ok(Claimed { claimed, dispatched, maybe_more })
