@@ -106,7 +106,8 @@ impl Process {
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .process_group(0);
-        if std::env::temp_dir().as_os_str().len() > MAX_CHROMIUM_TMPDIR {
+        // The profile was made in the temporary directory Chromium would inherit.
+        if profile.path().parent().is_some_and(|tmp| tmp.as_os_str().len() > MAX_CHROMIUM_TMPDIR) {
             // Chromium puts its singleton socket under TMPDIR and exits at start when that
             // socket's path is longer than a Unix socket's 107 bytes; the profile stays put.
             command.env("TMPDIR", "/tmp");
