@@ -29,6 +29,8 @@ pub enum IdKind {
     Proxy,
     /// A named secret of an account (a password that login steps type).
     Secret,
+    /// A database pool of one process (the origin its outbox notifications carry).
+    Pool,
 }
 
 impl IdKind {
@@ -49,6 +51,7 @@ impl IdKind {
             IdKind::User => "usr",
             IdKind::Proxy => "prx",
             IdKind::Secret => "sec",
+            IdKind::Pool => "pool",
         }
     }
 }

@@ -99,6 +99,9 @@ pub fn redact(url: &str) -> String {
 pub struct Manager {
     url: DatabaseUrl,
     busy_timeout: Duration,
+    /// Names this pool's PostgreSQL sessions (`driftwatch.origin`), so the outbox's notifications
+    /// say which pool queued the deliveries.
+    origin: String,
 }
 
 /// How long a pooled connection may sit idle and still be handed out without a ping. A
@@ -153,7 +156,12 @@ impl Manager {
     fn open(&self) -> Result<DbConn, diesel::r2d2::Error> {
         match &self.url {
             DatabaseUrl::Postgres(url) => {
-                diesel::PgConnection::establish(url).map(DbConn::Pg).map_err(diesel::r2d2::Error::ConnectionError)
+                let mut conn = diesel::PgConnection::establish(url).map_err(diesel::r2d2::Error::ConnectionError)?;
+                // The outbox's trigger sends it as its notification's payload; the origin is an
+                // id (`pool_` and ULID characters), so it needs no quoting beyond the literal's.
+                conn.batch_execute(&format!("SET driftwatch.origin = '{}'", self.origin))
+                    .map_err(diesel::r2d2::Error::QueryError)?;
+                Ok(DbConn::Pg(conn))
             }
             DatabaseUrl::Sqlite(path) => {
                 let mut conn =
@@ -193,7 +201,7 @@ impl Default for PoolOptions {
     }
 }
 
-pub(crate) fn build_pool(url: &DatabaseUrl, options: &PoolOptions) -> Result<Pool, StoreError> {
+pub(crate) fn build_pool(url: &DatabaseUrl, options: &PoolOptions, origin: &str) -> Result<Pool, StoreError> {
     if let DatabaseUrl::Sqlite(path) = url {
         // Switch the file to WAL once, before the pool opens connections side by side (the
         // switch takes an exclusive lock and does not wait on a busy timeout).
@@ -201,7 +209,7 @@ pub(crate) fn build_pool(url: &DatabaseUrl, options: &PoolOptions) -> Result<Poo
             .map_err(|e| StoreError::Config(format!("cannot open {path}: {e}")))?;
         conn.batch_execute("PRAGMA journal_mode = WAL;")?;
     }
-    let manager = Manager { url: url.clone(), busy_timeout: options.busy_timeout };
+    let manager = Manager { url: url.clone(), busy_timeout: options.busy_timeout, origin: origin.to_owned() };
     r2d2::Pool::builder()
         .max_size(options.max_size)
         .connection_timeout(options.connection_timeout)

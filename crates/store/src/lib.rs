@@ -104,6 +104,9 @@ pub struct Store {
     write_gate: Option<Arc<tokio::sync::Mutex<()>>>,
     /// Renders each delivery's body at enqueue; [`render::PayloadOnly`] until one is set.
     render: Arc<dyn render::Render>,
+    /// This pool's name in the outbox's notifications (see [`Store::listen`]): a listener skips
+    /// what its own pool queued, which its worker was already woken for in-process.
+    origin: Arc<str>,
 }
 
 impl std::fmt::Debug for Store {
@@ -122,9 +125,11 @@ impl Store {
             std::fs::create_dir_all(dir)
                 .map_err(|e| StoreError::Config(format!("cannot create {}: {e}", dir.display())))?;
         }
-        let pool = db::build_pool(&url, options)?;
+        let origin: Arc<str> = driftwatch_core::new_id(driftwatch_core::IdKind::Pool).into();
+        let pool = db::build_pool(&url, options, &origin)?;
         let write_gate = matches!(url, DatabaseUrl::Sqlite(_)).then(|| Arc::new(tokio::sync::Mutex::new(())));
-        Ok(Store { pool: Arc::new(pool), url: Arc::new(url), write_gate, render: Arc::new(render::PayloadOnly) })
+        let render = Arc::new(render::PayloadOnly);
+        Ok(Store { pool: Arc::new(pool), url: Arc::new(url), write_gate, render, origin })
     }
 
     /// This store, rendering delivery bodies with `render` (see [`render`]).

@@ -19,14 +19,22 @@ pub const OUTBOX_CHANNEL: &str = "driftwatch_outbox";
 const READ_EVERY: Duration = Duration::from_millis(10);
 
 impl Store {
+    /// This store's pool's name in the outbox's notifications: the payload of those its own
+    /// writes cause on PostgreSQL (`driftwatch.origin` on each of its sessions).
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
     /// Whether this database has other nodes to hear from (PostgreSQL).
     pub fn can_listen(&self) -> bool {
         matches!(*self.url, DatabaseUrl::Postgres(_))
     }
 
     /// Blocks, listening on `channel` on a connection of its own, and calls `notified` once per
-    /// read that found notifications, until `stop` is set (seen within 10 ms). Returns
-    /// at once on SQLite; an error when the connection fails (the caller reconnects).
+    /// read that found notifications from elsewhere, until `stop` is set (seen within 10 ms).
+    /// Notifications this store's own pool caused (their payload is its origin) are skipped:
+    /// whatever queued there woke its worker in-process already. Returns at once on SQLite;
+    /// an error when the connection fails (the caller reconnects).
     pub fn listen(&self, channel: &str, stop: &AtomicBool, notified: &dyn Fn()) -> StoreResult<()> {
         let DatabaseUrl::Postgres(url) = &*self.url else { return Ok(()) };
         let mut conn = PgConnection::establish(url).map_err(|e| StoreError::Config(e.to_string()))?;
@@ -38,8 +46,7 @@ impl Store {
         while !stop.load(Ordering::Relaxed) {
             let mut heard = false;
             for notification in conn.notifications_iter() {
-                notification?;
-                heard = true;
+                heard |= notification?.payload != *self.origin;
             }
             if heard {
                 notified();

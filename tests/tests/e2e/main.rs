@@ -149,6 +149,7 @@ on_both_backends!(
     watches::tags_search_and_bulk_actions,
     scale::three_workers_send_each_delivery_once,
     scale::an_idle_node_hears_of_work_queued_elsewhere,
+    scale::the_outbox_notification_names_who_queued,
     scale::a_claim_takes_only_what_each_endpoint_has_room_for,
     scale::limits_hold_across_three_nodes,
     scale::a_limit_gained_behind_the_flags_still_holds,

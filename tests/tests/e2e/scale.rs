@@ -264,6 +264,50 @@ pub async fn an_idle_node_hears_of_work_queued_elsewhere(backend: Backend) {
     node.shutdown().await;
 }
 
+/// The outbox's notifications name the pool that queued (so a node's listener skips its own,
+/// which woke its worker in-process already); a session of another tool names none.
+pub async fn the_outbox_notification_names_who_queued(backend: Backend) {
+    use diesel::{Connection as _, RunQueryDsl as _};
+    let db = TestDb::new(backend);
+    let own = Store::open(&db.url, &PoolOptions { max_size: 2, ..PoolOptions::default() }).expect("open");
+    own.migrate().await.expect("migrate");
+    if !own.can_listen() {
+        assert_eq!(backend, Backend::Sqlite, "only SQLite has no notifications");
+        return;
+    }
+    let other = Store::open(&db.url, &PoolOptions { max_size: 2, ..PoolOptions::default() }).expect("open");
+    assert_ne!(own.origin(), other.origin(), "each pool has its own name");
+    let (account_id, endpoint_id) = own
+        .write(move |c| {
+            let now = SystemClock.now().naive_utc();
+            let account = accounts::create_account(c, "acme", now)?;
+            let endpoint = Endpoint::webhook(&account.id, "http://127.0.0.1:9/", now);
+            endpoints::insert_endpoint(c, &endpoint)?;
+            Ok((account.id, endpoint.id))
+        })
+        .await
+        .expect("seed");
+    let mut listening = diesel::PgConnection::establish(&db.url).expect("connect");
+    diesel::sql_query(format!("LISTEN {}", driftwatch_store::OUTBOX_CHANNEL)).execute(&mut listening).expect("listen");
+    let mut heard = Vec::new();
+    for store in [&own, &other] {
+        let (account, endpoint) = (account_id.clone(), endpoint_id.clone());
+        store.write(move |c| c.transaction(|c| queue(c, &account, &endpoint, 2))).await.expect("queue");
+        // Committed before `write` returned, so the notification is on its way.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let before = heard.len();
+            heard.extend(listening.notifications_iter().map(|n| n.expect("notification").payload));
+            if heard.len() > before {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "no notification for a queued delivery");
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+    assert_eq!(heard, [own.origin(), other.origin()], "one notification per queuing transaction, naming its pool");
+}
+
 /// Sessions of this database listening on the outbox's channel.
 fn listeners(c: &mut driftwatch_store::DbConn) -> driftwatch_store::StoreResult<i64> {
     use diesel::RunQueryDsl as _;
