@@ -207,7 +207,9 @@ impl DeliveryWorker {
                 let moved = inner.wake_moved.swap(false, std::sync::atomic::Ordering::AcqRel);
                 let reuse = WAKE_READING_REUSE.min(inner.config.poll_interval);
                 match reading {
-                    Some((at, wait)) if !moved && at.elapsed() < reuse => {
+                    // Only while what it said is still ahead: once its time came (a retry fell
+                    // due and was claimed), the next one is read, not waited for in 5 ms steps.
+                    Some((at, wait)) if !moved && at.elapsed() < reuse.min(wait) => {
                         wait.saturating_sub(at.elapsed()).max(Duration::from_millis(5))
                     }
                     _ => {
