@@ -94,19 +94,21 @@ impl Harness {
         crate::stat_cpu_seconds(&std::fs::read_to_string(path).unwrap_or_default())
     }
 
-    /// Posts `count` bodies to `urls(n)` from `clients` connections, as fast as they are
-    /// answered or, with `rate`, one every 1/rate s; returns each request as posted.
-    pub(super) async fn post(
-        &self,
-        count: usize,
-        clients: usize,
-        rate: Option<f64>,
-        token: Option<String>,
-        urls: Arc<dyn Fn(usize) -> (usize, String) + Send + Sync>,
-    ) -> anyhow::Result<Vec<Posted>> {
-        let client = self.client.clone();
-        self.handle.spawn(post_all(client, count, clients, rate, token, urls)).await?
+    /// Posts as `posting` says, on the harness's runtime; returns each request as posted.
+    pub(super) async fn post(&self, posting: Posting) -> anyhow::Result<Vec<Posted>> {
+        self.handle.spawn(post_all(self.client.clone(), posting)).await?
     }
+}
+
+/// A run of posts: `count` bodies to `urls(n)` (which also names the endpoint) from `clients`
+/// connections, as fast as they are answered or, with `rate`, one every 1/rate s, with `token`
+/// as the bearer when given.
+pub(super) struct Posting {
+    pub count: usize,
+    pub clients: usize,
+    pub rate: Option<f64>,
+    pub token: Option<String>,
+    pub urls: Arc<dyn Fn(usize) -> (usize, String) + Send + Sync>,
 }
 
 impl Drop for Harness {
@@ -127,14 +129,8 @@ fn thread_id() -> u32 {
 
 const BODY: &[u8] = br#"{"type":"endpoint.test","data":{"note":"a body the size of a small event"}}"#;
 
-async fn post_all(
-    client: reqwest::Client,
-    count: usize,
-    clients: usize,
-    rate: Option<f64>,
-    token: Option<String>,
-    urls: Arc<dyn Fn(usize) -> (usize, String) + Send + Sync>,
-) -> anyhow::Result<Vec<Posted>> {
+async fn post_all(client: reqwest::Client, posting: Posting) -> anyhow::Result<Vec<Posted>> {
+    let Posting { count, clients, rate, token, urls } = posting;
     let start = tokio::time::Instant::now();
     let one = |n: usize| {
         let (client, token, urls) = (client.clone(), token.clone(), Arc::clone(&urls));

@@ -20,7 +20,7 @@ use driftwatch_delivery::{DeliveryConfig, DeliveryWorker, RetryPolicy};
 use driftwatch_store::{Backend, Endpoint, PoolOptions, Store, accounts, endpoints};
 use tokio_util::sync::CancellationToken;
 
-use harness::Harness;
+use harness::{Harness, Posting};
 pub use report::ApiReport;
 
 use crate::{cpu_seconds, postgres_cpu_seconds};
@@ -59,10 +59,10 @@ pub async fn api(bench: &ApiBench) -> anyhow::Result<ApiReport> {
     // The raw limit: the same clients straight at the receiver (warmed first).
     let hook = harness.receiver.clone();
     let raw_urls: Arc<dyn Fn(usize) -> (usize, String) + Send + Sync> = Arc::new(move |_| (0, format!("{hook}/0")));
-    harness.post(clients * 4, clients, None, None, Arc::clone(&raw_urls)).await?;
+    harness.post(Posting { count: clients * 4, clients, rate: None, token: None, urls: Arc::clone(&raw_urls) }).await?;
     progress.say("raw client -> receiver");
     let started = Instant::now();
-    harness.post(count, clients, None, None, raw_urls).await?;
+    harness.post(Posting { count, clients, rate: None, token: None, urls: raw_urls }).await?;
     let raw_per_second = count as f64 / started.elapsed().as_secs_f64();
     let mut received = harness.received.clone();
     let mut expected = clients * 4 + count;
@@ -93,7 +93,9 @@ pub async fn api(bench: &ApiBench) -> anyhow::Result<ApiReport> {
         Arc::new(move |n| (n % ids.len(), format!("{base}/{}/test", ids[n % ids.len()])));
 
     // Warm the pool and the connections, then wait until those deliveries are out.
-    harness.post(clients, clients, None, Some(token.clone()), Arc::clone(&api_urls)).await?;
+    harness
+        .post(Posting { count: clients, clients, rate: None, token: Some(token.clone()), urls: Arc::clone(&api_urls) })
+        .await?;
     expected += clients;
     tokio::time::timeout(Duration::from_secs(60), received.wait_for(|n| *n >= expected))
         .await
@@ -106,7 +108,7 @@ pub async fn api(bench: &ApiBench) -> anyhow::Result<ApiReport> {
     progress.say(&format!("posting {count} test events through the API"));
     let watching = progress.count(harness.received.clone(), expected, count);
     let started = Instant::now();
-    let posted = harness.post(count, clients, bench.rate, Some(token), api_urls).await?;
+    let posted = harness.post(Posting { count, clients, rate: bench.rate, token: Some(token), urls: api_urls }).await?;
     let requests_per_second = count as f64 / started.elapsed().as_secs_f64();
     tokio::time::timeout(Duration::from_secs(3600), received.wait_for(|n| *n >= expected + count))
         .await
